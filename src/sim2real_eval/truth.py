@@ -1,0 +1,161 @@
+"""The ground-truth series every sensor model consumes (robot-side: Python 3.8, numpy only).
+
+One container for every source of truth: the kinematic scenarios, simulator odometry, and the SBG INS
+of a real vehicle.  Frames (REP-103/105): position and velocity in a local ENU frame (metres, m/s)
+anchored at a geodetic datum held by the GPS model; orientation is the body (base_link) attitude in
+ENU as a quaternion (x, y, z, w), yaw 0 = facing east; angular velocity and specific force are in
+the body frame.  Specific force is what an ideal accelerometer reads: a_body − R_bwᵀ·g_world, i.e.
++9.80665 on z when level and still (REP-145).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+import numpy as np
+
+from . import rotations
+from .errors import UserError
+
+GRAVITY = 9.80665  # m/s², standard gravity (also robot_localization's default)
+
+FIELDS = ("t", "position", "orientation", "velocity", "angular_velocity", "specific_force")
+_WIDTHS = {"t": None, "position": 3, "orientation": 4, "velocity": 3, "angular_velocity": 3,
+           "specific_force": 3}
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Time series of true vehicle state; all arrays share the first dimension N.
+
+    t: (N,) seconds on the data clock, strictly increasing.
+    position: (N, 3) ENU metres.  orientation: (N, 4) quaternion x, y, z, w (body → ENU).
+    velocity: (N, 3) world ENU m/s.  angular_velocity: (N, 3) body rad/s.
+    specific_force: (N, 3) body m/s², including the +g reaction to gravity.
+    """
+
+    t: np.ndarray
+    position: np.ndarray
+    orientation: np.ndarray
+    velocity: np.ndarray
+    angular_velocity: np.ndarray
+    specific_force: np.ndarray
+
+    def __post_init__(self):
+        for name in FIELDS:
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float64))
+
+    def __len__(self) -> int:
+        return int(self.t.shape[0])
+
+    @property
+    def duration(self) -> float:
+        return float(self.t[-1] - self.t[0]) if len(self) else 0.0
+
+    def validate(self, source: str = "ground truth") -> "GroundTruth":
+        """Check shapes, finiteness and strictly increasing time; name the first bad index."""
+        n = len(self)
+        if self.t.ndim != 1 or n < 2:
+            raise UserError(f"{source}: need at least 2 samples with a 1-D time axis, got shape {self.t.shape}")
+        for name in FIELDS[1:]:
+            arr = getattr(self, name)
+            if arr.shape != (n, _WIDTHS[name]):
+                raise UserError(f"{source}: {name} has shape {arr.shape}, expected ({n}, {_WIDTHS[name]})")
+        for name in FIELDS:
+            arr = getattr(self, name)
+            bad = ~np.isfinite(arr.reshape(n, -1)).all(axis=1)
+            if bad.any():
+                raise UserError(f"{source}: {name} is NaN/inf at index {int(np.argmax(bad))}")
+        steps = np.diff(self.t)
+        if (steps <= 0).any():
+            i = int(np.argmax(steps <= 0)) + 1
+            raise UserError(
+                f"{source}: time is not strictly increasing at index {i} "
+                f"(t[{i - 1}]={self.t[i - 1]!r}, t[{i}]={self.t[i]!r})"
+            )
+        norms = np.linalg.norm(self.orientation, axis=1)
+        if (np.abs(norms - 1.0) > 1e-3).any():
+            i = int(np.argmax(np.abs(norms - 1.0) > 1e-3))
+            raise UserError(f"{source}: orientation is not a unit quaternion at index {i} (norm {norms[i]:.6f})")
+        return self
+
+    def interpolate(self, times) -> "GroundTruth":
+        """Truth at ``times`` (seconds): linear for vectors, slerp for the orientation.
+
+        Never extrapolates: a time outside [t[0], t[-1]] is a UserError (callers choose their ticks
+        inside the truth span).
+        """
+        times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+        if times.size and (times.min() < self.t[0] - 1e-12 or times.max() > self.t[-1] + 1e-12):
+            raise UserError(
+                f"ground truth: requested time {times.min():.9f}..{times.max():.9f} s lies outside the "
+                f"truth span {self.t[0]:.9f}..{self.t[-1]:.9f} s"
+            )
+        hi = np.clip(np.searchsorted(self.t, times, side="right"), 1, len(self) - 1)
+        lo = hi - 1
+        frac = np.clip((times - self.t[lo]) / (self.t[hi] - self.t[lo]), 0.0, 1.0)
+
+        def lerp(arr):
+            return arr[lo] + (arr[hi] - arr[lo]) * frac[:, None]
+
+        return GroundTruth(
+            t=times,
+            position=lerp(self.position),
+            orientation=rotations.slerp(self.orientation[lo], self.orientation[hi], frac),
+            velocity=lerp(self.velocity),
+            angular_velocity=lerp(self.angular_velocity),
+            specific_force=lerp(self.specific_force),
+        )
+
+    def slice(self, start: int, stop: Optional[int] = None) -> "GroundTruth":
+        return GroundTruth(**{name: getattr(self, name)[start:stop] for name in FIELDS})
+
+    def as_dict(self) -> Dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def save_npz(self, path) -> None:
+        np.savez(path, **self.as_dict())
+
+    @classmethod
+    def load_npz(cls, path, source: Optional[str] = None) -> "GroundTruth":
+        source = source or str(path)
+        try:
+            with np.load(path) as data:
+                missing = [name for name in FIELDS if name not in data]
+                if missing:
+                    raise UserError(f"{source}: missing array(s) {', '.join(missing)}")
+                return cls(**{name: data[name] for name in FIELDS}).validate(source)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{source}: cannot read ground truth ({exc})") from None
+
+    @classmethod
+    def from_kinematics(cls, t, position, orientation, velocity, angular_velocity=None,
+                        world_acceleration=None) -> "GroundTruth":
+        """Build truth from pose + world velocity, deriving what is missing.
+
+        World acceleration (when not given) is the central-difference derivative of velocity
+        (np.gradient: second-order, zero lag inside the series, one-sided at the ends); body rates
+        (when not given) come from differentiating the orientation the same way.  Specific force is
+        R_bwᵀ·(a_world + g·ẑ).
+        """
+        t = np.asarray(t, dtype=np.float64)
+        orientation = rotations.normalize(orientation)
+        velocity = np.asarray(velocity, dtype=np.float64)
+        if world_acceleration is None:
+            world_acceleration = np.gradient(velocity, t, axis=0)
+        if angular_velocity is None:
+            angular_velocity = body_rates_from_orientation(t, orientation)
+        gravity_reaction = np.asarray(world_acceleration, dtype=np.float64) + np.array([0.0, 0.0, GRAVITY])
+        specific_force = rotations.rotate_inverse(orientation, gravity_reaction)
+        return cls(t, position, orientation, velocity, angular_velocity, specific_force)
+
+
+def body_rates_from_orientation(t, orientation) -> np.ndarray:
+    """Body angular velocity ω from a quaternion series: ω = 2·vec(q* ⊗ q̇), q̇ by np.gradient."""
+    q = rotations.normalize(orientation).copy()
+    # Make the series sign-continuous so the derivative does not see q/−q flips.
+    for i in range(1, len(q)):
+        if np.dot(q[i], q[i - 1]) < 0:
+            q[i] = -q[i]
+    q_dot = np.gradient(q, np.asarray(t, dtype=np.float64), axis=0)
+    return 2.0 * rotations.multiply(rotations.conjugate(q), q_dot)[:, :3]
