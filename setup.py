@@ -38,6 +38,8 @@ setup(
     license="BSD-3-Clause",
     package_dir={"": "src"},
     packages=find_packages("src"),
+    # sbg_driver .msg definitions (Humble .db3 bags carry none); explicit depth for old setuptools.
+    package_data={"sim2real_eval": ["bags/msgdefs/*/*/*.msg", "bags/msgdefs/*/*/*/*.msg"]},
     python_requires=">=3.8",
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
