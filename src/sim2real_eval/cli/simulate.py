@@ -1,0 +1,36 @@
+"""``sim2real-eval simulate STUDY.yaml --out OUT``: every run of a study, one bag per run.
+
+Runs land in ``OUT/sim/<variant>/<scenario>/<k>/`` (docs/pipeline.md).  Re-running the same command
+skips complete runs; a run directory that differs from the study is refused.
+"""
+from __future__ import annotations
+
+import time
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("study", help="study file (config/studies/*.yaml)")
+    parser.add_argument("--out", required=True, help="output directory (runs go to OUT/sim/...)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="local worker processes (default: all cores; 1 = in this process)")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="run on Ray: a cluster address, 'auto' (existing cluster) or 'local'")
+    parser.add_argument("--storage", choices=("sqlite3", "mcap"), default=None,
+                        help="bag storage (default: the study's, sqlite3)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    from ..pipeline.batch import run_batch
+    from ..pipeline.study import load_study
+
+    study = load_study(args.study)
+    tasks = study.runs(storage=args.storage)
+    start = time.perf_counter()
+    report = run_batch(tasks, args.out, workers=args.workers, ray_address=args.ray,
+                       progress=not args.no_progress, description=f"simulate {study.name}")
+    elapsed = time.perf_counter() - start
+    report.raise_on_failure()
+    print(f"{study.name}: {report.written} runs written, {report.skipped} already complete "
+          f"({len(tasks)} in the study) in {elapsed:.1f} s → {args.out}/sim")
+    return 0

@@ -1,0 +1,184 @@
+"""Batch runner: independent run tasks on a local process pool (default) or a Ray cluster.
+
+A task is any picklable object with ``label``, ``directory(out)``, ``record()`` and
+``execute(out) -> RunOutcome`` (``run.SimRunSpec`` is one).  Every run derives its random streams
+from its own spec, so where a task runs (in-process, a pool worker, a Ray node) does not change its
+output.  Before anything runs, existing run directories are checked: complete and matching → skipped
+(resume); different → refused (UserError) so nothing is overwritten by accident.
+
+With Ray, OUT must be a path every node can write (a shared filesystem), as with any Ray job.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..errors import UserError
+from .run import RunOutcome, existing_run
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    label: str
+    message: str
+
+
+@dataclass
+class BatchReport:
+    outcomes: list = field(default_factory=list)  # RunOutcome per task, in task order (None if failed)
+    failures: list = field(default_factory=list)  # RunFailure
+
+    @property
+    def written(self) -> int:
+        return sum(1 for o in self.outcomes if o is not None and not o.skipped)
+
+    @property
+    def skipped(self) -> int:
+        return sum(1 for o in self.outcomes if o is not None and o.skipped)
+
+    def raise_on_failure(self) -> None:
+        if self.failures:
+            first = self.failures[0]
+            raise UserError(
+                f"{len(self.failures)} of {len(self.outcomes)} runs failed (the others are complete); "
+                f"first: {first.label}: {first.message}"
+            )
+
+
+def available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def execute_task(task, out: str):
+    """Run one task; a UserError becomes a RunFailure value (other exceptions are bugs and propagate)."""
+    try:
+        return task.execute(out)
+    except UserError as exc:
+        return RunFailure(task.label, str(exc))
+
+
+def plan(tasks: Sequence, out) -> tuple[list, list]:
+    """Split tasks into (already complete → RunOutcome, to run → index) after checking existing dirs."""
+    done, pending = [], []
+    for index, task in enumerate(tasks):
+        path = task.directory(out)
+        if existing_run(path, task.record()):
+            done.append((index, RunOutcome(task.label, str(path), True, {})))
+        else:
+            pending.append(index)
+    return done, pending
+
+
+def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str | None = None,
+              progress: bool = True, description: str = "runs") -> BatchReport:
+    """Execute every task once (skipping complete runs) and report outcomes in task order.
+
+    ``workers``: local processes (default: all cores; 1 runs in this process).  ``ray_address``:
+    run on Ray instead — an address, ``"auto"`` (an existing cluster), or ``"local"`` (start one
+    here with ``workers`` CPUs); an already initialised Ray is used as it is.
+    """
+    out = str(Path(out))
+    report = BatchReport(outcomes=[None] * len(tasks))
+    done, pending = plan(tasks, out)
+    for index, outcome in done:
+        report.outcomes[index] = outcome
+    workers = available_cores() if workers is None else int(workers)
+    if workers < 1:
+        raise UserError(f"--workers must be >= 1, got {workers}")
+
+    with _progress(progress, description, len(tasks), len(done)) as advance:
+        def collect(index: int, result) -> None:
+            if isinstance(result, RunFailure):
+                report.failures.append(result)
+            else:
+                report.outcomes[index] = result
+            advance(result)
+
+        if not pending:
+            pass
+        elif ray_address is not None:
+            _run_ray(tasks, pending, out, ray_address, workers, collect)
+        elif workers == 1 or len(pending) == 1:
+            for index in pending:
+                collect(index, execute_task(tasks[index], out))
+        else:
+            _run_pool(tasks, pending, out, workers, collect)
+    return report
+
+
+def _run_pool(tasks, pending, out, workers, collect: Callable) -> None:
+    # fork: workers inherit the already imported modules, so the per-run start-up cost is ~0.
+    context = multiprocessing.get_context("fork")
+    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context)
+    try:
+        futures = {pool.submit(execute_task, tasks[index], out): index for index in pending}
+        for future in cf.as_completed(futures):
+            collect(futures[future], future.result())
+    except BaseException:
+        # Ctrl-C or a bug: drop queued runs; running ones clean up their temporary directory.
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _run_ray(tasks, pending, out, address: str, workers: int, collect: Callable) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--ray needs the 'ray' package (pip install 'sim2real_eval[all]')") from None
+    if not ray.is_initialized():
+        try:
+            if address == "local":
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise UserError(f"--ray {address}: cannot connect to a Ray cluster ({exc})") from None
+    remote = ray.remote(execute_task)
+    refs = {remote.remote(tasks[index], out): index for index in pending}
+    waiting = list(refs)
+    try:
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            for ref in ready:
+                collect(refs[ref], ray.get(ref))
+    except BaseException:
+        for ref in waiting:
+            ray.cancel(ref)
+        raise
+
+
+class _progress:
+    """A rich progress bar over the runs (also counts skipped ones); a no-op when disabled."""
+
+    def __init__(self, enabled: bool, description: str, total: int, completed: int):
+        self.enabled, self.description, self.total, self.completed = enabled, description, total, completed
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda result: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeRemainingColumn(), TextColumn("{task.fields[last]}"), transient=False)
+        self.bar.__enter__()
+        skipped = f"{self.completed} already complete" if self.completed else ""
+        self.task = self.bar.add_task(self.description, total=self.total, completed=self.completed, last=skipped)
+
+        def advance(result) -> None:
+            failed = isinstance(result, RunFailure)
+            self.bar.update(self.task, advance=1, last=("FAILED " if failed else "") + result.label)
+
+        return advance
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.bar.__exit__(*exc)
+        return False

@@ -1,0 +1,251 @@
+"""Replay of a real bag: simulated IMU and/or GPS in place of the real streams, judged like the real one.
+
+From one real bag (read-only) this makes the pair the paper compares (seed 003 §III-A):
+- ``OUT/real/real/<scenario>/<k>/``: the real /fix and /imu, judged unmodified;
+- ``OUT/sim/<variant>/<scenario>/<k>/``: the same bag with the chosen streams replaced, where
+  ``variant`` = ``sim_imu-<preset>`` (``sim_gps-<preset>_imu-<preset>`` with both replaced).
+
+Ground truth comes from the bag's INS topics (``bags.truth.truth_from_bag``).  A replaced IMU is
+sampled **at the real IMU's header stamps** (and keeps the real messages' receive times), so the judge
+sees the same timing; IMU messages whose stamp lies outside the ground-truth span are dropped (the
+truth is never extrapolated).  A replaced GPS is sampled at the model's own rate (ticks k·period on
+the data clock inside the truth span) around the bag's datum.  Every other input stays real.
+Both runs also carry ``/ground_truth/odom`` from the INS truth.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import UserError
+from .run import (
+    DEFAULT_GROUND_TRUTH_RATE,
+    GPS_ODOMETRY_TOPIC,
+    IMU,
+    NAVSATFIX,
+    TOPICS,
+    JudgeConfig,
+    RunOutcome,
+    existing_run,
+    gps_records,
+    imu_records,
+    imu_spec_with_mounting,
+    in_receive_order,
+    judge_records,
+    judge_run,
+    model_record,
+    remove_stale_temporaries,
+    run_directory,
+    truth_records,
+    write_run,
+)
+
+SENSORS = ("gps", "imu")
+
+
+def model_label(spec: Any) -> str:
+    if isinstance(spec, str):
+        return Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
+    if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+        return spec["name"]
+    raise UserError(f"--replace: cannot name the model {spec!r} (give a preset name or a YAML file)")
+
+
+def replay_variant(replace: dict) -> str:
+    """``{"imu": "chrono_paper_demo"}`` → ``sim_imu-chrono_paper_demo`` (sensors in gps, imu order)."""
+    return "sim_" + "_".join(f"{sensor}-{model_label(replace[sensor])}" for sensor in SENSORS if sensor in replace)
+
+
+def parse_replace(items) -> dict:
+    """``["imu=chrono_paper_demo", "gps=ch_rw"]`` → ``{"imu": ..., "gps": ...}``."""
+    out: dict = {}
+    for item in items or []:
+        sensor, sep, spec = str(item).partition("=")
+        sensor = sensor.strip()
+        if not sep or sensor not in SENSORS or not spec.strip():
+            raise UserError(f"--replace {item!r}: expected imu=PRESET or gps=PRESET")
+        if sensor in out:
+            raise UserError(f"--replace {item!r}: {sensor} is replaced twice")
+        out[sensor] = spec.strip()
+    if not out:
+        raise UserError("--replace: name at least one stream to replace (imu=PRESET and/or gps=PRESET)")
+    return out
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    bag: str
+    replace: dict
+    judge: JudgeConfig
+    scenario: str
+    k: int = 0
+    seed: int = 0
+    storage: str = "sqlite3"
+    ground_truth_rate: float = DEFAULT_GROUND_TRUTH_RATE
+    truth_source: str = "auto"
+    msg_path: str | None = None
+    imu_topic: str = TOPICS["imu"]
+    gps_topic: str = TOPICS["gps"]
+
+    @property
+    def variant(self) -> str:
+        return replay_variant(self.replace)
+
+    def _common(self, side: str, variant: str) -> dict:
+        return {"side": side, "variant": variant, "scenario": self.scenario, "k": self.k, "seed": self.seed,
+                "source": str(Path(self.bag).resolve())}
+
+    def _tail(self) -> dict:
+        return {
+            "judge": self.judge.record(),
+            "ground_truth_rate": self.ground_truth_rate,
+            "ground_truth_source": self.truth_source,
+            "storage": self.storage,
+            "input_topics": {"gps": self.gps_topic, "imu": self.imu_topic},
+            "topics": dict(TOPICS, gps_odometry=GPS_ODOMETRY_TOPIC),
+            "version": __version__,
+        }
+
+    def real_record(self) -> dict:
+        return {**self._common("real", "real"), "gps": "real", "imu": "real", **self._tail()}
+
+    def sim_record(self) -> dict:
+        gps = model_record(self.replace["gps"]) if "gps" in self.replace else "real"
+        imu = model_record(imu_spec_with_mounting(self.replace["imu"], self.judge)) if "imu" in self.replace \
+            else "real"
+        return {**self._common("sim", self.variant), "replaced": [s for s in SENSORS if s in self.replace],
+                "gps": gps, "imu": imu, **self._tail()}
+
+    def real_directory(self, out) -> Path:
+        return run_directory(out, "real", "real", self.scenario, self.k)
+
+    def sim_directory(self, out) -> Path:
+        return run_directory(out, "sim", self.variant, self.scenario, self.k)
+
+
+@dataclass
+class RealStreams:
+    """What the replay needs from the real bag (all in memory: sensor topics are small)."""
+
+    truth: Any
+    datum: Any
+    gps: list  # (recv_ns, topic, msgtype, msg)
+    imu: list
+
+
+def _stamp_ns(msg) -> int:
+    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+
+
+def _check_stamps(records: list, topic: str, bag: str, strict: bool) -> None:
+    import numpy as np
+
+    stamps = np.array([_stamp_ns(r[3]) for r in records], dtype=np.int64)
+    steps = np.diff(stamps)
+    bad = steps <= 0 if strict else steps < 0
+    if bad.any():
+        i = int(np.argmax(bad)) + 1
+        raise UserError(f"{bag}: topic {topic}: header stamps go backwards at message {i} "
+                        f"({stamps[i - 1]} ns then {stamps[i]} ns)")
+
+
+def read_real_streams(spec: ReplaySpec) -> RealStreams:
+    """Ground truth + the real GPS and IMU messages of the bag, checked."""
+    from ..bags import open_bag
+    from ..bags.truth import truth_from_bag
+
+    wanted = {spec.gps_topic: NAVSATFIX, spec.imu_topic: IMU}
+    with open_bag(spec.bag, msg_path=spec.msg_path) as reader:
+        for topic, msgtype in wanted.items():
+            info = reader.topics.get(topic)
+            if info is None:
+                raise UserError(f"{spec.bag}: topic {topic} not found (topics: {', '.join(sorted(reader.topics))})")
+            if info.msgtype != msgtype:
+                raise UserError(f"{spec.bag}: topic {topic} has type {info.msgtype}, expected {msgtype}")
+            if info.count == 0:
+                raise UserError(f"{spec.bag}: topic {topic} is empty")
+        truth, datum = truth_from_bag(reader, source=spec.truth_source)
+        streams = {spec.gps_topic: [], spec.imu_topic: []}
+        for message in reader.messages(topics=list(wanted)):
+            streams[message.topic].append((int(message.recv_ns), message.topic, message.msgtype, message.msg))
+    for topic, records in streams.items():
+        if not records:
+            raise UserError(f"{spec.bag}: topic {topic} is empty")
+        _check_stamps(records, topic, spec.bag, strict=(topic == spec.imu_topic))
+    # Output bags use the standard topic names whatever the input called them.
+    gps = [(r[0], TOPICS["gps"], r[2], r[3]) for r in streams[spec.gps_topic]]
+    imu = [(r[0], TOPICS["imu"], r[2], r[3]) for r in streams[spec.imu_topic]]
+    return RealStreams(truth, datum, gps, imu)
+
+
+def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
+    """The replacement IMU: sampled at the real header stamps inside the truth span, real receive times."""
+    import numpy as np
+
+    from ..models import load_imu_model, sensor_seed
+
+    truth = streams.truth
+    stamps = np.array([_stamp_ns(r[3]) for r in streams.imu], dtype=np.int64)
+    receive = np.array([r[0] for r in streams.imu], dtype=np.int64)
+    inside = (stamps * 1e-9 >= truth.t[0]) & (stamps * 1e-9 <= truth.t[-1])
+    if not inside.any():
+        raise UserError(f"{spec.bag}: topic {spec.imu_topic}: no message stamp lies inside the ground-truth span "
+                        f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
+    model = load_imu_model(imu_spec_with_mounting(spec.replace["imu"], spec.judge),
+                           sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "imu"))
+    samples = model.sample(truth, stamps_ns=stamps[inside])
+    records = imu_records(samples)
+    # Keep the real receive times: the judge sees the replaced stream with the real timing.
+    return [(int(recv), topic, msgtype, msg) for recv, (_r, topic, msgtype, msg) in zip(receive[inside], records)]
+
+
+def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:
+    from ..models import load_gps_model, sensor_seed
+
+    model = load_gps_model(gps_spec_with_datum(spec.replace["gps"], streams.datum),
+                           sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "gps"))
+    return gps_records(model.sample(streams.truth))
+
+
+def gps_spec_with_datum(spec: Any, datum) -> Any:
+    """The GPS model spec anchored at the real bag's datum (lat, lon, alt), so fixes land where the real ones do."""
+    datum = [float(v) for v in datum]
+    if isinstance(spec, dict):
+        return dict(spec, datum=datum)
+    return {"preset": spec, "datum": datum}
+
+
+def _judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, truth) -> RunOutcome:
+    sensors = in_receive_order(sensors)
+    result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+    records = in_receive_order(sensors + judge_records(result) + truth_records(truth, spec.ground_truth_rate))
+    counts = write_run(path, records, record, spec.storage)
+    label = "/".join(path.parts[-4:])
+    return RunOutcome(label, str(path), False, counts, truth.duration)
+
+
+def replay(spec: ReplaySpec, out) -> tuple[RunOutcome, RunOutcome]:
+    """Write (or find complete) the real run and the replayed sim run of one real bag."""
+    real_path, sim_path = spec.real_directory(out), spec.sim_directory(out)
+    real_record, sim_record = spec.real_record(), spec.sim_record()
+    real_done = existing_run(real_path, real_record)
+    sim_done = existing_run(sim_path, sim_record)
+    outcomes = {}
+    if real_done:
+        outcomes["real"] = RunOutcome("/".join(real_path.parts[-4:]), str(real_path), True, {})
+    if sim_done:
+        outcomes["sim"] = RunOutcome("/".join(sim_path.parts[-4:]), str(sim_path), True, {})
+    if real_done and sim_done:
+        return outcomes["real"], outcomes["sim"]
+    streams = read_real_streams(spec)
+    if not real_done:
+        remove_stale_temporaries(real_path)
+        outcomes["real"] = _judge_and_write(spec, real_path, real_record, streams.gps + streams.imu, streams.truth)
+    if not sim_done:
+        remove_stale_temporaries(sim_path)
+        imu = simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
+        gps = simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
+        outcomes["sim"] = _judge_and_write(spec, sim_path, sim_record, gps + imu, streams.truth)
+    return outcomes["real"], outcomes["sim"]

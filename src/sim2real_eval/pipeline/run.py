@@ -1,0 +1,351 @@
+"""One run: ground truth → simulated GPS + IMU → the embedded judge → one recorded bag.
+
+A run directory ``OUT/<side>/<variant>/<scenario>/<k>/`` *is* a rosbag2 directory with ``run.yaml``
+inside (docs/architecture.md, "runs").  It appears in one atomic rename, so a directory that exists is
+complete; a run whose directory exists and whose run.yaml matches the spec is skipped (resume), one
+whose run.yaml differs is refused.
+
+Seeds (numpy SeedSequence via ``models.sensor_seed``):
+- ground truth: ``sensor_seed(seed, scenario, k, "truth")`` — no variant, so every variant of a study
+  sees the same K trajectories of a scenario and differs only by its sensors;
+- sensors: ``sensor_seed(seed, variant, scenario, k, "gps" | "imu")``.
+
+Importing this module is cheap (no rosbags/scipy/ray); heavy imports happen inside the functions.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from .. import __version__
+from ..errors import UserError
+
+ART_STATIC_TFS = ("base_link imu 0 0 0 3.1416 -1.5708 0", "base_link gps 0 0 0 0 0 0")
+DEFAULT_GROUND_TRUTH_RATE = 50.0  # Hz: plenty for speed metrics, 2× fewer messages than a 100 Hz truth
+STORAGES = ("sqlite3", "mcap")
+SIDES = ("sim", "real")
+TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix", "imu": "/imu"}
+GPS_ODOMETRY_TOPIC = "/odometry/gps"
+IMU_FRAME = "imu"
+RUN_FILE = "run.yaml"
+
+NAVSATFIX = "sensor_msgs/msg/NavSatFix"
+IMU = "sensor_msgs/msg/Imu"
+ODOMETRY = "nav_msgs/msg/Odometry"
+
+
+@functools.lru_cache(maxsize=64)
+def file_sha256(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The judge of a run: robot_localization YAML files and the static TFs of the launch."""
+
+    ekf: str
+    navsat: str
+    static_tfs: tuple = ART_STATIC_TFS
+
+    def record(self) -> dict:
+        return {
+            "ekf": self.ekf,
+            "ekf_sha256": file_sha256(self.ekf),
+            "navsat": self.navsat,
+            "navsat_sha256": file_sha256(self.navsat),
+            "static_tfs": list(self.static_tfs),
+        }
+
+    def mounting_rpy(self, child_frame: str = IMU_FRAME) -> list | None:
+        """(roll, pitch, yaw) rad of the static TF base_link→``child_frame`` (None when there is none).
+
+        The IMU model gets the same rotation, so simulated IMU data is expressed in the frame the TF
+        describes (static_transform_publisher order is x y z yaw pitch roll).
+        """
+        for text in self.static_tfs:
+            parts = text.split()
+            if len(parts) == 8 and parts[1] == child_frame:
+                yaw, pitch, roll = (float(v) for v in parts[5:8])
+                return [roll, pitch, yaw]
+        return None
+
+
+@dataclass(frozen=True)
+class SimRunSpec:
+    """Everything that determines one simulated run (picklable: it travels to worker processes)."""
+
+    variant: str
+    scenario: str
+    k: int
+    seed: int
+    gps: Any
+    imu: Any
+    judge: JudgeConfig
+    scenario_params: Any = None
+    ground_truth_rate: float = DEFAULT_GROUND_TRUTH_RATE
+    storage: str = "sqlite3"
+    side: str = "sim"
+
+    @property
+    def label(self) -> str:
+        return f"{self.side}/{self.variant}/{self.scenario}/{self.k}"
+
+    def directory(self, out) -> Path:
+        return run_directory(out, self.side, self.variant, self.scenario, self.k)
+
+    def record(self) -> dict:
+        """The run.yaml content (see docs/architecture.md)."""
+        return {
+            "side": self.side,
+            "variant": self.variant,
+            "scenario": self.scenario,
+            "k": self.k,
+            "seed": self.seed,
+            "source": self.scenario,
+            "scenario_params": self.scenario_params,
+            "gps": model_record(self.gps),
+            "imu": model_record(imu_spec_with_mounting(self.imu, self.judge)),
+            "judge": self.judge.record(),
+            "ground_truth_rate": self.ground_truth_rate,
+            "storage": self.storage,
+            "topics": dict(TOPICS, gps_odometry=GPS_ODOMETRY_TOPIC),
+            "version": __version__,
+        }
+
+    def execute(self, out) -> RunOutcome:
+        return simulate_run(self, out)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    label: str
+    path: str
+    skipped: bool
+    messages: dict  # topic -> count written (empty when skipped)
+    sim_seconds: float = 0.0
+
+
+def run_directory(out, side: str, variant: str, scenario: str, k: int) -> Path:
+    return Path(out) / side / variant / scenario / str(int(k))
+
+
+def model_record(spec: Any) -> Any:
+    """What run.yaml says about a model: the spec as given (preset name, YAML path or dict)."""
+    if isinstance(spec, dict):
+        return {key: model_record(value) for key, value in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return [model_record(value) for value in spec]
+    return spec
+
+
+def imu_spec_with_mounting(spec: Any, judge: JudgeConfig) -> Any:
+    """The IMU model spec with ``mounting_rpy`` taken from the judge's base_link→imu static TF."""
+    rpy = judge.mounting_rpy(IMU_FRAME)
+    if rpy is None:
+        return spec
+    if isinstance(spec, dict):
+        if "mounting_rpy" in spec:
+            return spec  # the user chose explicitly; run.yaml records it
+        return dict(spec, mounting_rpy=rpy)
+    return {"preset": spec, "mounting_rpy": rpy}
+
+
+# --------------------------------------------------------------------------------------- resume
+def _comparable(record: dict) -> dict:
+    """run.yaml fields that must match for an existing run to count as this run.
+
+    Not compared: the package version and the judge files' paths (their sha256 are compared), so an
+    output tree survives a reinstall or a moved config directory.
+    """
+    out = {k: v for k, v in record.items() if k != "version"}
+    if isinstance(out.get("judge"), dict):
+        out["judge"] = {k: v for k, v in out["judge"].items() if k not in ("ekf", "navsat")}
+    return out
+
+
+def _first_difference(a: Any, b: Any, prefix: str = "") -> str | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            where = f"{prefix}.{key}" if prefix else str(key)
+            if key not in a or key not in b:
+                return where
+            diff = _first_difference(a[key], b[key], where)
+            if diff:
+                return diff
+        return None
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return prefix
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff = _first_difference(x, y, f"{prefix}[{i}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return None
+    return None if a == b else (prefix or "value")
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Remove leftovers of a run killed hard (SIGKILL) while building ``path`` (atomic.py siblings)."""
+    parent = path.parent
+    if parent.is_dir():
+        for stale in parent.glob(f".{path.name}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def existing_run(path: Path, record: dict) -> bool:
+    """True when ``path`` holds this run already; False when absent; UserError when it differs."""
+    from ..yamlio import load_yaml
+
+    path = Path(path)
+    if not path.exists():
+        return False
+    run_file = path / RUN_FILE
+    if not run_file.is_file():
+        raise UserError(f"{path}: exists but has no {RUN_FILE}, so it is not a run; remove it or choose another --out")
+    found = load_yaml(run_file)
+    if not isinstance(found, dict):
+        raise UserError(f"{run_file}: not a run description (expected a mapping)")
+    # Round-trip the expected record through YAML so tuples/lists and floats compare like on disk.
+    import yaml
+
+    from ..yamlio import dump_yaml
+
+    expected = yaml.safe_load(dump_yaml(record))
+    diff = _first_difference(_comparable(found), _comparable(expected))
+    if diff:
+        raise UserError(
+            f"{run_file}: an existing run differs from the requested one at '{diff}'; "
+            "remove it or choose another --out"
+        )
+    return True
+
+
+# ---------------------------------------------------------------------------------- the pieces
+def scenario_truth(name: str, params: Any, seed_sequence):
+    """Ground truth of scenario ``name`` (with optional parameter overrides) for one repeat."""
+    from .. import scenarios
+
+    return scenarios.make_scenario(name, params, seed_sequence)
+
+
+@functools.lru_cache(maxsize=8)
+def _judge_parts(ekf: str, navsat: str, static_tfs: tuple):
+    from ..judge import load_ekf_params, load_navsat_params, parse_static_tf
+
+    return load_ekf_params(ekf), load_navsat_params(navsat), tuple(parse_static_tf(t) for t in static_tfs)
+
+
+def judge_run(judge: JudgeConfig, messages: Iterable):
+    """Run the embedded robot_localization on ``(recv_ns, topic, msg)`` in receive order → JudgeResult.
+
+    The only place the pipeline calls the judge.
+    """
+    from ..judge import Judge
+
+    ekf, navsat, tfs = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
+    return Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"]).run(messages)
+
+
+def ground_truth_stamps_ns(truth, rate: float):
+    """Ticks k·period (period = round(1e9/rate) ns) inside the truth span (docs: Time)."""
+    import numpy as np
+
+    period = int(round(1e9 / rate))
+    first = int(math.ceil(round(truth.t[0] * 1e9) / period))
+    last = int(math.floor(round(truth.t[-1] * 1e9) / period))
+    return np.arange(first, last + 1, dtype=np.int64) * period
+
+
+def truth_records(truth, rate: float) -> list:
+    from ..bags import messages as bag_messages
+
+    stamps = ground_truth_stamps_ns(truth, rate)
+    sampled = truth.interpolate(stamps * 1e-9)
+    return _records(bag_messages.truth_odometry_messages(sampled), TOPICS["ground_truth"], ODOMETRY, stamps)
+
+
+def _records(items, topic: str, msgtype: str, recv_ns=None) -> list:
+    """Normalise builder output to ``(recv_ns, topic, msgtype, msg)`` tuples.
+
+    Builders yield either messages or ``(recv_ns, msg)`` pairs; bare messages are received at their
+    header stamp (or at ``recv_ns[i]`` when given).
+    """
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, tuple):
+            recv, msg = item[0], item[-1]
+        else:
+            msg = item
+            stamp = msg.header.stamp
+            recv = int(recv_ns[i]) if recv_ns is not None else stamp.sec * 1_000_000_000 + stamp.nanosec
+        out.append((int(recv), topic, msgtype, msg))
+    return out
+
+
+def gps_records(samples) -> list:
+    from ..bags import messages as bag_messages
+
+    return _records(bag_messages.navsatfix_messages(samples), TOPICS["gps"], NAVSATFIX, samples.receive_ns)
+
+
+def imu_records(samples) -> list:
+    from ..bags import messages as bag_messages
+
+    return _records(bag_messages.imu_messages(samples), TOPICS["imu"], IMU, samples.receive_ns)
+
+
+def judge_records(result) -> list:
+    from ..bags import messages as bag_messages
+
+    out = _records(bag_messages.odometry_messages(result.filtered), TOPICS["estimate"], ODOMETRY)
+    if result.gps_odometry is not None:
+        out += _records(bag_messages.odometry_messages(result.gps_odometry), GPS_ODOMETRY_TOPIC, ODOMETRY)
+    return out
+
+
+def in_receive_order(records: list) -> list:
+    """Stable sort by receive time (ties keep their input order, so the result is deterministic)."""
+    return sorted(records, key=lambda r: r[0])
+
+
+def write_run(path: Path, records: list, record: dict, storage: str) -> dict:
+    """Write the run bag + run.yaml atomically; return {topic: count}."""
+    from ..bags import write_bag
+    from ..yamlio import dump_yaml
+
+    counts: dict[str, int] = {}
+    for rec in records:
+        counts[rec[1]] = counts.get(rec[1], 0) + 1
+    # write_bag builds the bag in a temporary sibling and renames it: no half directory on failure.
+    write_bag(path, records, storage=storage, extra_files={RUN_FILE: dump_yaml(record)})
+    return counts
+
+
+def simulate_run(spec: SimRunSpec, out) -> RunOutcome:
+    """Execute one simulated run (or skip it when its directory already holds it)."""
+    from ..models import load_gps_model, load_imu_model, sensor_seed
+
+    path = spec.directory(out)
+    record = spec.record()
+    if existing_run(path, record):
+        return RunOutcome(spec.label, str(path), True, {})
+    remove_stale_temporaries(path)
+    truth = scenario_truth(spec.scenario, spec.scenario_params, sensor_seed(spec.seed, spec.scenario, spec.k, "truth"))
+    keys = (spec.seed, spec.variant, spec.scenario, spec.k)
+    gps = load_gps_model(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
+    imu = load_imu_model(imu_spec_with_mounting(spec.imu, spec.judge), sensor_seed(*keys, "imu")).sample(truth)
+    sensors = in_receive_order(gps_records(gps) + imu_records(imu))
+    result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+    records = in_receive_order(sensors + judge_records(result) + truth_records(truth, spec.ground_truth_rate))
+    counts = write_run(path, records, record, spec.storage)
+    return RunOutcome(spec.label, str(path), False, counts, truth.duration)
