@@ -1,0 +1,150 @@
+"""Local ENU <-> geodetic conversions (robot-side: Python 3.8, numpy only; no PROJ at run time).
+
+Two earth models:
+
+- ``wgs84`` (default): exact WGS-84 local tangent plane.  Geodetic -> ECEF is the textbook closed form;
+  ECEF -> geodetic uses Heikkinen's (1982) exact closed-form solution, so no iteration is needed.
+  ENU is the tangent plane at the datum (x east, y north, z up along the ellipsoid normal).
+  pyproj is the oracle in the tests (agreement < 1 mm over kilometres).
+- ``chrono_sphere``: what Project Chrono's GPS sensor does, for bit-compatibility studies:
+  a sphere of radius R = 6 371 000 m, lat = lat0 + y/R·180/π, lon = lon0 + x/(R·cos(lat))·180/π with the
+  *new* latitude, alt = alt0 + z.  Over ART scales (tens of metres) it differs from WGS-84 by
+  millimetres (the sphere radius differs from the local meridian/prime-vertical radii by ~0.3 %).
+
+Angles in degrees, heights in metres above the ellipsoid (or sphere).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+from .errors import UserError
+
+WGS84_A = 6378137.0  # semi-major axis, m
+WGS84_F = 1.0 / 298.257223563  # flattening
+WGS84_B = WGS84_A * (1.0 - WGS84_F)
+WGS84_E2 = WGS84_F * (2.0 - WGS84_F)  # first eccentricity squared
+WGS84_EP2 = (WGS84_A**2 - WGS84_B**2) / WGS84_B**2  # second eccentricity squared
+CHRONO_EARTH_RADIUS = 6371000.0  # m, Chrono's spherical earth
+
+MODELS = ("wgs84", "chrono_sphere")
+
+
+class Datum(NamedTuple):
+    """Origin of the local ENU frame: latitude, longitude (degrees), altitude (m)."""
+
+    lat: float
+    lon: float
+    alt: float
+
+
+# The paper's simulation reference point (Chrono GPS reference, UW-Madison area).
+PAPER_SIM_DATUM = Datum(43.070, -89.400, 260.0)
+
+
+def as_datum(value, source: str = "datum") -> Datum:
+    """A Datum from a Datum, a [lat, lon, alt] sequence or a {lat, lon, alt} mapping."""
+    if isinstance(value, Datum):
+        return value
+    if isinstance(value, dict):
+        try:
+            value = [value["lat"], value["lon"], value.get("alt", 0.0)]
+        except KeyError as exc:
+            raise UserError(f"{source}: missing key {exc.args[0]!r} (expected lat, lon, alt)") from None
+    try:
+        items = [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise UserError(f"{source}: expected [lat, lon, alt], got {value!r}") from None
+    if len(items) != 3 or not all(np.isfinite(items)):
+        raise UserError(f"{source}: expected three finite numbers [lat, lon, alt], got {value!r}")
+    if not (-90.0 <= items[0] <= 90.0 and -180.0 <= items[1] <= 360.0):
+        raise UserError(f"{source}: latitude/longitude out of range: {value!r}")
+    return Datum(*items)
+
+
+def _check_model(model: str) -> None:
+    if model not in MODELS:
+        raise UserError(f"geodesy: unknown earth model {model!r}; expected one of {', '.join(MODELS)}")
+
+
+def geodetic_to_ecef(lat, lon, alt) -> np.ndarray:
+    """WGS-84 geodetic (deg, deg, m) -> ECEF (..., 3) metres.  N = a/√(1 − e² sin²φ)."""
+    phi = np.radians(np.asarray(lat, dtype=float))
+    lam = np.radians(np.asarray(lon, dtype=float))
+    h = np.asarray(alt, dtype=float)
+    sin_phi = np.sin(phi)
+    n = WGS84_A / np.sqrt(1.0 - WGS84_E2 * sin_phi * sin_phi)
+    x = (n + h) * np.cos(phi) * np.cos(lam)
+    y = (n + h) * np.cos(phi) * np.sin(lam)
+    z = (n * (1.0 - WGS84_E2) + h) * sin_phi
+    return np.stack([x, y, z], axis=-1)
+
+
+def ecef_to_geodetic(ecef) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ECEF (..., 3) -> WGS-84 (lat deg, lon deg, alt m), Heikkinen's exact closed form.
+
+    Valid everywhere except within a few km of the earth's centre (irrelevant here).
+    """
+    ecef = np.asarray(ecef, dtype=float)
+    x, y, z = ecef[..., 0], ecef[..., 1], ecef[..., 2]
+    a, b, e2 = WGS84_A, WGS84_B, WGS84_E2
+    p = np.hypot(x, y)
+    f_term = 54.0 * b * b * z * z
+    g = p * p + (1.0 - e2) * z * z - e2 * (a * a - b * b)
+    c = e2 * e2 * f_term * p * p / (g * g * g)
+    s = np.cbrt(1.0 + c + np.sqrt(c * c + 2.0 * c))
+    k = s + 1.0 / s + 1.0
+    big_p = f_term / (3.0 * k * k * g * g)
+    q = np.sqrt(1.0 + 2.0 * e2 * e2 * big_p)
+    r0 = -(big_p * e2 * p) / (1.0 + q) + np.sqrt(
+        0.5 * a * a * (1.0 + 1.0 / q) - big_p * (1.0 - e2) * z * z / (q * (1.0 + q)) - 0.5 * big_p * p * p
+    )
+    pe = p - e2 * r0
+    u = np.sqrt(pe * pe + z * z)
+    v = np.sqrt(pe * pe + (1.0 - e2) * z * z)
+    z0 = b * b * z / (a * v)
+    alt = u * (1.0 - b * b / (a * v))
+    lat = np.degrees(np.arctan2(z + WGS84_EP2 * z0, p))
+    lon = np.degrees(np.arctan2(y, x))
+    return lat, lon, alt
+
+
+def _enu_rotation(datum: Datum) -> np.ndarray:
+    """Rows are the E, N, U unit vectors in ECEF at the datum (so enu = R·(ecef − ecef0))."""
+    phi = np.radians(datum.lat)
+    lam = np.radians(datum.lon)
+    sp, cp, sl, cl = np.sin(phi), np.cos(phi), np.sin(lam), np.cos(lam)
+    return np.array([[-sl, cl, 0.0], [-sp * cl, -sp * sl, cp], [cp * cl, cp * sl, sp]])
+
+
+def enu_to_geodetic(enu, datum, model: str = "wgs84") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Local ENU (..., 3) metres -> (lat deg, lon deg, alt m), each of shape enu.shape[:-1]."""
+    _check_model(model)
+    datum = as_datum(datum)
+    enu = np.asarray(enu, dtype=float)
+    if enu.shape[-1:] != (3,):
+        raise UserError(f"geodesy: ENU positions must have 3 columns, got shape {enu.shape}")
+    if model == "chrono_sphere":
+        lat = datum.lat + enu[..., 1] / CHRONO_EARTH_RADIUS * (180.0 / np.pi)
+        lon = datum.lon + enu[..., 0] / (CHRONO_EARTH_RADIUS * np.cos(np.radians(lat))) * (180.0 / np.pi)
+        return lat, lon, datum.alt + enu[..., 2]
+    origin = geodetic_to_ecef(datum.lat, datum.lon, datum.alt)
+    ecef = origin + enu @ _enu_rotation(datum)
+    return ecef_to_geodetic(ecef)
+
+
+def geodetic_to_enu(lat, lon, alt, datum, model: str = "wgs84") -> np.ndarray:
+    """(lat deg, lon deg, alt m) -> local ENU (..., 3) metres at ``datum`` (inverse of enu_to_geodetic)."""
+    _check_model(model)
+    datum = as_datum(datum)
+    lat = np.asarray(lat, dtype=float)
+    lon = np.asarray(lon, dtype=float)
+    alt = np.asarray(alt, dtype=float)
+    if model == "chrono_sphere":
+        north = (lat - datum.lat) * (np.pi / 180.0) * CHRONO_EARTH_RADIUS
+        east = (lon - datum.lon) * (np.pi / 180.0) * CHRONO_EARTH_RADIUS * np.cos(np.radians(lat))
+        return np.stack([east, north, alt - datum.alt], axis=-1)
+    origin = geodetic_to_ecef(datum.lat, datum.lon, datum.alt)
+    return (geodetic_to_ecef(lat, lon, alt) - origin) @ _enu_rotation(datum).T

@@ -1,0 +1,502 @@
+"""Stateful 3-axis noise processes shared by the GPS, IMU and magnetometer models.
+
+Every process maps true values ``x`` (N, 3) and sample intervals ``dt`` (N,) seconds to measured
+values (N, 3) and keeps its state between calls.  Two rules make streaming (N = 1 per call) and
+batch (all N at once) bit-identical:
+
+- each noise term draws from its own child random stream, and numpy's PCG64 draws are the same
+  whether taken one row at a time or all at once;
+- recursions are evaluated in the same order with the same operations: random walks use
+  ``cumsum`` of ``[state, increments…]`` (sequential addition, exactly like ``state += inc``),
+  non-linear or decaying recursions run one row at a time in both hosts.
+
+``dt`` of a sample is the time since the previous sample (the model's nominal period for the first).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+from ..yamlio import Section
+from .seeding import generator
+
+
+def _vec(values) -> List[float]:
+    return [float(v) for v in values]
+
+
+def _cumsum_from(state: np.ndarray, increments: np.ndarray) -> np.ndarray:
+    """[state + inc0, (state + inc0) + inc1, …] — sequential, so chunking never changes the bits."""
+    return np.cumsum(np.vstack([state[None, :], increments]), axis=0)[1:]
+
+
+class NoiseProcess:
+    """Base class: no noise.  ``apply`` advances the state; ``white_variance`` feeds covariances."""
+
+    name = "none"
+
+    def __init__(self):
+        self.params: Dict = {"model": self.name}
+
+    def apply(self, x: np.ndarray, dt: np.ndarray) -> np.ndarray:
+        return np.array(x, dtype=float)
+
+    def white_variance(self, dt: float) -> np.ndarray:
+        """Per-axis variance of the white part of the noise at sample interval ``dt``."""
+        return np.zeros(3)
+
+
+class GaussianNoise(NoiseProcess):
+    """out = x + μ + σ·z, z ~ N(0, 1) independent per axis and sample, no state."""
+
+    name = "gaussian"
+
+    def __init__(self, sigma: Sequence[float], mean: Sequence[float], seq):
+        super().__init__()
+        self.sigma = np.array(sigma, dtype=float)
+        self.mean = np.array(mean, dtype=float)
+        self.rng = generator(seq, 0)
+        self.params.update(sigma=_vec(sigma), mean=_vec(mean))
+
+    def apply(self, x, dt):
+        z = self.rng.standard_normal((len(dt), 3))
+        return x + (self.mean + self.sigma * z)
+
+    def white_variance(self, dt):
+        return self.sigma**2
+
+
+class ChronoDriftNoise(NoiseProcess):
+    """Chrono ``ChNoiseNormalDrift`` (seed 001 eq. 5, seed 003 appendix).
+
+    η_a ~ N(μ_a, σ_a) per axis; η_b ~ N(μ_b, b0·√(dt/t_b)) with dt = 1/rate a *constant* (as Chrono);
+    b ← b + η_b (pure random walk from 0, no decay); out = x + η_a + b with the already-updated b.
+    Var(b_n) = n·b0²·dt/t_b.  Chrono hard-codes μ_b = 0 (the paper writes μ_b): default 0.
+    """
+
+    name = "chrono_drift"
+
+    def __init__(self, sigma, mean, b0, t_b, rate, bias_mean, seq):
+        super().__init__()
+        self.sigma = np.array(sigma, dtype=float)
+        self.mean = np.array(mean, dtype=float)
+        self.bias_mean = np.array(bias_mean, dtype=float)
+        self.bias_step_std = float(b0) * math.sqrt((1.0 / rate) / t_b)
+        self.bias = np.zeros(3)
+        self.white_rng = generator(seq, 0)
+        self.bias_rng = generator(seq, 1)
+        self.params.update(
+            sigma=_vec(sigma), mean=_vec(mean), b0=float(b0), t_b=float(t_b), bias_mean=_vec(bias_mean)
+        )
+
+    def apply(self, x, dt):
+        n = len(dt)
+        white = self.mean + self.sigma * self.white_rng.standard_normal((n, 3))
+        increments = self.bias_mean + self.bias_step_std * self.bias_rng.standard_normal((n, 3))
+        bias = _cumsum_from(self.bias, increments)
+        if n:
+            self.bias = bias[-1].copy()
+        return x + white + bias
+
+    def white_variance(self, dt):
+        return self.sigma**2
+
+
+class AirSimNoise(NoiseProcess):
+    """AirSim IMU (AirLib ``ImuSimple``): with s = √max(dt, 1e-3),
+    out = x + z₁·ARW/s + b (previous b); then b ← b + z₂·(stability/√τ)·s (unbounded random walk).
+    ARW in units/√s (= units/√Hz), bias stability in units, τ in s.
+    """
+
+    name = "airsim"
+
+    def __init__(self, noise_density, bias_stability, tau, seq):
+        super().__init__()
+        self.noise_density = np.array(noise_density, dtype=float)
+        self.bias_gain = np.array(bias_stability, dtype=float) / math.sqrt(tau)
+        self.bias = np.zeros(3)
+        self.white_rng = generator(seq, 0)
+        self.bias_rng = generator(seq, 1)
+        self.params.update(
+            noise_density=_vec(noise_density), bias_stability=_vec(bias_stability), tau=float(tau)
+        )
+
+    def apply(self, x, dt):
+        n = len(dt)
+        s = np.sqrt(np.maximum(dt, 1e-3))[:, None]
+        white = self.white_rng.standard_normal((n, 3)) * self.noise_density / s
+        updated = _cumsum_from(self.bias, self.bias_rng.standard_normal((n, 3)) * self.bias_gain * s)
+        previous = np.vstack([self.bias[None, :], updated[:-1]])
+        if n:
+            self.bias = updated[-1].copy()
+        return x + white + previous
+
+    def white_variance(self, dt):
+        return self.noise_density**2 / max(dt, 1e-3)
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C/C++ ``round``: halves go away from zero (numpy's ``round`` goes to even)."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+class MavsNoise(NoiseProcess):
+    """MAVS MEMS sensor as documented in seed 002 (not as the public MAVS source computes it).
+
+    With w ~ U[−1, 1] drawn independently per axis, per sample and per term, σ the sample rate:
+      b  = M·x + β_c,                   M = I + skew (row i off-diagonals = misalignment_i/100)
+      β1 = F1(w·β_i),  F1(z) = 1 / (1 + (2/σ − 1)·z⁻¹)   (y_k = u_k − (2/σ − 1)·y_{k−1}; low-pass)
+      β2 = w·√(σ/2)·n_d                  (white)
+      β3 = F2(ρ_w·w/√(σ/2)), F2(z) = 1 / (1 − z⁻¹)        (y_k = y_{k−1} + u_k; random walk)
+      δ_e = (T − 25)·β_t
+      c = β1 + β2 + β3 + δ_e + b;  d = c ∘ (1 + (T − 25)/100·α_T)
+      out = δ_r·round(clamp(d, ±R)/δ_r)   (C round: halves away from zero; δ_r = 0 disables)
+    F1/F2 are the transfer functions of the MATLAB imuSensor model that MAVS follows; z⁻¹ is the
+    one-sample delay (public MAVS evaluates them as functions of the sample value — not copied).
+    """
+
+    name = "mavs"
+
+    def __init__(
+        self,
+        measurement_range,
+        resolution,
+        constant_bias,
+        noise_density,
+        bias_instability,
+        axis_misalignment,
+        random_walk,
+        temperature_bias,
+        temperature_scale_factor,
+        temperature,
+        rate,
+        seq,
+    ):
+        super().__init__()
+        self.range = float(measurement_range)
+        self.resolution = float(resolution)
+        self.constant_bias = np.array(constant_bias, dtype=float)
+        self.noise_density = np.array(noise_density, dtype=float)
+        self.bias_instability = np.array(bias_instability, dtype=float)
+        self.random_walk = np.array(random_walk, dtype=float)
+        self.temperature_bias = np.array(temperature_bias, dtype=float)
+        self.temperature_scale_factor = np.array(temperature_scale_factor, dtype=float)
+        self.temperature = float(temperature)
+        self.rate = float(rate)
+        m = np.array(axis_misalignment, dtype=float) / 100.0
+        self.alignment = np.eye(3) + (np.ones((3, 3)) - np.eye(3)) * m[:, None]
+        self.f1_pole = 2.0 / self.rate - 1.0
+        self.beta1 = np.zeros(3)
+        self.beta3 = np.zeros(3)
+        self.rng_instability = generator(seq, 0)
+        self.rng_white = generator(seq, 1)
+        self.rng_walk = generator(seq, 2)
+        self.params.update(
+            measurement_range=self.range,
+            resolution=self.resolution,
+            constant_bias=_vec(constant_bias),
+            noise_density=_vec(noise_density),
+            bias_instability=_vec(bias_instability),
+            axis_misalignment=_vec(axis_misalignment),
+            random_walk=_vec(random_walk),
+            temperature_bias=_vec(temperature_bias),
+            temperature_scale_factor=_vec(temperature_scale_factor),
+            temperature=self.temperature,
+        )
+
+    def apply(self, x, dt):
+        n = len(dt)
+        w1 = self.rng_instability.uniform(-1.0, 1.0, (n, 3))
+        w2 = self.rng_white.uniform(-1.0, 1.0, (n, 3))
+        w3 = self.rng_walk.uniform(-1.0, 1.0, (n, 3))
+        half_rate = math.sqrt(self.rate / 2.0)
+        beta1 = np.empty((n, 3))
+        state = self.beta1
+        drive = w1 * self.bias_instability
+        for k in range(n):  # IIR low-pass: row by row in both hosts
+            state = drive[k] - self.f1_pole * state
+            beta1[k] = state
+        self.beta1 = state.copy() if n else self.beta1
+        beta2 = w2 * half_rate * self.noise_density
+        beta3 = _cumsum_from(self.beta3, self.random_walk * w3 / half_rate)
+        if n:
+            self.beta3 = beta3[-1].copy()
+        delta_e = (self.temperature - 25.0) * self.temperature_bias
+        b = x @ self.alignment.T + self.constant_bias
+        c = beta1 + beta2 + beta3 + delta_e + b
+        d = c * (1.0 + (self.temperature - 25.0) / 100.0 * self.temperature_scale_factor)
+        clamped = np.clip(d, -self.range, self.range)
+        if self.resolution > 0:
+            return self.resolution * round_half_away(clamped / self.resolution)
+        return clamped
+
+    def white_variance(self, dt):
+        # Var(w) = 1/3 for w ~ U[−1, 1]; quantisation adds δ_r²/12.
+        return self.rate / 2.0 * self.noise_density**2 / 3.0 + self.resolution**2 / 12.0
+
+
+class GaussMarkovNoise(NoiseProcess):
+    """White noise plus a first-order Gauss–Markov bias (gz-sensors / hector_gazebo style).
+
+    gz:     b ← e^(−dt/τ)·b + σ_b·√((τ/2)(1 − e^(−2dt/τ)))·z   (stationary Var b = σ_b²·τ/2,
+            autocorrelation e^(−|Δt|/τ))
+    hector: d ← e^(−dt/τ)·d + dt·√(2/τ)·drift·z   (hector's frequency f = 1/τ; its dt, not √dt)
+    out = x + offset + b + σ·z'.  The bias starts at 0 (``initial_bias`` overrides).
+    """
+
+    name = "gauss_markov"
+
+    def __init__(self, form, sigma, offset, bias_sigma, tau, initial_bias, seq):
+        super().__init__()
+        self.form = form
+        self.sigma = np.array(sigma, dtype=float)
+        self.offset = np.array(offset, dtype=float)
+        self.bias_sigma = np.array(bias_sigma, dtype=float)
+        self.tau = float(tau)
+        self.bias = np.array(initial_bias, dtype=float)
+        self.white_rng = generator(seq, 0)
+        self.bias_rng = generator(seq, 1)
+        self.params.update(
+            form=form,
+            sigma=_vec(sigma),
+            offset=_vec(offset),
+            bias_sigma=_vec(bias_sigma),
+            tau=self.tau,
+            initial_bias=_vec(initial_bias),
+        )
+
+    def coefficients(self, dt: np.ndarray):
+        """(decay, drive) per sample: b_k = decay_k·b_{k−1} + drive_k ∘ z_k."""
+        decay = np.exp(-dt / self.tau)
+        if self.form == "gz":
+            scale = np.sqrt(self.tau / 2.0 * (1.0 - np.exp(-2.0 * dt / self.tau)))
+        else:
+            scale = dt * math.sqrt(2.0 / self.tau)
+        return decay, scale[:, None] * self.bias_sigma
+
+    def apply(self, x, dt):
+        n = len(dt)
+        white = self.sigma * self.white_rng.standard_normal((n, 3))
+        drive = self.bias_rng.standard_normal((n, 3))
+        decay, gain = self.coefficients(dt)
+        drive = drive * gain
+        bias = np.empty((n, 3))
+        state = self.bias
+        for k in range(n):
+            state = decay[k] * state + drive[k]
+            bias[k] = state
+        if n:
+            self.bias = state.copy()
+        return x + self.offset + bias + white
+
+    def white_variance(self, dt):
+        return self.sigma**2
+
+
+class ChronoRandomWalkNoise(NoiseProcess):
+    """Chrono ``ChNoiseRandomWalks`` GPS error (what produced the paper's data).
+
+    State error position p and velocity v (3-vectors from 0).  For each sample, integrate its interval
+    in sub-steps h = min(1/noise_rate, remaining):  μ = −gain·σ·p/(1 m);  a_i ~ N(μ_i, σ) clipped to
+    ±a_max;  v ← v + a·h;  if |v| > v_max: v ← v·v_max/|v| (Euclidean);  p ← p + v·h (new v).
+    out = x + p.  Chrono has no p_max and ignores its ``mean`` argument; gain = 0.2 there.
+    """
+
+    name = "random_walk"
+
+    def __init__(self, sigma, noise_rate, v_max, a_max, gain, seq):
+        super().__init__()
+        self.sigma = float(sigma)
+        self.h_max = 1.0 / float(noise_rate)
+        self.v_max = float(v_max)
+        self.a_max = float(a_max)
+        self.gain = float(gain)
+        self.p = [0.0, 0.0, 0.0]
+        self.v = [0.0, 0.0, 0.0]
+        self.rng = generator(seq, 0)
+        self.params.update(
+            formulation="chrono",
+            sigma=self.sigma,
+            noise_rate=float(noise_rate),
+            v_max=self.v_max,
+            a_max=self.a_max,
+            mean_gain=self.gain,
+        )
+
+    def substeps(self, interval: float) -> List[float]:
+        steps = []
+        remaining = float(interval)
+        while remaining > 1e-12:
+            h = min(self.h_max, remaining)
+            steps.append(h)
+            remaining -= h
+        return steps
+
+    def apply(self, x, dt):
+        schedules = [self.substeps(d) for d in dt]
+        total = sum(len(s) for s in schedules)
+        z = self.rng.standard_normal((total, 3)).tolist()
+        out = np.empty((len(dt), 3))
+        p, v = self.p, self.v
+        sigma, a_max, v_max, mean_factor = self.sigma, self.a_max, self.v_max, -self.gain * self.sigma
+        j = 0
+        for k, schedule in enumerate(schedules):
+            for h in schedule:
+                zj = z[j]
+                j += 1
+                a = [min(max(mean_factor * p[i] + sigma * zj[i], -a_max), a_max) for i in range(3)]
+                v = [v[i] + a[i] * h for i in range(3)]
+                speed = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+                if speed > v_max:
+                    v = [vi * v_max / speed for vi in v]
+                p = [p[i] + v[i] * h for i in range(3)]
+            out[k] = p
+        self.p, self.v = p, v
+        return x + out
+
+
+class PaperRandomWalkNoise(NoiseProcess):
+    """The paper's random walk (seed 003 appendix, seed 004 eq. 7, TR-2022-02), once per sample.
+
+    m = −p/p_max;  a ~ N(m, σ_a) per axis;  then
+      kinematic: p ← p + v·dt + ½·a·dt²;  v ← v + a·dt       (seed 003)
+      unit_step: v ← v + a;  p ← p + v                        (seed 004: p_t + v_t + a_{t+1})
+    out = x + p.
+    """
+
+    name = "random_walk"
+
+    def __init__(self, sigma_a, p_max, integration, seq):
+        super().__init__()
+        self.sigma_a = float(sigma_a)
+        self.p_max = float(p_max)
+        self.integration = integration
+        self.p = np.zeros(3)
+        self.v = np.zeros(3)
+        self.rng = generator(seq, 0)
+        self.params.update(
+            formulation="paper", sigma_a=self.sigma_a, p_max=self.p_max, integration=integration
+        )
+
+    def apply(self, x, dt):
+        n = len(dt)
+        z = self.rng.standard_normal((n, 3))
+        out = np.empty((n, 3))
+        p, v = self.p, self.v
+        for k in range(n):
+            a = -p / self.p_max + self.sigma_a * z[k]
+            if self.integration == "kinematic":
+                p = p + v * dt[k] + 0.5 * a * dt[k] * dt[k]
+                v = v + a * dt[k]
+            else:
+                v = v + a
+                p = p + v
+            out[k] = p
+        self.p, self.v = p, v
+        return x + out
+
+
+# ---------------------------------------------------------------- parsing
+
+CHANNEL_MODELS = ("none", "gaussian", "chrono_drift", "airsim", "mavs", "gauss_markov")
+POSITION_MODELS = ("none", "gaussian", "random_walk", "gauss_markov")
+
+
+def build_noise(
+    sec: Section, seq, rate: float, allowed: Sequence[str], defaults: Dict = None
+) -> NoiseProcess:
+    """A noise process from a YAML mapping ``{model: …, parameters…}``; errors name file and key.
+
+    ``defaults`` fills parameters missing from the mapping (e.g. MAVS per-sensor defaults).
+    """
+    model = sec.string("model", "none", choices=allowed)
+    if defaults:
+        sec = Section({**defaults, **sec.data}, sec.source, sec.prefix)
+    if model == "none":
+        sec.unknown_keys(["model"])
+        return NoiseProcess()
+    if model == "gaussian":
+        sec.unknown_keys(["model", "sigma", "mean"])
+        return GaussianNoise(
+            sec.vector("sigma", 3, required=True, nonnegative=True), sec.vector("mean", 3, [0.0] * 3), seq
+        )
+    if model == "chrono_drift":
+        sec.unknown_keys(["model", "sigma", "mean", "b0", "t_b", "bias_mean"])
+        return ChronoDriftNoise(
+            sec.vector("sigma", 3, required=True, nonnegative=True),
+            sec.vector("mean", 3, [0.0] * 3),
+            sec.number("b0", required=True, nonnegative=True),
+            sec.number("t_b", required=True, positive=True),
+            rate,
+            sec.vector("bias_mean", 3, [0.0] * 3),
+            seq,
+        )
+    if model == "airsim":
+        sec.unknown_keys(["model", "noise_density", "bias_stability", "tau"])
+        return AirSimNoise(
+            sec.vector("noise_density", 3, required=True, nonnegative=True),
+            sec.vector("bias_stability", 3, required=True, nonnegative=True),
+            sec.number("tau", required=True, positive=True),
+            seq,
+        )
+    if model == "mavs":
+        keys = [
+            "measurement_range",
+            "resolution",
+            "constant_bias",
+            "noise_density",
+            "bias_instability",
+            "axis_misalignment",
+            "random_walk",
+            "temperature_bias",
+            "temperature_scale_factor",
+            "temperature",
+        ]
+        sec.unknown_keys(["model"] + keys)
+        return MavsNoise(
+            sec.number("measurement_range", required=True, positive=True),
+            sec.number("resolution", required=True, nonnegative=True),
+            sec.vector("constant_bias", 3, required=True),
+            sec.vector("noise_density", 3, required=True, nonnegative=True),
+            sec.vector("bias_instability", 3, [0.0] * 3, nonnegative=True),
+            sec.vector("axis_misalignment", 3, [0.0] * 3),
+            sec.vector("random_walk", 3, [0.0] * 3, nonnegative=True),
+            sec.vector("temperature_bias", 3, [0.0] * 3),
+            sec.vector("temperature_scale_factor", 3, [0.0] * 3),
+            sec.number("temperature", 25.0),
+            rate,
+            seq,
+        )
+    if model == "gauss_markov":
+        sec.unknown_keys(["model", "form", "sigma", "offset", "bias_sigma", "tau", "initial_bias"])
+        return GaussMarkovNoise(
+            sec.string("form", "gz", choices=("gz", "hector")),
+            sec.vector("sigma", 3, [0.0] * 3, nonnegative=True),
+            sec.vector("offset", 3, [0.0] * 3),
+            sec.vector("bias_sigma", 3, required=True, nonnegative=True),
+            sec.number("tau", required=True, positive=True),
+            sec.vector("initial_bias", 3, [0.0] * 3),
+            seq,
+        )
+    # random_walk (GPS position error)
+    formulation = sec.string("formulation", "chrono", choices=("chrono", "paper"))
+    if formulation == "chrono":
+        sec.unknown_keys(["model", "formulation", "sigma", "noise_rate", "v_max", "a_max", "mean_gain"])
+        return ChronoRandomWalkNoise(
+            sec.number("sigma", required=True, nonnegative=True),
+            sec.number("noise_rate", 100.0, positive=True),
+            sec.number("v_max", required=True, positive=True),
+            sec.number("a_max", required=True, positive=True),
+            sec.number("mean_gain", 0.2, nonnegative=True),
+            seq,
+        )
+    sec.unknown_keys(["model", "formulation", "sigma_a", "p_max", "integration"])
+    return PaperRandomWalkNoise(
+        sec.number("sigma_a", required=True, nonnegative=True),
+        sec.number("p_max", required=True, positive=True),
+        sec.string("integration", "kinematic", choices=("kinematic", "unit_step")),
+        seq,
+    )
