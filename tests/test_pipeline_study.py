@@ -9,7 +9,7 @@ import yaml
 
 from sim2real_eval.errors import UserError
 from sim2real_eval.pipeline import run as pipeline_run
-from sim2real_eval.pipeline.run import JudgeConfig, SimRunSpec, existing_run, ground_truth_stamps_ns
+from sim2real_eval.pipeline.run import JudgeConfig, SimRunSpec, existing_run
 from sim2real_eval.pipeline.study import load_study
 
 REPO = Path(__file__).resolve().parents[1]
@@ -131,22 +131,24 @@ def test_shipped_studies_parse():
     assert len(load_study(REPO / "config" / "studies" / "tiny.yaml").runs()) == 4
 
 
-def test_mounting_rpy_follows_the_imu_tf(judge_files):
+def test_imu_model_is_mounted_like_the_judge_tf(judge_files):
     judge = JudgeConfig(str(judge_files[0]), str(judge_files[1]))
     # static_transform_publisher order: yaw pitch roll -> mounting (roll, pitch, yaw).
     assert judge.mounting_rpy() == [0.0, -1.5708, 3.1416]
-    assert pipeline_run.imu_spec_with_mounting("chrono_paper_demo", judge) == {
-        "preset": "chrono_paper_demo", "mounting_rpy": [0.0, -1.5708, 3.1416]}
-    explicit = {"preset": "x", "mounting_rpy": [0, 0, 0]}
-    assert pipeline_run.imu_spec_with_mounting(explicit, judge) is explicit
-    no_imu_tf = JudgeConfig(judge.ekf, judge.navsat, ("base_link gps 0 0 0 0 0 0",))
-    assert pipeline_run.imu_spec_with_mounting("p", no_imu_tf) == "p"
+    model = pipeline_run.load_imu({"mounting_rpy": [0.1, 0.2, 0.3]}, judge)
+    assert list(model.mounting_rpy) == [0.0, -1.5708, 3.1416]  # the TF wins over the preset
+    assert pipeline_run.model_parameters("imu", {}, judge)["mounting_rpy"] == [0.0, -1.5708, 3.1416]
+    no_imu_tf = JudgeConfig(judge.ekf, judge.navsat, ("base_link imu2 0 0 0 0 0 0",))
+    with pytest.raises(UserError, match="frame_id 'imu' has no static TF in the judge"):
+        pipeline_run.load_imu({}, no_imu_tf)
 
 
 def test_existing_run_resume_and_mismatch(tmp_path, judge_files):
     judge = JudgeConfig(str(judge_files[0]), str(judge_files[1]))
-    spec = SimRunSpec("a", "line", 0, 3, "ch_gauss", "chrono_paper_demo", judge)
+    spec = SimRunSpec("a", "line", 0, 3, "ch_gauss", {}, judge)
     path = spec.directory(tmp_path)
+    assert spec.record()["gps"]["rate"] == 10.0  # run.yaml holds the effective model parameters
+    assert spec.record()["models"] == {"gps": "ch_gauss", "imu": {}}
     assert existing_run(path, spec.record()) is False
     path.mkdir(parents=True)
     with pytest.raises(UserError, match="has no run.yaml"):
@@ -156,7 +158,7 @@ def test_existing_run_resume_and_mismatch(tmp_path, judge_files):
     record["judge"]["ekf"] = "/moved/ekf.yaml"  # nor a moved judge file with the same content
     (path / "run.yaml").write_text(yaml.safe_dump(record))
     assert existing_run(path, spec.record()) is True
-    other = SimRunSpec("a", "line", 0, 4, "ch_gauss", "chrono_paper_demo", judge)
+    other = SimRunSpec("a", "line", 0, 4, "ch_gauss", {}, judge)
     with pytest.raises(UserError, match="differs from the requested one at 'seed'"):
         existing_run(path, other.record())
     judge_files[0].write_text("ekf_filter_node:\n  ros__parameters:\n    frequency: 30.0\n")
@@ -174,20 +176,3 @@ def test_stale_temporaries_are_removed(tmp_path):
     keep.mkdir()
     pipeline_run.remove_stale_temporaries(final)
     assert not stale.exists() and keep.exists()
-
-
-class _Truth:
-    def __init__(self, t0, t1):
-        import numpy as np
-
-        self.t = np.array([t0, t1])
-
-
-def test_ground_truth_ticks_are_period_multiples_inside_span():
-    stamps = ground_truth_stamps_ns(_Truth(10.0, 10.1), 50.0)
-    assert stamps.tolist() == [10_000_000_000 + i * 20_000_000 for i in range(6)]
-    stamps = ground_truth_stamps_ns(_Truth(10.001, 10.059), 50.0)
-    assert stamps.tolist() == [10_020_000_000, 10_040_000_000]
-    # Absolute epoch clocks (real bags) keep exact integer ticks.
-    stamps = ground_truth_stamps_ns(_Truth(1_707_000_000.005, 1_707_000_000.05), 50.0)
-    assert stamps.tolist() == [1_707_000_000_020_000_000, 1_707_000_000_040_000_000]

@@ -31,11 +31,13 @@ from .run import (
     existing_run,
     gps_records,
     imu_records,
-    imu_spec_with_mounting,
     in_receive_order,
     judge_records,
     judge_run,
-    model_record,
+    load_gps,
+    load_imu,
+    model_parameters,
+    plain,
     remove_stale_temporaries,
     run_directory,
     truth_records,
@@ -111,11 +113,12 @@ class ReplaySpec:
     def real_record(self) -> dict:
         return {**self._common("real", "real"), "gps": "real", "imu": "real", **self._tail()}
 
-    def sim_record(self) -> dict:
-        gps = model_record(self.replace["gps"]) if "gps" in self.replace else "real"
-        imu = model_record(imu_spec_with_mounting(self.replace["imu"], self.judge)) if "imu" in self.replace \
-            else "real"
+    def sim_record(self, datum) -> dict:
+        """run.yaml of the replayed run; ``datum`` is the real bag's (the simulated GPS is anchored there)."""
+        gps = model_parameters("gps", self.replace["gps"], datum=datum) if "gps" in self.replace else "real"
+        imu = model_parameters("imu", self.replace["imu"], self.judge) if "imu" in self.replace else "real"
         return {**self._common("sim", self.variant), "replaced": [s for s in SENSORS if s in self.replace],
+                "models": {sensor: plain(spec) for sensor, spec in self.replace.items()},
                 "gps": gps, "imu": imu, **self._tail()}
 
     def real_directory(self, out) -> Path:
@@ -184,7 +187,7 @@ def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
     """The replacement IMU: sampled at the real header stamps inside the truth span, real receive times."""
     import numpy as np
 
-    from ..models import load_imu_model, sensor_seed
+    from ..models import sensor_seed
 
     truth = streams.truth
     stamps = np.array([_stamp_ns(r[3]) for r in streams.imu], dtype=np.int64)
@@ -193,8 +196,7 @@ def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
     if not inside.any():
         raise UserError(f"{spec.bag}: topic {spec.imu_topic}: no message stamp lies inside the ground-truth span "
                         f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
-    model = load_imu_model(imu_spec_with_mounting(spec.replace["imu"], spec.judge),
-                           sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "imu"))
+    model = load_imu(spec.replace["imu"], spec.judge, sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "imu"))
     samples = model.sample(truth, stamps_ns=stamps[inside])
     records = imu_records(samples)
     # Keep the real receive times: the judge sees the replaced stream with the real timing.
@@ -202,19 +204,12 @@ def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
 
 
 def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:
-    from ..models import load_gps_model, sensor_seed
+    from ..models import sensor_seed
 
-    model = load_gps_model(gps_spec_with_datum(spec.replace["gps"], streams.datum),
-                           sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "gps"))
+    # Anchored at the real bag's datum, so simulated fixes land where the real ones do.
+    model = load_gps(spec.replace["gps"], sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "gps"),
+                     datum=streams.datum)
     return gps_records(model.sample(streams.truth))
-
-
-def gps_spec_with_datum(spec: Any, datum) -> Any:
-    """The GPS model spec anchored at the real bag's datum (lat, lon, alt), so fixes land where the real ones do."""
-    datum = [float(v) for v in datum]
-    if isinstance(spec, dict):
-        return dict(spec, datum=datum)
-    return {"preset": spec, "datum": datum}
 
 
 def _judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, truth) -> RunOutcome:
@@ -222,30 +217,31 @@ def _judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, 
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
     records = in_receive_order(sensors + judge_records(result) + truth_records(truth, spec.ground_truth_rate))
     counts = write_run(path, records, record, spec.storage)
-    label = "/".join(path.parts[-4:])
-    return RunOutcome(label, str(path), False, counts, truth.duration)
+    return RunOutcome(_label(path), str(path), False, counts, truth.duration)
+
+
+def _label(path: Path) -> str:
+    return "/".join(path.parts[-4:])
 
 
 def replay(spec: ReplaySpec, out) -> tuple[RunOutcome, RunOutcome]:
     """Write (or find complete) the real run and the replayed sim run of one real bag."""
+    streams = read_real_streams(spec)
     real_path, sim_path = spec.real_directory(out), spec.sim_directory(out)
-    real_record, sim_record = spec.real_record(), spec.sim_record()
+    real_record, sim_record = spec.real_record(), spec.sim_record(streams.datum)
+    # Check both before writing either, so a refused pair leaves OUT as it was.
     real_done = existing_run(real_path, real_record)
     sim_done = existing_run(sim_path, sim_record)
-    outcomes = {}
     if real_done:
-        outcomes["real"] = RunOutcome("/".join(real_path.parts[-4:]), str(real_path), True, {})
-    if sim_done:
-        outcomes["sim"] = RunOutcome("/".join(sim_path.parts[-4:]), str(sim_path), True, {})
-    if real_done and sim_done:
-        return outcomes["real"], outcomes["sim"]
-    streams = read_real_streams(spec)
-    if not real_done:
+        real = RunOutcome(_label(real_path), str(real_path), True, {})
+    else:
         remove_stale_temporaries(real_path)
-        outcomes["real"] = _judge_and_write(spec, real_path, real_record, streams.gps + streams.imu, streams.truth)
-    if not sim_done:
+        real = _judge_and_write(spec, real_path, real_record, streams.gps + streams.imu, streams.truth)
+    if sim_done:
+        sim = RunOutcome(_label(sim_path), str(sim_path), True, {})
+    else:
         remove_stale_temporaries(sim_path)
         imu = simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
         gps = simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
-        outcomes["sim"] = _judge_and_write(spec, sim_path, sim_record, gps + imu, streams.truth)
-    return outcomes["real"], outcomes["sim"]
+        sim = _judge_and_write(spec, sim_path, sim_record, gps + imu, streams.truth)
+    return real, sim

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import shutil
 from dataclasses import dataclass
@@ -111,8 +112,9 @@ class SimRunSpec:
             "seed": self.seed,
             "source": self.scenario,
             "scenario_params": self.scenario_params,
-            "gps": model_record(self.gps),
-            "imu": model_record(imu_spec_with_mounting(self.imu, self.judge)),
+            "models": {"gps": plain(self.gps), "imu": plain(self.imu)},
+            "gps": model_parameters("gps", self.gps),
+            "imu": model_parameters("imu", self.imu, self.judge),
             "judge": self.judge.record(),
             "ground_truth_rate": self.ground_truth_rate,
             "storage": self.storage,
@@ -137,25 +139,54 @@ def run_directory(out, side: str, variant: str, scenario: str, k: int) -> Path:
     return Path(out) / side / variant / scenario / str(int(k))
 
 
-def model_record(spec: Any) -> Any:
-    """What run.yaml says about a model: the spec as given (preset name, YAML path or dict)."""
-    if isinstance(spec, dict):
-        return {key: model_record(value) for key, value in spec.items()}
-    if isinstance(spec, (list, tuple)):
-        return [model_record(value) for value in spec]
-    return spec
+def plain(value: Any) -> Any:
+    """YAML-safe plain data (numpy scalars/arrays and tuples become Python numbers and lists)."""
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if hasattr(value, "tolist"):
+        return plain(value.tolist())
+    return value
 
 
-def imu_spec_with_mounting(spec: Any, judge: JudgeConfig) -> Any:
-    """The IMU model spec with ``mounting_rpy`` taken from the judge's base_link→imu static TF."""
+def load_gps(spec: Any, seed_sequence=None, datum=None):
+    """The GPS model of a run; ``datum`` (lat, lon, alt) overrides the preset's (replay of real bags)."""
+    from ..models import load_gps_model
+
+    overrides = {} if datum is None else {"datum": [float(v) for v in datum]}
+    return load_gps_model(spec, seed_sequence, **overrides)
+
+
+def load_imu(spec: Any, judge: JudgeConfig, seed_sequence=None):
+    """The IMU model of a run, mounted with the judge's base_link→imu rotation (overrides the preset's).
+
+    The simulated IMU then reports in the frame the static TF describes, and the judge rotates it
+    back to base_link exactly as robot_localization does on the vehicle.
+    """
+    from ..models import load_imu_model
+
     rpy = judge.mounting_rpy(IMU_FRAME)
-    if rpy is None:
-        return spec
-    if isinstance(spec, dict):
-        if "mounting_rpy" in spec:
-            return spec  # the user chose explicitly; run.yaml records it
-        return dict(spec, mounting_rpy=rpy)
-    return {"preset": spec, "mounting_rpy": rpy}
+    model = load_imu_model(spec, seed_sequence, **({} if rpy is None else {"mounting_rpy": rpy}))
+    children = {text.split()[1] for text in judge.static_tfs}
+    if model.frame_id not in children | {"base_link"}:
+        raise UserError(f"imu model {spec!r}: frame_id {model.frame_id!r} has no static TF in the judge "
+                        f"(TF children: {', '.join(sorted(children))}); the judge would drop every IMU message")
+    return model
+
+
+@functools.lru_cache(maxsize=256)
+def _parameters(kind: str, spec_text: str, judge: JudgeConfig | None, datum: tuple | None) -> str:
+    spec = json.loads(spec_text)
+    model = load_imu(spec, judge) if kind == "imu" else load_gps(spec, datum=datum)
+    return json.dumps(plain(model.parameters))
+
+
+def model_parameters(kind: str, spec: Any, judge: JudgeConfig | None = None, datum=None) -> dict:
+    """Effective parameters of a model (what run.yaml records); they do not depend on the seed."""
+    key = json.dumps(plain(spec), sort_keys=True)
+    datum = None if datum is None else tuple(float(v) for v in datum)
+    return json.loads(_parameters(kind, key, judge if kind == "imu" else None, datum))
 
 
 # --------------------------------------------------------------------------------------- resume
@@ -256,60 +287,37 @@ def judge_run(judge: JudgeConfig, messages: Iterable):
     return Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"]).run(messages)
 
 
-def ground_truth_stamps_ns(truth, rate: float):
-    """Ticks k·period (period = round(1e9/rate) ns) inside the truth span (docs: Time)."""
+def truth_records(truth, rate: float) -> list:
+    """/ground_truth/odom at ``rate`` Hz: ticks k·period inside the truth span (docs: Time)."""
     import numpy as np
 
-    period = int(round(1e9 / rate))
-    first = int(math.ceil(round(truth.t[0] * 1e9) / period))
-    last = int(math.floor(round(truth.t[-1] * 1e9) / period))
-    return np.arange(first, last + 1, dtype=np.int64) * period
-
-
-def truth_records(truth, rate: float) -> list:
     from ..bags import messages as bag_messages
 
-    stamps = ground_truth_stamps_ns(truth, rate)
-    sampled = truth.interpolate(stamps * 1e-9)
-    return _records(bag_messages.truth_odometry_messages(sampled), TOPICS["ground_truth"], ODOMETRY, stamps)
-
-
-def _records(items, topic: str, msgtype: str, recv_ns=None) -> list:
-    """Normalise builder output to ``(recv_ns, topic, msgtype, msg)`` tuples.
-
-    Builders yield either messages or ``(recv_ns, msg)`` pairs; bare messages are received at their
-    header stamp (or at ``recv_ns[i]`` when given).
-    """
-    out = []
-    for i, item in enumerate(items):
-        if isinstance(item, tuple):
-            recv, msg = item[0], item[-1]
-        else:
-            msg = item
-            stamp = msg.header.stamp
-            recv = int(recv_ns[i]) if recv_ns is not None else stamp.sec * 1_000_000_000 + stamp.nanosec
-        out.append((int(recv), topic, msgtype, msg))
-    return out
+    stamps = bag_messages.tick_stamps_ns(truth, rate)
+    # ns -> s may step past the span by an ulp at epoch-scale times: clip, never extrapolate.
+    sampled = truth.interpolate(np.clip(stamps * 1e-9, truth.t[0], truth.t[-1]))
+    return list(bag_messages.truth_odometry_messages(sampled, TOPICS["ground_truth"]))
 
 
 def gps_records(samples) -> list:
     from ..bags import messages as bag_messages
 
-    return _records(bag_messages.navsatfix_messages(samples), TOPICS["gps"], NAVSATFIX, samples.receive_ns)
+    return list(bag_messages.navsatfix_messages(samples, TOPICS["gps"]))
 
 
 def imu_records(samples) -> list:
     from ..bags import messages as bag_messages
 
-    return _records(bag_messages.imu_messages(samples), TOPICS["imu"], IMU, samples.receive_ns)
+    return list(bag_messages.imu_messages(samples, TOPICS["imu"]))
 
 
 def judge_records(result) -> list:
+    """The judge's outputs; received at their header stamps (a subscriber on the same clock)."""
     from ..bags import messages as bag_messages
 
-    out = _records(bag_messages.odometry_messages(result.filtered), TOPICS["estimate"], ODOMETRY)
+    out = list(bag_messages.odometry_messages(result.filtered, TOPICS["estimate"]))
     if result.gps_odometry is not None:
-        out += _records(bag_messages.odometry_messages(result.gps_odometry), GPS_ODOMETRY_TOPIC, ODOMETRY)
+        out += list(bag_messages.odometry_messages(result.gps_odometry, GPS_ODOMETRY_TOPIC))
     return out
 
 
@@ -333,7 +341,7 @@ def write_run(path: Path, records: list, record: dict, storage: str) -> dict:
 
 def simulate_run(spec: SimRunSpec, out) -> RunOutcome:
     """Execute one simulated run (or skip it when its directory already holds it)."""
-    from ..models import load_gps_model, load_imu_model, sensor_seed
+    from ..models import sensor_seed
 
     path = spec.directory(out)
     record = spec.record()
@@ -342,8 +350,8 @@ def simulate_run(spec: SimRunSpec, out) -> RunOutcome:
     remove_stale_temporaries(path)
     truth = scenario_truth(spec.scenario, spec.scenario_params, sensor_seed(spec.seed, spec.scenario, spec.k, "truth"))
     keys = (spec.seed, spec.variant, spec.scenario, spec.k)
-    gps = load_gps_model(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
-    imu = load_imu_model(imu_spec_with_mounting(spec.imu, spec.judge), sensor_seed(*keys, "imu")).sample(truth)
+    gps = load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
+    imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     sensors = in_receive_order(gps_records(gps) + imu_records(imu))
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
     records = in_receive_order(sensors + judge_records(result) + truth_records(truth, spec.ground_truth_rate))

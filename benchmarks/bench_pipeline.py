@@ -1,0 +1,89 @@
+"""Pipeline throughput: 30 s runs on the ART judge config, local runner.
+
+Prints ``name: value`` lines:
+  runs_per_s                    runs completed per wall second (local process pool, --workers, default 2)
+  sim_seconds_per_wall_second   simulated seconds of vehicle time per wall second (same batch)
+  per_run_*_ms                  where one run's time goes (single process, cProfile-free wall clocks):
+                                truth, models, message building, judge, bag writing (sqlite3)
+
+Usage: python benchmarks/bench_pipeline.py [--runs 8] [--workers 2] [--storage sqlite3]
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
+from sim2real_eval.pipeline import run as R
+from sim2real_eval.pipeline.batch import run_batch
+from sim2real_eval.pipeline.study import load_study
+from sim2real_eval.resources import config_path
+
+
+def study_runs(n: int, storage: str):
+    study = load_study(config_path("studies", "paper_gps.yaml"))
+    runs = study.runs(storage=storage)
+    # Spread over variants and scenarios rather than the first variant's runs only.
+    step = max(1, len(runs) // n)
+    return runs[::step][:n]
+
+
+def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
+    """Wall time of each stage of one run (in this process, after a warm-up run)."""
+    times = {}
+    t0 = time.perf_counter()
+    truth = R.scenario_truth(spec.scenario, spec.scenario_params, sensor_seed(spec.seed, spec.scenario, spec.k, "truth"))
+    t1 = time.perf_counter()
+    keys = (spec.seed, spec.variant, spec.scenario, spec.k)
+    gps = load_gps_model(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
+    imu = R.load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
+    t2 = time.perf_counter()
+    sensors = R.in_receive_order(R.gps_records(gps) + R.imu_records(imu))
+    t3 = time.perf_counter()
+    result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+    t4 = time.perf_counter()
+    records = R.in_receive_order(sensors + R.judge_records(result) + R.truth_records(truth, spec.ground_truth_rate))
+    t5 = time.perf_counter()
+    R.write_run(out / "profiled", records, spec.record(), spec.storage)
+    t6 = time.perf_counter()
+    times["truth"] = t1 - t0
+    times["models"] = t2 - t1
+    times["messages"] = (t3 - t2) + (t5 - t4)
+    times["judge"] = t4 - t3
+    times["bag_write"] = t6 - t5
+    times["duration_s"] = truth.duration
+    times["messages_written"] = len(records)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--storage", default="sqlite3", choices=("sqlite3", "mcap"))
+    args = parser.parse_args()
+    runs = study_runs(args.runs, args.storage)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        # Warm-up (imports, config parsing, caches) so the batch measures steady-state runs.
+        R.simulate_run(runs[0], tmp / "warm")
+        profile = profile_one(runs[1 % len(runs)], tmp)
+        start = time.perf_counter()
+        report = run_batch(runs, tmp / "batch", workers=args.workers, progress=False)
+        wall = time.perf_counter() - start
+        report.raise_on_failure()
+    sim_seconds = sum(o.sim_seconds for o in report.outcomes)
+    print(f"runs: {len(runs)}")
+    print(f"workers: {args.workers}")
+    print(f"runs_per_s: {len(runs) / wall:.3f}")
+    print(f"sim_seconds_per_wall_second: {sim_seconds / wall:.1f}")
+    print(f"mean_run_duration_s: {sim_seconds / len(runs):.1f}")
+    for name in ("truth", "models", "messages", "judge", "bag_write"):
+        print(f"per_run_{name}_ms: {profile[name] * 1e3:.1f}")
+    print(f"per_run_messages: {profile['messages_written']}")
+
+
+if __name__ == "__main__":
+    main()
