@@ -1,0 +1,317 @@
+"""Read-only, streaming access to rosbag2 (sqlite3 / MCAP, metadata v4–v9) and ROS 1 bags via rosbags.
+
+Types: definitions embedded in the bag (MCAP, Iron+ sqlite3, ROS 1, and every bag we write) win;
+types without an embedded definition come from the typestore (ROS 2 Humble + sbg_driver, see
+``typestore.py``).  When the caller gives no typestore and the bag has sbg_driver messages without
+definitions (Humble .db3), the sbg_driver layout is detected from the first message of each such topic.
+
+The input is never modified: sqlite files are opened ``immutable`` (rosbags) so no -wal/-shm file is
+created or changed.  A bag left with a non-empty ``-wal`` (recorder killed) is copied to a temporary
+directory and checkpointed there, so the messages still in the WAL are read too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import apsw
+from rosbags.interfaces import MessageDefinitionFormat
+from rosbags.rosbag1 import Reader as Reader1
+from rosbags.rosbag1 import ReaderError as ReaderError1
+from rosbags.rosbag2 import Reader as Reader2
+from rosbags.rosbag2 import ReaderError as ReaderError2
+from rosbags.serde import SerdeError
+from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg
+from rosbags.typesys import get_typestore as _rosbags_typestore
+from rosbags.typesys.store import Typestore
+
+from ..errors import UserError
+from .typestore import LAYOUT_DEPENDENT, detect_sbg_layout, get_typestore, types_from_msg_dir
+
+# What a damaged storage file raises inside rosbags / apsw / the mcap parser.
+_STORAGE_ERRORS = (ReaderError1, ReaderError2, apsw.Error, struct.error, EOFError, OSError, ValueError,
+                   KeyError, IndexError, AssertionError, RuntimeError)
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    msgtype: str
+    count: int
+
+
+class BagMessage(NamedTuple):
+    """One message: receive (record) time in int64 ns, topic, type name, deserialised message."""
+
+    recv_ns: int
+    topic: str
+    msgtype: str
+    msg: Any
+
+
+class RawMessage(NamedTuple):
+    """One message still serialised (CDR for rosbag2, ROS 1 wire format for .bag)."""
+
+    recv_ns: int
+    topic: str
+    msgtype: str
+    data: bytes
+
+
+def _embedded_types(msgtype: str, fmt, data: str) -> dict:
+    if fmt == MessageDefinitionFormat.MSG:
+        return get_types_from_msg(data, msgtype)
+    types: dict = {}
+    sep = "=" * 80 + "\n"
+    if data.startswith(f"{sep}IDL: "):
+        for block in data.split(sep)[1:]:
+            types.update(get_types_from_idl(block.split("\n", 1)[1]))
+    else:
+        types.update(get_types_from_idl(data))
+    return types
+
+
+@lru_cache(maxsize=32)
+def _store_with_embedded(embedded: tuple, base: Typestore | None) -> Typestore:
+    """A store holding the bag's embedded definitions, completed by ``base`` for the other types."""
+    store = _rosbags_typestore(Stores.EMPTY)
+    types: dict = {}
+    for msgtype, fmt, data in embedded:
+        types.update(_embedded_types(msgtype, fmt, data))
+    store.register(types)
+    if base is not None:
+        store.register({name: defn for name, defn in base.fielddefs.items() if name not in store.fielddefs})
+    return store
+
+
+class BagReader:
+    """An open bag.  Use as a context manager; see ``open_bag``.
+
+    ``topics``: {topic: TopicInfo(msgtype, count)}; ``start_ns`` / ``end_ns``: receive times of the
+    first and last message (None for an empty bag); ``messages(topics)``: deserialised messages in
+    receive-time order, one at a time (memory does not grow with the bag).
+    """
+
+    def __init__(self, path, typestore: Typestore | None = None, msg_path=None):
+        self.path = Path(path)
+        self._tempdir: tempfile.TemporaryDirectory | None = None
+        self._reader = None
+        self._is_ros1 = False
+        self._open(typestore, msg_path)
+
+    # -- opening -----------------------------------------------------------------------------
+    def _open(self, typestore, msg_path) -> None:
+        path = self.path
+        if not path.exists():
+            raise UserError(f"{path}: bag not found")
+        if path.is_dir():
+            if not (path / "metadata.yaml").is_file():
+                raise UserError(f"{path}: not a rosbag2 directory (metadata.yaml is missing; "
+                                "`ros2 bag reindex` can rebuild it)")
+            read_path = self._checkpointed_copy(path)
+        elif path.suffix in (".db3", ".mcap"):
+            read_path = path
+        elif path.suffix == ".bag":
+            self._is_ros1 = True
+            read_path = path
+        else:
+            raise UserError(f"{path}: unknown bag format (expected a rosbag2 directory, .db3, .mcap or .bag)")
+        try:
+            self._reader = Reader1(read_path) if self._is_ros1 else Reader2(read_path)
+            self._reader.open()
+            self._connections = list(self._reader.connections)
+            self._topics = self._summarise()
+            count = sum(info.count for info in self._topics.values())
+            # rosbags reports rosbag2 end as last stamp + 1 ns, rosbag1 end as the last stamp.
+            end_offset = 0 if self._is_ros1 else 1
+            self._span = ((int(self._reader.start_time), int(self._reader.end_time) - end_offset)
+                          if count else (None, None))
+            self._store = self._build_store(typestore, msg_path)
+        except UserError:
+            self.close()
+            raise
+        except _STORAGE_ERRORS as exc:
+            self.close()
+            raise UserError(f"{path}: cannot read bag ({_one_line(exc)})") from None
+
+    def _checkpointed_copy(self, bag_dir: Path) -> Path:
+        """Return ``bag_dir``, or a checkpointed temporary copy when a .db3 has a non-empty -wal."""
+        wal_files = [p for p in bag_dir.glob("*.db3-wal") if p.stat().st_size > 0]
+        if not wal_files:
+            return bag_dir
+        self._tempdir = tempfile.TemporaryDirectory(prefix="sim2real_eval-bag-")
+        copy = Path(self._tempdir.name) / bag_dir.name
+        shutil.copytree(bag_dir, copy)
+        for wal in wal_files:
+            db_file = copy / wal.name[: -len("-wal")]
+            try:
+                with sqlite3.connect(db_file) as conn:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise UserError(f"{bag_dir / db_file.name}: cannot recover the WAL ({exc})") from None
+        return copy
+
+    def _summarise(self) -> dict:
+        topics: dict = {}
+        for conn in self._connections:
+            if conn.topic in topics and topics[conn.topic].msgtype != conn.msgtype:
+                raise UserError(f"{self.path}: topic {conn.topic} carries two types "
+                                f"({topics[conn.topic].msgtype}, {conn.msgtype})")
+            count = conn.msgcount + (topics[conn.topic].count if conn.topic in topics else 0)
+            topics[conn.topic] = TopicInfo(conn.msgtype, count)
+        return topics
+
+    def _build_store(self, typestore: Typestore | None, msg_path) -> Typestore:
+        embedded = {}
+        for conn in self._connections:
+            if conn.msgdef.format != MessageDefinitionFormat.NONE and conn.msgdef.data:
+                embedded[conn.msgtype] = (conn.msgtype, conn.msgdef.format, conn.msgdef.data)
+        if self._is_ros1:
+            # ROS 1 types differ from ROS 2 (Header.seq): only the bag's own definitions apply.
+            base = None
+        elif typestore is not None:
+            base = typestore
+        else:
+            base = get_typestore(msg_path, self._detect_layout(embedded, msg_path))
+        if not embedded:
+            return base if base is not None else _rosbags_typestore(Stores.EMPTY)
+        try:
+            return _store_with_embedded(tuple(sorted(embedded.values(), key=lambda e: e[0])), base)
+        except TypesysError as exc:
+            raise UserError(f"{self.path}: message definitions in the bag conflict ({exc})") from None
+
+    def _detect_layout(self, embedded: dict, msg_path) -> str:
+        candidates = [c for c in self._connections
+                      if c.msgtype in LAYOUT_DEPENDENT and c.msgtype not in embedded and c.msgcount > 0]
+        if msg_path is not None:
+            # sbg types the user supplied are used as given; detection is only for the shipped ones.
+            user_names = set(types_from_msg_dir(msg_path))
+            candidates = [c for c in candidates if c.msgtype not in user_names]
+        samples = {}
+        for conn in candidates:
+            if conn.msgtype in samples:
+                continue
+            for _conn, _stamp, data in self._reader.messages(connections=[conn]):
+                samples[conn.msgtype] = bytes(data)
+                break
+        return detect_sbg_layout(samples, str(self.path)) or "3.1"
+
+    # -- properties -----------------------------------------------------------------------------
+    @property
+    def topics(self) -> dict:
+        return dict(self._topics)
+
+    @property
+    def typestore(self) -> Typestore:
+        return self._store
+
+    @property
+    def message_count(self) -> int:
+        return sum(info.count for info in self._topics.values())
+
+    @property
+    def start_ns(self) -> int | None:
+        """Receive time of the first message (None when the bag is empty)."""
+        return self._span[0]
+
+    @property
+    def end_ns(self) -> int | None:
+        """Receive time of the last message (None when the bag is empty)."""
+        return self._span[1]
+
+    # -- reading --------------------------------------------------------------------------------
+    def _connections_for(self, topics: Iterable[str] | None, allow_empty: bool) -> list:
+        if topics is None:
+            return list(self._connections)
+        if isinstance(topics, str):
+            topics = [topics]
+        wanted = list(dict.fromkeys(topics))
+        for topic in wanted:
+            if topic not in self._topics:
+                have = ", ".join(sorted(self._topics)) or "none"
+                raise UserError(f"{self.path}: topic {topic} is not in the bag (topics: {have})")
+            if self._topics[topic].count == 0 and not allow_empty:
+                raise UserError(f"{self.path}: topic {topic} has no messages")
+        return [c for c in self._connections if c.topic in wanted]
+
+    def raw_messages(self, topics: Iterable[str] | None = None, allow_empty: bool = False
+                     ) -> Iterator[RawMessage]:
+        """Serialised messages of ``topics`` (all when None) in receive-time order."""
+        connections = self._connections_for(topics, allow_empty)
+        if not connections:
+            return
+        iterator = self._reader.messages(connections=connections)
+        while True:
+            try:
+                conn, stamp, data = next(iterator)
+            except StopIteration:
+                return
+            except _STORAGE_ERRORS as exc:
+                raise UserError(f"{self.path}: bag is damaged ({_one_line(exc)})") from None
+            yield RawMessage(int(stamp), conn.topic, conn.msgtype, data)
+
+    def messages(self, topics: Iterable[str] | None = None, allow_empty: bool = False
+                 ) -> Iterator[BagMessage]:
+        """Deserialised messages of ``topics`` (all when None) in receive-time order, streaming.
+
+        A requested topic that is absent or (unless ``allow_empty``) empty, and a topic whose type has
+        no definition, raise UserError before the first message.
+        """
+        connections = self._connections_for(topics, allow_empty)
+        store = self._store
+        for conn in connections:
+            if conn.msgtype not in store.fielddefs:
+                raise UserError(
+                    f"{self.path}: topic {conn.topic}: no definition for message type {conn.msgtype} "
+                    "(give its .msg files with --msg-path)"
+                )
+        deserialize = store.deserialize_ros1 if self._is_ros1 else store.deserialize_cdr
+        for raw in self.raw_messages(topics, allow_empty):
+            try:
+                msg = deserialize(raw.data, raw.msgtype)
+            except (SerdeError, struct.error, ValueError, IndexError) as exc:
+                raise UserError(
+                    f"{self.path}: topic {raw.topic}: cannot decode {raw.msgtype} at {raw.recv_ns} ns "
+                    f"({_one_line(exc)}; wrong message definitions?)"
+                ) from None
+            yield BagMessage(raw.recv_ns, raw.topic, raw.msgtype, msg)
+
+    # -- lifetime -------------------------------------------------------------------------------
+    def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            try:
+                reader.close()
+            except Exception:  # noqa: BLE001 - closing a half-opened reader must not mask the real error
+                pass
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def __enter__(self) -> BagReader:
+        return self
+
+    def __exit__(self, *exc_info) -> bool:
+        self.close()
+        return False
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+def open_bag(path, typestore: Typestore | None = None, msg_path=None) -> BagReader:
+    """Open a bag read-only: a rosbag2 directory (sqlite3 or MCAP), a bare .db3/.mcap, or a ROS 1 .bag.
+
+    ``typestore`` overrides the default (Humble + detected sbg_driver layout + ``msg_path`` types).
+    Every failure is a one-line UserError naming the file.
+    """
+    return BagReader(path, typestore=typestore, msg_path=msg_path)

@@ -1,0 +1,120 @@
+"""Write rosbag2 bags (metadata version 8: Humble and Jazzy read it) atomically, via rosbags.
+
+The bag is built in a temporary sibling directory and renamed into place only when it is complete
+(``atomic.atomic_directory``): a crash, a full disk or Ctrl-C leave no half bag.  Message definitions
+are embedded (sqlite3 ``message_definitions`` table / MCAP schemas), so the bag is self-describing.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import apsw
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+from rosbags.serde import SerdeError
+from rosbags.typesys.store import Typestore
+
+from ..atomic import atomic_directory
+from ..errors import UserError
+from .typestore import get_typestore
+
+STORAGES = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}
+METADATA_VERSION = 8
+
+# What `ros2 bag record` stores for an infinite duration (Humble), so players read it unchanged.
+_INFINITE = QosTime(9223372036, 854775807)
+RELIABLE_QOS = Qos(
+    history=QosHistory.KEEP_LAST,
+    depth=10,
+    reliability=QosReliability.RELIABLE,
+    durability=QosDurability.VOLATILE,
+    deadline=_INFINITE,
+    lifespan=_INFINITE,
+    liveliness=QosLiveliness.AUTOMATIC,
+    liveliness_lease_duration=_INFINITE,
+    avoid_ros_namespace_conventions=False,
+)
+_RESERVED = {"metadata.yaml"}
+
+
+def merge_by_time(*streams: Iterable) -> Iterable:
+    """Merge message streams that are each in receive-time order into one (lazy, stable)."""
+    return heapq.merge(*streams, key=lambda item: item[0])
+
+
+def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typestore | None = None,
+              extra_files: Mapping[str, str] | None = None, overwrite: bool = False) -> Path:
+    """Write ``messages`` — (recv_ns, topic, msgtype, msg) in non-decreasing recv_ns — as a rosbag2 bag.
+
+    ``msg`` is a rosbags message object (serialised with ``typestore``, default Humble + sbg_driver
+    3.1) or already-serialised CDR bytes (copied as they are, e.g. ``BagReader.raw_messages`` of a
+    ROS 2 bag).  ``storage``: "sqlite3" (default) or "mcap".  ``extra_files`` {name: text} are written
+    inside the bag directory before the rename (e.g. ``run.yaml``).  Every topic is recorded with
+    reliable QoS.  Returns the final path.
+    """
+    final = Path(path)
+    if storage not in STORAGES:
+        raise UserError(f"storage: unknown bag storage {storage!r} (expected sqlite3 or mcap)")
+    extra_files = dict(extra_files or {})
+    for name in extra_files:
+        if (not name or "/" in name or name.startswith(".") or name in _RESERVED
+                or name.endswith((".db3", ".mcap"))):
+            raise UserError(f"{final}: extra file name {name!r} is not allowed inside a bag directory")
+    store = typestore if typestore is not None else get_typestore()
+
+    with atomic_directory(final, overwrite=overwrite, empty=False) as temp:
+        # rosbags names the storage file after its directory: build in temp/<final name>, then move up,
+        # so the file is "<final name>.db3" rather than the temp directory's random name.
+        inner = temp / final.name
+        writer = Writer(inner, version=METADATA_VERSION, storage_plugin=STORAGES[storage])
+        try:
+            writer.open()
+            _write_all(writer, messages, store, final)
+            writer.close()
+        except BaseException as exc:
+            try:
+                writer.abort()
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                pass
+            if isinstance(exc, apsw.FullError):
+                raise UserError(f"{final}: no space left on device") from None
+            if isinstance(exc, (WriterError, apsw.Error)):
+                raise UserError(f"{final}: cannot write bag ({exc})") from None
+            raise
+        for item in inner.iterdir():
+            item.rename(temp / item.name)
+        inner.rmdir()
+        for name, text in extra_files.items():
+            (temp / name).write_text(text, encoding="utf-8")
+    return final
+
+
+def _write_all(writer: Writer, messages: Iterable, store: Typestore, final: Path) -> None:
+    connections: dict = {}
+    last_ns = None
+    serialize = store.serialize_cdr
+    for recv_ns, topic, msgtype, msg in messages:
+        recv_ns = int(recv_ns)
+        if last_ns is not None and recv_ns < last_ns:
+            raise ValueError(f"{final}: messages must come in receive-time order ({topic} at {recv_ns} ns "
+                             f"after {last_ns} ns); merge streams with merge_by_time")
+        last_ns = recv_ns
+        conn = connections.get(topic)
+        if conn is None:
+            if msgtype not in store.fielddefs:
+                raise UserError(f"{final}: topic {topic}: message type {msgtype} is unknown to the typestore")
+            conn = writer.add_connection(topic, msgtype, typestore=store, offered_qos_profiles=[RELIABLE_QOS])
+            connections[topic] = conn
+        elif conn.msgtype != msgtype:
+            raise ValueError(f"{final}: topic {topic} written with two types ({conn.msgtype}, {msgtype})")
+        if isinstance(msg, (bytes, bytearray, memoryview)):
+            data = msg
+        else:
+            try:
+                data = serialize(msg, msgtype)
+            except (SerdeError, TypeError, AttributeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"{final}: topic {topic}: cannot serialise {msgtype} ({exc})") from exc
+        writer.write(conn, recv_ns, data)
