@@ -1,0 +1,109 @@
+"""``sim2real-eval score``: RMSE, Wiener entropy, W1, W2, VEPD, tables, figures and an HTML report.
+
+    sim2real-eval score RUNS_DIR --out REPORT          # OUT/<side>/<variant>/<scenario>/<k>/ run bags
+    sim2real-eval score --manifest runs.yaml --out REPORT
+    sim2real-eval score --csv-dir data2 --out REPORT   # the authors' CSV layout (Real/, Sim/<variant>/)
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_argument_group("input (exactly one)")
+    source.add_argument("runs_dir", nargs="?", metavar="RUNS_DIR",
+                        help="pipeline output: RUNS_DIR/<side>/<variant>/<scenario>/<k>/ (bag + run.yaml)")
+    source.add_argument("--manifest", metavar="M.yaml", help="YAML listing bags with side/variant/scenario")
+    source.add_argument("--csv-dir", metavar="DIR",
+                        help="reference CSV layout: DIR/Real/<scenario>_<k>.csv, "
+                             "DIR/Sim/<variant>/<scenario>_<k>.csv")
+    parser.add_argument("--out", required=True, metavar="DIR", help="report folder (written atomically)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    parser.add_argument("--exclude-scenario", action="append", metavar="NAME",
+                        help="scenario to leave out (repeatable; default: rest). Use --exclude-scenario '' "
+                             "to keep every scenario")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                        help="bootstrap resamples for the 95%% CIs (default 1000, 0 = none)")
+    parser.add_argument("--permutations", type=int, default=1000, metavar="N",
+                        help="label permutations for the p-values (default 1000, 0 = none)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the bootstrap and permutations (default 0)")
+    parser.add_argument("--skip-bad-runs", action="store_true",
+                        help="skip runs with defects (missing topic, too short, NaN, ...) and list them "
+                             "in the report")
+    parser.add_argument("--trace-runs", nargs="+", metavar="SCENARIO:K",
+                        help="runs whose velocity traces are plotted (default: first run of each scenario)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes reading runs (default: CPU count)")
+    pre = parser.add_argument_group("preprocessing (defaults = the reference computeEPD.py)")
+    pre.add_argument("--rate", type=float, default=15.0, metavar="HZ",
+                     help="common timeline rate (default 15)")
+    pre.add_argument("--smoothing-window", type=int, default=2, metavar="N",
+                     help="moving average on the estimate's speeds and times (default 2; 1 = off)")
+    pre.add_argument("--spectrum", choices=("full", "one_sided", "welch"), default="full",
+                     help="spectrum of the Wiener entropy (default full two-sided |FFT|)")
+    pre.add_argument("--log-floor", type=float, default=1e-10, help="floor inside the log (default 1e-10)")
+    pre.add_argument("--speed", choices=("horizontal", "paper", "paper-real", "paper-sim"),
+                     default="horizontal",
+                     help="speed definition for bag inputs (default horizontal norm sqrt(vx^2+vy^2)); "
+                          "'paper' = the authors' single-axis definitions per side")
+
+
+def run(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..errors import UserError
+    from ..metrics import ScoreOptions, score_study
+    from ..metrics.inputs import discover_csv_dir, discover_runs_dir, load_and_score_all, read_manifest
+    from ..report import parse_trace_run, write_report
+
+    given = [name for name, value in (("RUNS_DIR", args.runs_dir), ("--manifest", args.manifest),
+                                      ("--csv-dir", args.csv_dir)) if value]
+    if len(given) != 1:
+        raise UserError("give exactly one input: RUNS_DIR, --manifest or --csv-dir "
+                        f"(got {', '.join(given) or 'none'})")
+    excluded = ("rest",) if args.exclude_scenario is None else tuple(s for s in args.exclude_scenario if s)
+    options = ScoreOptions(
+        rate_hz=args.rate, smoothing_window=args.smoothing_window, spectrum=args.spectrum,
+        log_floor=args.log_floor, speed=args.speed, exclude_scenarios=excluded, bootstrap=args.bootstrap,
+        permutations=args.permutations, seed=args.seed,
+    ).validate()
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers: must be >= 1, got {args.workers}")
+    trace_runs = [parse_trace_run(t) for t in args.trace_runs] if args.trace_runs else None
+
+    if args.csv_dir:
+        kind, source, specs = "csv", args.csv_dir, discover_csv_dir(args.csv_dir, options)
+    elif args.manifest:
+        kind, source, specs = "manifest", args.manifest, read_manifest(args.manifest, options)
+    else:
+        kind, source, specs = "runs_dir", args.runs_dir, discover_runs_dir(args.runs_dir, options)
+    if not specs:
+        raise UserError(f"{source}: no runs found")
+
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    # auto_refresh=False: no refresh thread while worker processes are forked.
+    with Progress(*columns, console=console, auto_refresh=False,
+                  transient=not console.is_terminal) as progress:
+        task = progress.add_task("reading runs", total=len(specs))
+
+        def advance(n, task_id=None):
+            progress.advance(task if task_id is None else task_id, n)
+            progress.refresh()
+
+        records, series, skipped = load_and_score_all(specs, options, args.skip_bad_runs, args.workers,
+                                                      advance)
+        stats_task = progress.add_task("bootstrap/permutations", total=None)
+        result = score_study(records, options, skipped, progress=lambda n: advance(n, stats_task))
+        progress.update(stats_task, total=progress.tasks[stats_task].completed)
+        write_report(args.out, result, series, source, trace_runs,
+                     extra_options={"input": kind, "source": str(source)},
+                     overwrite=args.overwrite)
+
+    best = min(result.variants, key=lambda v: result.combined[v]["VEPD"])
+    print(f"scored {len(result.runs)} runs ({len(skipped)} skipped); closest to real: {best} "
+          f"(VEPD {result.combined[best]['VEPD']:.4f}); report in {args.out}", file=sys.stdout)
+    return 0

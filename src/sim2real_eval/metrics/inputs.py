@@ -1,0 +1,426 @@
+"""Where runs come from: the reference CSV layout, pipeline run directories, a manifest of bags.
+
+Every source is first turned into a list of ``RunSpec`` (cheap: directory listing and YAML only),
+then each spec is loaded into a ``RunSeries`` (two speed series on one time origin) and scored, in
+parallel worker processes (``load_and_score_all``).
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+import struct
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+from ..yamlio import Section, load_yaml
+from .options import ScoreOptions, resolve_speed
+from .per_run import score_run
+from .speed import speed_from_velocity
+from .study import REAL, RunRecord
+
+CSV_COLUMNS = ("se_time", "gt_time", "se_vel", "gt_vel")
+CSV_NAME = re.compile(r"^(?P<scenario>.+)_(?P<k>\d+)\.csv$")
+DEFAULT_TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom"}
+SIDES = (REAL, "sim")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run to load.  ``kind`` is "csv" or "bag"; ``speed`` is (estimate expr, truth expr)."""
+
+    side: str
+    variant: str
+    scenario: str
+    k: int
+    source: str
+    kind: str
+    estimate_topic: str = DEFAULT_TOPICS["estimate"]
+    truth_topic: str = DEFAULT_TOPICS["ground_truth"]
+    speed: tuple = ("horizontal", "horizontal")
+
+    @property
+    def key(self):
+        return (self.side, self.variant, self.scenario, self.k)
+
+
+@dataclass
+class RunSeries:
+    """Speeds (m/s) of one run on times (s) from one origin: estimate (t_est, v_est), truth (t_gt, v_gt)."""
+
+    spec: RunSpec
+    t_est: np.ndarray
+    v_est: np.ndarray
+    t_gt: np.ndarray
+    v_gt: np.ndarray
+
+
+# ----------------------------------------------------------------------------------------------
+# The reference CSV layout: DIR/Real/<scenario>_<k>.csv, DIR/Sim/<variant>/<scenario>_<k>.csv
+
+
+def _csv_specs(directory: Path, side: str, variant: str, exclude) -> list:
+    specs = []
+    for path in sorted(directory.glob("*.csv")):
+        match = CSV_NAME.match(path.name)
+        if not match:
+            raise UserError(f"{path}: file name does not match <scenario>_<k>.csv")
+        if match["scenario"] in exclude:
+            continue
+        specs.append(RunSpec(side, variant, match["scenario"], int(match["k"]), str(path), "csv"))
+    return specs
+
+
+def discover_csv_dir(root, options: ScoreOptions) -> list:
+    """RunSpecs of the reference layout; variants are the folder names under Sim/."""
+    root = Path(root)
+    real_dir, sim_dir = root / "Real", root / "Sim"
+    for needed in (real_dir, sim_dir):
+        if not needed.is_dir():
+            raise UserError(f"{needed}: missing folder (--csv-dir expects Real/ and Sim/<variant>/)")
+    specs = _csv_specs(real_dir, REAL, REAL, options.exclude_scenarios)
+    for variant_dir in sorted(p for p in sim_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        specs += _csv_specs(variant_dir, "sim", variant_dir.name, options.exclude_scenarios)
+    return specs
+
+
+def _column(values: list, path, name: str) -> np.ndarray:
+    """Floats of one CSV column; trailing empty cells are padding of a shorter column."""
+    while values and values[-1].strip() == "":
+        values.pop()
+    out = np.empty(len(values))
+    for row, text in enumerate(values):
+        try:
+            out[row] = float(text)
+        except ValueError:
+            raise UserError(f"{path}: column {name} row {row + 2}: not a number ({text!r})") from None
+    return out
+
+
+def read_reference_csv(path) -> tuple:
+    """(se_time, gt_time, se_vel, gt_vel) of one reference CSV, with the reference quirk:
+
+    every exact 0.0 is dropped from gt_time and from gt_vel *independently* (the authors' files
+    pad the shorter ground-truth columns with zeros).  The estimate columns are used as written.
+    """
+    try:
+        with open(path, newline="", encoding="utf-8") as stream:
+            rows = list(csv.reader(stream))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text CSV file") from None
+    if not rows:
+        raise UserError(f"{path}: empty CSV (expected columns {', '.join(CSV_COLUMNS)})")
+    header = [h.strip() for h in rows[0]]
+    missing = [c for c in CSV_COLUMNS if c not in header]
+    if missing:
+        raise UserError(f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(header)})")
+    columns = {}
+    for name in CSV_COLUMNS:
+        index = header.index(name)
+        columns[name] = _column([r[index] if index < len(r) else "" for r in rows[1:]], path, name)
+    gt_time = columns["gt_time"][columns["gt_time"] != 0.0]
+    gt_vel = columns["gt_vel"][columns["gt_vel"] != 0.0]
+    return columns["se_time"], gt_time, columns["se_vel"], gt_vel
+
+
+# ----------------------------------------------------------------------------------------------
+# Pipeline run directories: OUT/<side>/<variant>/<scenario>/<k>/ (a rosbag2 dir with run.yaml)
+
+
+def _visible_dirs(path: Path) -> list:
+    # Hidden entries are atomic-write temporaries (".name.tmp-..."): never complete runs.
+    return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def discover_runs_dir(root, options: ScoreOptions) -> list:
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"{root}: not a directory (expected OUT/<side>/<variant>/<scenario>/<k>/)")
+    sides = [p for p in _visible_dirs(root) if p.name in SIDES]
+    if not sides:
+        raise UserError(f"{root}: no real/ or sim/ folder (expected OUT/<side>/<variant>/<scenario>/<k>/)")
+    specs = []
+    for side_dir in sides:
+        for variant_dir in _visible_dirs(side_dir):
+            for scenario_dir in _visible_dirs(variant_dir):
+                if scenario_dir.name in options.exclude_scenarios:
+                    continue
+                for run_dir in _visible_dirs(scenario_dir):
+                    specs.append(_run_dir_spec(run_dir, side_dir.name, variant_dir.name,
+                                               scenario_dir.name, options))
+    return specs
+
+
+def _run_dir_spec(run_dir: Path, side: str, variant: str, scenario: str, options: ScoreOptions) -> RunSpec:
+    if not run_dir.name.isdigit():
+        raise UserError(f"{run_dir}: run folder name must be the run number k")
+    run_yaml = run_dir / "run.yaml"
+    if not run_yaml.is_file():
+        raise UserError(f"{run_dir}: no run.yaml (not a run directory written by the pipeline)")
+    topics = Section(load_yaml(run_yaml), str(run_yaml)).section("topics")
+    return RunSpec(
+        side, variant, scenario, int(run_dir.name), str(run_dir), "bag",
+        estimate_topic=topics.string("estimate", DEFAULT_TOPICS["estimate"]),
+        truth_topic=topics.string("ground_truth", DEFAULT_TOPICS["ground_truth"]),
+        speed=resolve_speed(options.speed, side, f"{run_dir}: speed"),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Manifest YAML
+#   defaults: {topics: {estimate: ..., ground_truth: ...}, speed: horizontal}      (optional)
+#   runs:
+#     - {path: bags/real_line_1, side: real, scenario: line, k: 1}
+#     - {path: ..., side: sim, variant: gauss, scenario: line, topics: {...}, speed: paper-sim}
+# Paths are relative to the manifest's folder.  k defaults to the order within (side, variant, scenario).
+
+RUN_KEYS = ("path", "side", "variant", "scenario", "k", "topics", "speed")
+
+
+def read_manifest(path, options: ScoreOptions) -> list:
+    path = Path(path)
+    top = Section(load_yaml(path), str(path))
+    top.unknown_keys(("defaults", "runs"))
+    defaults = top.section("defaults")
+    defaults.unknown_keys(("topics", "speed"))
+    default_topics = defaults.section("topics")
+    default_topics.unknown_keys(DEFAULT_TOPICS)
+    entries = top.data.get("runs")
+    if not isinstance(entries, list) or not entries:
+        raise UserError(f"{path}: runs: expected a non-empty list of runs")
+    specs, counters = [], {}
+    for index, entry in enumerate(entries):
+        run = Section(entry, str(path), f"runs[{index}]")
+        run.unknown_keys(RUN_KEYS)
+        side = run.string("side", required=True, choices=SIDES)
+        variant = run.string("variant", REAL if side == REAL else None, required=side != REAL)
+        scenario = run.string("scenario", required=True)
+        if scenario in options.exclude_scenarios:
+            continue
+        bag = Path(run.string("path", required=True))
+        bag = bag if bag.is_absolute() else path.parent / bag
+        counters[(side, variant, scenario)] = counters.get((side, variant, scenario), 0) + 1
+        k = run.integer("k", counters[(side, variant, scenario)], minimum=0)
+        topics = run.section("topics")
+        topics.unknown_keys(DEFAULT_TOPICS)
+        speed = run.data.get("speed", defaults.data.get("speed", options.speed))
+        specs.append(RunSpec(
+            side, variant, scenario, k, str(bag), "bag",
+            estimate_topic=topics.string(
+                "estimate", default_topics.string("estimate", DEFAULT_TOPICS["estimate"])),
+            truth_topic=topics.string(
+                "ground_truth", default_topics.string("ground_truth", DEFAULT_TOPICS["ground_truth"])),
+            speed=resolve_speed(speed, side, f"{path}: runs[{index}].speed"),
+        ))
+    return specs
+
+
+# ----------------------------------------------------------------------------------------------
+# Bags
+
+# msgtype -> how to reach the velocity vector (duck-typed on ROS field names)
+VELOCITY_FIELDS = {
+    "nav_msgs/msg/Odometry": lambda m: m.twist.twist.linear,
+    "geometry_msgs/msg/TwistStamped": lambda m: m.twist.linear,
+    "geometry_msgs/msg/TwistWithCovarianceStamped": lambda m: m.twist.twist.linear,
+    "sbg_driver/msg/SbgGpsVel": lambda m: m.velocity,
+    "sbg_driver/msg/SbgEkfNav": lambda m: m.velocity,
+}
+
+
+_ODOMETRY = "nav_msgs/msg/Odometry"
+_TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
+_CDR_LE = b"\x00\x01"
+_HEADER_STAMP = struct.Struct("<iI")
+_UINT32 = struct.Struct("<I")
+_VECTOR3 = struct.Struct("<3d")
+_QUATERNION = struct.Struct("<4d")
+
+
+def _after_header(data) -> int:
+    """Body offset (relative to the CDR body, which starts at byte 4) just after the header's frame_id."""
+    return 12 + _UINT32.unpack_from(data, 12)[0]
+
+
+def decode_cdr_fast(data, msgtype: str):
+    """(stamp_ns, (vx, vy, vz), (qx, qy, qz, qw) or None) straight from little-endian CDR bytes.
+
+    Only for nav_msgs/Odometry and geometry_msgs/TwistStamped, whose layouts are fixed: header
+    (int32 sec, uint32 nanosec, string frame_id), [string child_frame_id, PoseWithCovariance: 7 + 36
+    float64], twist.linear (3 float64).  Strings are uint32 length (incl. NUL) + bytes, aligned to 4;
+    float64 aligned to 8, offsets relative to the body.  Returns None for anything else (big-endian
+    CDR), which the caller then deserialises with rosbags.  ~10x faster than full deserialisation.
+    """
+    if data[:2] != _CDR_LE:
+        return None
+    sec, nanosec = _HEADER_STAMP.unpack_from(data, 4)
+    offset = _after_header(data)                  # body-relative
+    orientation = None
+    if msgtype == _ODOMETRY:
+        offset = (offset + 3) & ~3
+        offset += 4 + _UINT32.unpack_from(data, 4 + offset)[0]
+        offset = (offset + 7) & ~7
+        orientation = _QUATERNION.unpack_from(data, 4 + offset + 24)
+        offset += 56 + 288                        # pose (7 float64) + covariance (36 float64)
+    elif msgtype == _TWIST_STAMPED:
+        offset = (offset + 7) & ~7
+    else:
+        return None
+    return sec * 1_000_000_000 + nanosec, _VECTOR3.unpack_from(data, 4 + offset), orientation
+
+
+def read_bag_speeds(spec: RunSpec) -> RunSeries:
+    """Speeds of the estimate and ground-truth topics of one bag, on header-stamp time.
+
+    Only the two topics are read, streaming.  Time origin: the earliest header stamp of the two
+    series; each series is put in stamp order (record order can differ from stamp order).
+    """
+    from ..bags import open_bag  # rosbags is imported only when bags are read
+
+    where = spec.source
+    if spec.estimate_topic == spec.truth_topic:
+        raise UserError(f"{where}: estimate and ground-truth topics are both {spec.estimate_topic}")
+    topics = (spec.estimate_topic, spec.truth_topic)
+    with open_bag(spec.source) as reader:
+        for role, topic in zip(("estimate", "ground truth"), topics):
+            if topic not in reader.topics:
+                have = ", ".join(sorted(reader.topics)) or "none"
+                raise UserError(f"{where}: {role} topic {topic} is missing (bag has: {have})")
+            msgtype = reader.topics[topic].msgtype
+            if msgtype not in VELOCITY_FIELDS:
+                raise UserError(f"{where}: {role} topic {topic} has type {msgtype}; expected one of "
+                                f"{', '.join(VELOCITY_FIELDS)}")
+            if reader.topics[topic].count == 0:
+                raise UserError(f"{where}: {role} topic {topic} has no messages")
+        collected = {topic: ([], [], []) for topic in topics}
+        if Path(spec.source).suffix == ".bag":   # ROS 1 wire format: let rosbags decode it
+            for item in reader.messages(topics=list(topics)):
+                _collect_message(collected[item.topic], item.msgtype, item.msg)
+        else:
+            deserialize = reader.typestore.deserialize_cdr
+            for raw in reader.raw_messages(topics=list(topics)):
+                stamps, velocities, orientations = collected[raw.topic]
+                fast = decode_cdr_fast(raw.data, raw.msgtype)
+                if fast is None:
+                    _collect_message(collected[raw.topic], raw.msgtype, deserialize(raw.data, raw.msgtype))
+                    continue
+                stamps.append(fast[0])
+                velocities.append(fast[1])
+                if fast[2] is not None:
+                    orientations.append(fast[2])
+    return series_from_arrays(spec, {topic: (np.asarray(s, dtype=np.int64), np.asarray(v, dtype=float),
+                                             np.asarray(q, dtype=float))
+                                     for topic, (s, v, q) in collected.items()})
+
+
+def _collect_message(lists, msgtype: str, msg) -> None:
+    stamps, velocities, orientations = lists
+    stamps.append(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec)
+    v = VELOCITY_FIELDS[msgtype](msg)
+    velocities.append((v.x, v.y, v.z))
+    if msgtype == _ODOMETRY:
+        q = msg.pose.pose.orientation
+        orientations.append((q.x, q.y, q.z, q.w))
+
+
+def series_from_arrays(spec: RunSpec, arrays: dict) -> RunSeries:
+    """RunSeries from {topic: (stamp_ns (N,), velocity (N, 3), orientation (N, 4) or empty)}."""
+    where = spec.source
+    result = []
+    for role, topic, expression in (("estimate", spec.estimate_topic, spec.speed[0]),
+                                    ("ground truth", spec.truth_topic, spec.speed[1])):
+        stamps, velocity, orientation = arrays[topic]
+        if len(stamps) == 0:
+            raise UserError(f"{where}: {role} topic {topic} has no messages")
+        order = np.argsort(stamps, kind="stable")
+        orientation = orientation[order] if len(orientation) else None
+        speed = speed_from_velocity(velocity.reshape(-1, 3)[order], expression, orientation,
+                                    f"{where}: {role} topic {topic}")
+        result.append((np.asarray(stamps, dtype=np.int64)[order], speed))
+    origin = min(result[0][0][0], result[1][0][0])
+    (est_ns, v_est), (gt_ns, v_gt) = result
+    return RunSeries(spec, (est_ns - origin) * 1e-9, v_est, (gt_ns - origin) * 1e-9, v_gt)
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading and scoring
+
+
+def load_series(spec: RunSpec) -> RunSeries:
+    if spec.kind == "csv":
+        se_time, gt_time, se_vel, gt_vel = read_reference_csv(spec.source)
+        return RunSeries(spec, se_time, se_vel, gt_time, gt_vel)
+    if not Path(spec.source).exists():
+        raise UserError(f"{spec.source}: bag not found")
+    return read_bag_speeds(spec)
+
+
+def load_and_score(spec: RunSpec, options: ScoreOptions):
+    """(RunRecord, RunSeries) or (None, error message) for a per-run defect."""
+    try:
+        series = load_series(spec)
+        score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options)
+    except UserError as exc:
+        return None, str(exc)
+    record = RunRecord(spec.side, spec.variant, spec.scenario, spec.k, spec.source, score)
+    return record, series
+
+
+def _load_chunk(specs, options):
+    return [load_and_score(spec, options) for spec in specs]
+
+
+def check_unique(specs) -> None:
+    seen = {}
+    for spec in specs:
+        if spec.key in seen:
+            raise UserError(f"{spec.source}: same side/variant/scenario/k {'/'.join(map(str, spec.key))} "
+                            f"as {seen[spec.key]}")
+        seen[spec.key] = spec.source
+
+
+def load_and_score_all(specs, options: ScoreOptions, skip_bad_runs: bool = False, workers=None,
+                       progress=None):
+    """Load and score every spec, in ``workers`` processes (default: CPU count).
+
+    Returns (records, {key: RunSeries}, skipped [(source, reason)]).  Without ``skip_bad_runs`` the
+    first defect (in spec order) is raised as a UserError.  ``progress(n)`` is called as runs finish.
+    """
+    check_unique(specs)
+    specs = sorted(specs, key=lambda s: s.key)
+    workers = workers or os.cpu_count() or 1
+    workers = max(1, min(workers, len(specs) // 8 or 1))
+    if workers == 1:
+        results = []
+        for spec in specs:
+            results.append(load_and_score(spec, options))
+            if progress:
+                progress(1)
+    else:
+        # Chunks amortise process start-up and pickling; ~4 chunks per worker balances the load.
+        size = max(1, math.ceil(len(specs) / (workers * 4)))
+        chunks = [specs[i:i + size] for i in range(0, len(specs), size)]
+        results = []
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            for chunk_results in pool.map(_load_chunk, chunks, [options] * len(chunks)):
+                results += chunk_results
+                if progress:
+                    progress(len(chunk_results))
+    records, series, skipped = [], {}, []
+    for spec, (record, payload) in zip(specs, results):
+        if record is None:
+            if not skip_bad_runs:
+                raise UserError(payload)
+            skipped.append((spec.source, payload))
+            continue
+        records.append(record)
+        series[spec.key] = payload
+    return records, series, skipped

@@ -1,0 +1,207 @@
+"""Study-level numbers: W1, W2, VEPD (eq. 4), Table I (pooled), Table II (per scenario, ranked),
+bootstrap confidence intervals and permutation p-values.
+
+A1 = {E_real}, B1 = {E_sim}, A2 = {D_real}, B2 = {D_sim};  W1 = W(A1, B1), W2 = W(A2, B2) with
+W the 1-Wasserstein distance between the two empirical distributions (equal weights, sizes may
+differ; scipy.stats.wasserstein_distance);  VEPD = (W1 + W2) / 2.  W1 is in m/s, W2 is unitless,
+so VEPD mixes units and is NOT bounded by 1 (the paper's claim VEPD in [0, 1] does not hold in
+general); it is never clipped.
+"""
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from ..errors import UserError
+from .options import ScoreOptions
+from .per_run import RunScore
+
+REAL = "real"
+
+
+def wasserstein(a, b) -> float:
+    """1-Wasserstein distance between the empirical distributions of samples a and b (same units)."""
+    return float(stats.wasserstein_distance(a, b))
+
+
+def vepd(w1: float, w2: float) -> float:
+    """VEPD = (W1 + W2) / 2 (eq. 4); unbounded, never clipped."""
+    return (w1 + w2) / 2.0
+
+
+def average_ranks(values) -> np.ndarray:
+    """Ranks 1 = smallest; ties get the mean of the ranks they span (pandas ``rank()`` default)."""
+    return stats.rankdata(np.asarray(values, dtype=float), method="average")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One scored run; ``source`` is the file/directory it came from."""
+
+    side: str
+    variant: str
+    scenario: str
+    k: int
+    source: str
+    score: RunScore
+
+    @property
+    def key(self):
+        return (self.side, self.variant, self.scenario, self.k)
+
+
+@dataclass
+class StudyResult:
+    options: ScoreOptions
+    variants: list            # sim variants, sorted
+    scenarios: list           # scored scenarios, sorted
+    combined: dict            # Table I: {variant: {W1, W2, VEPD, VEPD_ci95, n_real, n_sim}}
+    per_scenario: dict        # Table II: {variant: {scenario: {W1, W2, VEPD, rank}}}
+    statistics: dict          # CIs and p-values: {"combined": {variant: ...}, "per_scenario": {...}}
+    runs: list                # RunRecord, sorted by key
+    skipped: list = field(default_factory=list)   # (run name, reason)
+
+
+def distances(real_e, real_d, sim_e, sim_d) -> tuple[float, float, float]:
+    """(W1, W2, VEPD) of real vs sim RMSEs (E) and entropy differences (D)."""
+    w1 = wasserstein(real_e, sim_e)
+    w2 = wasserstein(real_d, sim_d)
+    return w1, w2, vepd(w1, w2)
+
+
+def _cell_seed(seed: int, *names: str) -> np.random.SeedSequence:
+    # Keyed by names, not positions: adding a variant does not change another variant's intervals.
+    return np.random.SeedSequence([seed, *(zlib.crc32(name.encode()) for name in names)])
+
+
+def _stack(groups):
+    return np.concatenate([g[:, 0] for g in groups]), np.concatenate([g[:, 1] for g in groups])
+
+
+def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence, level: float = 0.95):
+    """Percentile bootstrap intervals of W1, W2, VEPD.
+
+    ``*_groups``: one (n, 2) array [E, D] per stratum (scenario).  Each resample draws runs with
+    replacement within each side and each stratum (the scenario mix is fixed by design), keeping a
+    run's E and D together.  Returns {"W1": [lo, hi], "W2": ..., "VEPD": ...}.
+    """
+    rng = np.random.default_rng(seed_sequence)
+    samples = np.empty((n_resamples, 3))
+    for b in range(n_resamples):
+        real = [g[rng.integers(0, len(g), len(g))] for g in real_groups]
+        sim = [g[rng.integers(0, len(g), len(g))] for g in sim_groups]
+        (re, rd), (se, sd) = _stack(real), _stack(sim)
+        samples[b] = distances(re, rd, se, sd)
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(samples, [tail, 100 - tail], axis=0)
+    return {name: [float(lo[i]), float(hi[i])] for i, name in enumerate(("W1", "W2", "VEPD"))}
+
+
+def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_sequence):
+    """p-values of H0 "real and sim runs come from one distribution" for W1, W2 and VEPD.
+
+    Side labels are shuffled within each stratum; p = (1 + #{stat_perm >= stat_obs}) / (1 + n).
+    """
+    rng = np.random.default_rng(seed_sequence)
+    observed = np.array(distances(*_stack(real_groups), *_stack(sim_groups)))
+    pooled = [np.concatenate([r, s]) for r, s in zip(real_groups, sim_groups)]
+    n_real = [len(r) for r in real_groups]
+    exceed = np.zeros(3)
+    for _ in range(n_permutations):
+        shuffled = [p[rng.permutation(len(p))] for p in pooled]
+        real = [s[:n] for s, n in zip(shuffled, n_real)]
+        sim = [s[n:] for s, n in zip(shuffled, n_real)]
+        stat = np.array(distances(*_stack(real), *_stack(sim)))
+        exceed += stat >= observed - 1e-12 * np.maximum(1.0, np.abs(observed))
+    p = (1 + exceed) / (1 + n_permutations)
+    return {"p_W1": float(p[0]), "p_W2": float(p[1]), "p_VEPD": float(p[2])}
+
+
+def _groups(records, scenarios):
+    """{scenario: (n, 2) array of [E, D]} for the given records."""
+    out = {}
+    for scenario in scenarios:
+        rows = [(r.score.rmse, r.score.D) for r in records if r.scenario == scenario]
+        out[scenario] = np.array(rows, dtype=float).reshape(-1, 2)
+    return out
+
+
+def check_study(records) -> tuple[list, list]:
+    """(sim variants, scenarios) after checking the study's shape; raises one-line UserErrors."""
+    real = [r for r in records if r.side == REAL]
+    sim = [r for r in records if r.side != REAL]
+    if not real:
+        raise UserError("no real runs to compare with (expected side 'real')")
+    if not sim:
+        raise UserError("no sim runs to score (expected side 'sim')")
+    bad_real = sorted({r.variant for r in real if r.variant != REAL})
+    if bad_real:
+        raise UserError(f"real runs must have variant 'real', got {', '.join(bad_real)}")
+    if any(r.variant == REAL for r in sim):
+        raise UserError("a sim variant may not be named 'real'")
+    scenarios = sorted({r.scenario for r in real})
+    variants = sorted({r.variant for r in sim})
+    for variant in variants:
+        have = {r.scenario for r in sim if r.variant == variant}
+        if have != set(scenarios):
+            missing = sorted(set(scenarios) - have)
+            extra = sorted(have - set(scenarios))
+            parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
+                [f"no real runs for {', '.join(extra)}"] if extra else [])
+            raise UserError(f"scenario sets differ between real and sim variant {variant!r}: "
+                            f"{'; '.join(parts)}")
+    counts = Counter((r.side, r.variant, r.scenario) for r in records)
+    cells = [(REAL, REAL, s) for s in scenarios] + [("sim", v, s) for v in variants for s in scenarios]
+    for side, variant, scenario in cells:
+        n = counts[(side, variant, scenario)]
+        if n < 2:
+            raise UserError(f"{side}/{variant}/{scenario}: only {n} run(s); need at least 2 per side")
+    return variants, scenarios
+
+
+def score_study(records, options: ScoreOptions, skipped=(), progress=None) -> StudyResult:
+    """Tables I and II plus intervals and p-values from scored runs (excluded scenarios removed first).
+
+    ``progress``: optional callable(advance) for the resampling work (one call per cell).
+    """
+    records = sorted((r for r in records if r.scenario not in options.exclude_scenarios), key=lambda r: r.key)
+    variants, scenarios = check_study(records)
+    real_groups = _groups([r for r in records if r.side == REAL], scenarios)
+    combined, per_scenario, statistics = {}, {}, {"combined": {}, "per_scenario": {}}
+    for variant in variants:
+        sim_groups = _groups([r for r in records if r.side != REAL and r.variant == variant], scenarios)
+        cells = [(None, scenarios)] + [(s, [s]) for s in scenarios]
+        for scenario, members in cells:
+            real_g = [real_groups[s] for s in members]
+            sim_g = [sim_groups[s] for s in members]
+            w1, w2, v = distances(*_stack(real_g), *_stack(sim_g))
+            stat = {}
+            seed_names = (variant,) if scenario is None else (variant, scenario)
+            if options.bootstrap:
+                ci = bootstrap_intervals(real_g, sim_g, options.bootstrap,
+                                         _cell_seed(options.seed, "ci", *seed_names))
+                stat.update({f"{k}_ci95": val for k, val in ci.items()})
+            if options.permutations:
+                stat.update(permutation_pvalues(real_g, sim_g, options.permutations,
+                                                _cell_seed(options.seed, "perm", *seed_names)))
+            if scenario is None:
+                combined[variant] = {
+                    "W1": w1, "W2": w2, "VEPD": v, "VEPD_ci95": stat.get("VEPD_ci95"),
+                    "n_real": int(sum(len(g) for g in real_g)), "n_sim": int(sum(len(g) for g in sim_g)),
+                }
+                statistics["combined"][variant] = stat
+            else:
+                per_scenario.setdefault(variant, {})[scenario] = {"W1": w1, "W2": w2, "VEPD": v}
+                statistics["per_scenario"].setdefault(variant, {})[scenario] = stat
+            if progress is not None:
+                progress(1)
+    for scenario in scenarios:
+        ranks = average_ranks([per_scenario[v][scenario]["VEPD"] for v in variants])
+        for variant, rank in zip(variants, ranks):
+            per_scenario[variant][scenario]["rank"] = float(rank)
+    return StudyResult(options=options, variants=variants, scenarios=scenarios, combined=combined,
+                       per_scenario=per_scenario, statistics=statistics, runs=records, skipped=list(skipped))

@@ -1,0 +1,153 @@
+"""Numbers out: vepd.json (fixed schema), statistics.json, runs.csv, tables.md."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from .. import __version__
+from ..metrics.study import StudyResult
+
+RUN_COLUMNS = ("side", "variant", "scenario", "k", "rmse", "S_est", "S_gt", "D")
+
+
+def vepd_document(result: StudyResult, extra_options=None) -> dict:
+    """The vepd.json document, exactly:
+    {"combined": {V: {W1, W2, VEPD, VEPD_ci95, n_real, n_sim}},
+     "per_scenario": {V: {S: {W1, W2, VEPD, rank}}}, "options": {...}, "version": str}
+    Extra information goes inside "options" only (skipped runs, input kind)."""
+    combined = {
+        v: {key: result.combined[v][key] for key in ("W1", "W2", "VEPD", "VEPD_ci95", "n_real", "n_sim")}
+        for v in result.variants
+    }
+    per_scenario = {
+        v: {s: {key: result.per_scenario[v][s][key] for key in ("W1", "W2", "VEPD", "rank")}
+            for s in result.scenarios}
+        for v in result.variants
+    }
+    options = result.options.to_dict()
+    options["scenarios"] = list(result.scenarios)
+    options["skipped_runs"] = [{"run": run, "reason": reason} for run, reason in result.skipped]
+    options.update(extra_options or {})
+    return {"combined": combined, "per_scenario": per_scenario, "options": options, "version": __version__}
+
+
+def statistics_document(result: StudyResult) -> dict:
+    """Beyond the paper: percentile-bootstrap 95 % intervals of W1, W2, VEPD and permutation p-values,
+    pooled (combined) and per scenario."""
+    return {
+        "bootstrap_resamples": result.options.bootstrap,
+        "permutations": result.options.permutations,
+        "seed": result.options.seed,
+        "combined": result.statistics["combined"],
+        "per_scenario": result.statistics["per_scenario"],
+    }
+
+
+def to_json(document: dict) -> str:
+    # Floats are written with repr (shortest round-trip), so a reader gets the exact doubles.
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"
+
+
+def runs_csv(result: StudyResult) -> str:
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(RUN_COLUMNS)
+    for r in result.runs:
+        s = r.score
+        writer.writerow([r.side, r.variant, r.scenario, r.k,
+                         repr(s.rmse), repr(s.S_est), repr(s.S_gt), repr(s.D)])
+    return stream.getvalue()
+
+
+def fmt(value, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_ci(interval, digits: int = 4) -> str:
+    return "–" if not interval else f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+
+
+def fmt_p(p) -> str:
+    return "–" if p is None else f"{p:.3f}"
+
+
+def table_one_rows(result: StudyResult) -> list:
+    """Table I rows: variant, W1, W2, VEPD, CIs, p-value, run counts (sorted by VEPD, best first)."""
+    rows = []
+    for v in sorted(result.variants, key=lambda name: result.combined[name]["VEPD"]):
+        c, st = result.combined[v], result.statistics["combined"][v]
+        rows.append([v, fmt(c["W1"]), fmt_ci(st.get("W1_ci95")), fmt(c["W2"]), fmt_ci(st.get("W2_ci95")),
+                     fmt(c["VEPD"]), fmt_ci(c["VEPD_ci95"]), fmt_p(st.get("p_VEPD")),
+                     str(c["n_real"]), str(c["n_sim"])])
+    return rows
+
+
+TABLE_ONE_HEADER = ["Variant", "W1 (m/s)", "W1 95% CI", "W2", "W2 95% CI", "VEPD", "VEPD 95% CI",
+                    "p (perm.)", "n real", "n sim"]
+
+
+def table_two_rows(result: StudyResult) -> list:
+    """Table II rows: variant, then per scenario "VEPD (rank)", then the mean rank."""
+    rows = []
+    for v in result.variants:
+        cells = [f"{result.per_scenario[v][s]['VEPD']:.4f} ({result.per_scenario[v][s]['rank']:g})"
+                 for s in result.scenarios]
+        mean_rank = sum(result.per_scenario[v][s]["rank"] for s in result.scenarios) / len(result.scenarios)
+        rows.append([v, *cells, f"{mean_rank:.2f}"])
+    return rows
+
+
+def table_two_header(result: StudyResult) -> list:
+    return ["Variant", *[f"{s}: VEPD (rank)" for s in result.scenarios], "mean rank"]
+
+
+def table_two_detail_rows(result: StudyResult) -> list:
+    """Per (variant, scenario): W1, W2, VEPD with its CI and p-value."""
+    rows = []
+    for v in result.variants:
+        for s in result.scenarios:
+            cell, st = result.per_scenario[v][s], result.statistics["per_scenario"][v][s]
+            rows.append([v, s, fmt(cell["W1"]), fmt(cell["W2"]), fmt(cell["VEPD"]),
+                         fmt_ci(st.get("VEPD_ci95")), fmt_p(st.get("p_VEPD")), f"{cell['rank']:g}"])
+    return rows
+
+
+TABLE_TWO_DETAIL_HEADER = ["Variant", "Scenario", "W1 (m/s)", "W2", "VEPD", "VEPD 95% CI", "p (perm.)",
+                           "rank"]
+
+
+def markdown_table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def tables_markdown(result: StudyResult) -> str:
+    o = result.options
+    excluded = ", ".join(o.exclude_scenarios) or "none"
+    parts = [
+        "# VEPD tables",
+        "",
+        f"Scenarios: {', '.join(result.scenarios)} (excluded: {excluded}).  Preprocessing: "
+        f"{o.rate_hz:g} Hz timeline, moving average {o.smoothing_window}, spectrum {o.spectrum}, "
+        f"speed {o.speed}.  CIs: percentile bootstrap ({o.bootstrap} resamples, runs resampled within "
+        f"side and scenario); p: permutation test ({o.permutations} label shuffles within scenario), "
+        f"seed {o.seed}.  W1 is in m/s, W2 is unitless; VEPD = (W1 + W2)/2 is not bounded by 1.",
+        "",
+        "## Table I — all scenarios pooled (lower is closer to real)",
+        "",
+        markdown_table(TABLE_ONE_HEADER, table_one_rows(result)),
+        "",
+        "## Table II — per scenario (rank 1 = lowest VEPD; ties averaged)",
+        "",
+        markdown_table(table_two_header(result), table_two_rows(result)),
+        "",
+        "### Per-scenario details",
+        "",
+        markdown_table(TABLE_TWO_DETAIL_HEADER, table_two_detail_rows(result)),
+        "",
+    ]
+    if result.skipped:
+        parts += ["## Skipped runs", ""] + [f"- `{run}`: {reason}" for run, reason in result.skipped] + [""]
+    return "\n".join(parts)
