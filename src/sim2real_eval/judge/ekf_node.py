@@ -1,0 +1,373 @@
+"""ekf_node's behaviour around the filter (ros_filter.cpp): callbacks, sub-measurement split, stale-stamp
+gates, the stamp-ordered queue, the periodic update and the published odometry."""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..errors import UserError
+from .filter import Ekf, Measurement
+from .measurements import Preparer, stamp_ns, stamp_seconds
+from .params import STATE_SIZE, EkfParams, SensorConfig
+from .tf import TfBuffer, Transform, matrix_from_rpy, quaternion_from_rpy
+
+
+@dataclass
+class _Part:
+    """One sub-measurement stream (e.g. ``imu0_twist``) of an input."""
+
+    key: str
+    update: np.ndarray  # (15,) bool, the callback's update vector
+    threshold: float
+
+    @property
+    def update_sum(self) -> int:
+        return int(self.update.sum())
+
+
+@dataclass
+class _Input:
+    sensor: SensorConfig
+    pose: _Part
+    twist: _Part
+    acceleration: Optional[_Part] = None
+
+
+def _parts(sensor: SensorConfig, params: EkfParams, warnings: List[str]) -> _Input:
+    config = np.array(sensor.config, dtype=bool)
+    name = sensor.name
+    if sensor.kind == "odom":
+        pose = config.copy()
+        pose[6:12] = False          # pose part: 0-5 (+ accel flags, fused as zero)
+        twist = config.copy()
+        twist[0:6] = False          # twist part: 6-14
+        return _Input(sensor, _Part(f"{name}_pose", pose, sensor.pose_threshold),
+                      _Part(f"{name}_twist", twist, sensor.twist_threshold))
+    if sensor.kind == "pose":
+        pose = config.copy()
+        pose[6:] = False
+        return _Input(sensor, _Part(name, pose, sensor.pose_threshold),
+                      _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf))
+    if sensor.kind == "twist":
+        twist = config.copy()
+        twist[:6] = False
+        twist[12:] = False
+        return _Input(sensor, _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf),
+                      _Part(name, twist, sensor.twist_threshold))
+    # imu
+    if config[0:3].any() or config[6:9].any():
+        warnings.append(f"{params.source}: {name}_config: IMU position/linear-velocity flags are ignored")
+    pose = np.zeros(STATE_SIZE, bool)
+    pose[3:6] = config[3:6]
+    twist = np.zeros(STATE_SIZE, bool)
+    twist[9:12] = config[9:12]
+    accel = np.zeros(STATE_SIZE, bool)
+    accel[12:15] = config[12:15]
+    return _Input(sensor, _Part(f"{name}_pose", pose, sensor.pose_threshold),
+                  _Part(f"{name}_twist", twist, sensor.twist_threshold),
+                  _Part(f"{name}_acceleration", accel, sensor.acceleration_threshold))
+
+
+@dataclass
+class Odometry:
+    """One /odometry/filtered (or /odometry/gps) message's content."""
+
+    stamp_ns: int
+    frame_id: str
+    child_frame_id: str
+    position: np.ndarray
+    orientation: np.ndarray
+    pose_covariance: np.ndarray
+    linear_velocity: np.ndarray
+    angular_velocity: np.ndarray
+    twist_covariance: np.ndarray
+
+    def as_message(self):
+        """A duck-typed nav_msgs/Odometry carrying this content (for feeding another node)."""
+        def vec(v):
+            return SimpleNamespace(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+        sec, nanosec = divmod(int(self.stamp_ns), 1_000_000_000)
+        q = self.orientation
+        return SimpleNamespace(
+            header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=nanosec), frame_id=self.frame_id),
+            child_frame_id=self.child_frame_id,
+            pose=SimpleNamespace(pose=SimpleNamespace(
+                position=vec(self.position),
+                orientation=SimpleNamespace(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))),
+                covariance=self.pose_covariance),
+            twist=SimpleNamespace(twist=SimpleNamespace(linear=vec(self.linear_velocity),
+                                                        angular=vec(self.angular_velocity)),
+                                  covariance=self.twist_covariance))
+
+
+def _xyz(v) -> np.ndarray:
+    return np.array([float(v.x), float(v.y), float(v.z)])
+
+
+def check_message(topic: str, kind: str, msg) -> None:
+    """Raise a UserError naming the topic when msg lacks the fields its input kind needs."""
+    required = {
+        "odom": ("header", "child_frame_id", "pose", "twist"),
+        "pose": ("header", "pose"),
+        "twist": ("header", "twist"),
+        "imu": ("header", "orientation", "angular_velocity", "linear_acceleration"),
+    }[kind]
+    expected = {"odom": "nav_msgs/msg/Odometry", "pose": "geometry_msgs/msg/PoseWithCovarianceStamped",
+                "twist": "geometry_msgs/msg/TwistWithCovarianceStamped", "imu": "sensor_msgs/msg/Imu"}[kind]
+    if not all(hasattr(msg, name) for name in required) or \
+            (kind in ("pose", "odom") and not hasattr(msg.pose, "covariance")) or \
+            (kind in ("twist", "odom") and not hasattr(msg.twist, "covariance")):
+        got = getattr(msg, "__msgtype__", type(msg).__name__)
+        raise UserError(f"topic {topic}: expected {expected}, got {got}")
+
+
+class EkfNode:
+    """The ekf_node of robot_localization on the data clock (no ROS)."""
+
+    def __init__(self, params: EkfParams, tf: TfBuffer, topic_of=lambda name: name):
+        self.params = params
+        self.tf = tf
+        self.filter = Ekf(params)
+        self.warnings: List[str] = []
+        self.inputs: List[_Input] = [_parts(s, params, self.warnings) for s in params.sensors]
+        # Fusing IMU linear acceleration turns control of the matching velocity off (loadParams).
+        if params.use_control:
+            for item in self.inputs:
+                if item.sensor.kind == "imu":
+                    for axis in range(3):
+                        if item.sensor.config[12 + axis]:
+                            self.filter.control_update[axis] = False
+            if not self.filter.control_update.any():
+                self.filter.use_control = False
+        self.subscriptions: Dict[str, List[_Input]] = {}
+        for item in self.inputs:
+            self.subscriptions.setdefault(topic_of(_absolute(item.sensor.topic)), []).append(item)
+        self.preparer = Preparer(tf, params.world_frame, params.base_link_frame, params.two_d_mode,
+                                 params.gravitational_acceleration)
+        self.queue: List[Measurement] = []
+        self.last_message_ns: Dict[str, int] = {}
+        self.last_set_pose_ns = 0
+        self.last_published_ns = 0
+        self.period_ns = int(round(1e9 / params.frequency))
+        self.dropped: Counter = Counter()
+        self.processed: Counter = Counter()
+        self.enabled = not params.disabled_at_startup
+        self._last_header_seconds: Dict[str, float] = {}
+
+    # --- callbacks ---------------------------------------------------------------------------------
+    def handle(self, topic: str, msg) -> None:
+        for item in self.subscriptions.get(topic, ()):
+            kind = item.sensor.kind
+            if kind == "odom":
+                self._odometry(item, msg)
+            elif kind == "imu":
+                self._imu(item, msg)
+            elif kind == "pose":
+                self._pose(item.pose, msg, msg.pose, self.params.world_frame, item.sensor, False)
+            else:
+                self._twist(item.twist, msg.header, msg.header.frame_id, msg.twist)
+
+    def _gate(self, part: _Part, stamp: int) -> bool:
+        """Stale-stamp gate per sub-topic key (older than last accepted → drop; equal passes)."""
+        last = self.last_message_ns.setdefault(part.key, stamp)
+        if last <= stamp:
+            return True
+        self.dropped["stale_stamp"] += 1
+        return False
+
+    def _odometry(self, item: _Input, msg) -> None:
+        stamp = stamp_ns(msg.header)
+        if self.last_set_pose_ns >= stamp:
+            self.dropped["stamp_not_after_set_pose"] += 1
+            return
+        if item.pose.update_sum > 0:
+            self._pose(item.pose, msg, msg.pose, self.params.world_frame, item.sensor, False)
+        if item.twist.update_sum > 0:
+            self._twist(item.twist, msg.header, msg.child_frame_id, msg.twist)
+
+    def _imu(self, item: _Input, msg) -> None:
+        stamp = stamp_ns(msg.header)
+        if self.last_set_pose_ns >= stamp:
+            self.dropped["stamp_not_after_set_pose"] += 1
+            return
+        if item.pose.update_sum > 0:
+            if abs(float(msg.orientation_covariance[0]) + 1.0) < 1e-9:
+                self.dropped["imu_orientation_not_provided"] += 1
+            else:
+                cov = np.zeros(36)
+                oc = np.asarray(msg.orientation_covariance, dtype=float).reshape(3, 3)
+                cov.reshape(6, 6)[3:, 3:] = oc
+                self._pose(item.pose, msg, _ImuPose(msg.orientation, cov), self.params.base_link_frame,
+                           item.sensor, True)
+        if item.twist.update_sum > 0:
+            if abs(float(msg.angular_velocity_covariance[0]) + 1.0) < 1e-9:
+                self.dropped["imu_angular_velocity_not_provided"] += 1
+            else:
+                cov = np.zeros(36)
+                gc = np.asarray(msg.angular_velocity_covariance, dtype=float).reshape(3, 3)
+                cov.reshape(6, 6)[3:, 3:] = gc
+                self._twist(item.twist, msg.header, msg.header.frame_id,
+                            _ImuTwist(msg.angular_velocity, cov))
+        if item.acceleration is not None and item.acceleration.update_sum > 0:
+            if abs(float(msg.linear_acceleration_covariance[0]) + 1.0) < 1e-9:
+                self.dropped["imu_acceleration_not_provided"] += 1
+            else:
+                self._acceleration(item.acceleration, msg, item.sensor)
+
+    def _pose(self, part: _Part, msg, pose_with_cov, target_frame: str, sensor: SensorConfig,
+              imu_data: bool) -> None:
+        header = msg.header
+        stamp = stamp_ns(header)
+        if not imu_data and self.last_set_pose_ns >= stamp:
+            self.dropped["stamp_not_after_set_pose"] += 1
+            return
+        if not self._gate(part, stamp):
+            return
+        z = np.zeros(STATE_SIZE)
+        cov = np.zeros((STATE_SIZE, STATE_SIZE))
+        update = part.update.copy()
+        last_seconds = self._last_seconds(part.key, header)
+        had_previous = part.key in self.preparer.memory.previous
+        ok = self.preparer.prepare_pose(header, pose_with_cov.pose.position, pose_with_cov.pose.orientation,
+                                        pose_with_cov.covariance, part.key, target_frame, sensor.differential,
+                                        sensor.relative, imu_data, update, z, cov, self.filter.state,
+                                        last_seconds)
+        if ok:
+            self._enqueue(part, z, cov, update, stamp)
+        elif sensor.differential and not had_previous and part.key in self.preparer.memory.previous:
+            self.dropped["differential_first_message"] += 1
+        else:
+            self.dropped["tf_unavailable"] += 1
+        self.last_message_ns[part.key] = stamp
+        self._last_header_seconds[part.key] = stamp_seconds(header)
+
+    def _last_seconds(self, key: str, header) -> float:
+        # last_message_times_ as builtin Time → toSec (sec + nsec·1e-9); the gate inserted it already.
+        return self._last_header_seconds.get(key, stamp_seconds(header))
+
+    def _twist(self, part: _Part, header, frame_id: str, twist_with_cov) -> None:
+        stamp = stamp_ns(header)
+        if self.last_set_pose_ns >= stamp:
+            self.dropped["stamp_not_after_set_pose"] += 1
+            return
+        if not self._gate(part, stamp):
+            return
+        z = np.zeros(STATE_SIZE)
+        cov = np.zeros((STATE_SIZE, STATE_SIZE))
+        update = part.update.copy()
+        t = twist_with_cov.twist
+        ok = self.preparer.prepare_twist(header, frame_id, _xyz(t.linear), _xyz(t.angular),
+                                         twist_with_cov.covariance, self.params.base_link_frame, update, z,
+                                         cov, self.filter.state)
+        if ok:
+            self._enqueue(part, z, cov, update, stamp)
+        else:
+            self.dropped["tf_unavailable"] += 1
+        self.last_message_ns[part.key] = stamp
+        self._last_header_seconds[part.key] = stamp_seconds(header)
+
+    def _acceleration(self, part: _Part, msg, sensor: SensorConfig) -> None:
+        stamp = stamp_ns(msg.header)
+        if not self._gate(part, stamp):
+            return
+        z = np.zeros(STATE_SIZE)
+        cov = np.zeros((STATE_SIZE, STATE_SIZE))
+        update = part.update.copy()
+        ok = self.preparer.prepare_acceleration(msg, self.params.base_link_frame,
+                                                sensor.remove_gravitational_acceleration, update, z, cov,
+                                                self.filter.state)
+        if ok:
+            self._enqueue(part, z, cov, update, stamp)
+        else:
+            self.dropped["tf_unavailable"] += 1
+        self.last_message_ns[part.key] = stamp
+        self._last_header_seconds[part.key] = stamp_seconds(msg.header)
+
+    def _enqueue(self, part: _Part, z, cov, update, stamp: int) -> None:
+        heapq.heappush(self.queue, Measurement(stamp, part.key, z, cov, update, part.threshold,
+                                               self.filter.latest_control.copy(), self.filter.latest_control_ns))
+
+    def set_control(self, linear, angular, now_ns: int) -> None:
+        """cmd_vel (geometry_msgs/Twist): stamped with the node's now(), pushed into the filter."""
+        self.filter.set_control(np.concatenate([_xyz(linear), _xyz(angular)]), now_ns)
+
+    # --- periodic update ---------------------------------------------------------------------------
+    def integrate(self, now_ns: int) -> None:
+        """RosFilter::integrateMeasurements (no smoothing)."""
+        f = self.filter
+        predict_now = self.params.predict_to_current_time
+        if self.queue:
+            while self.queue and self.queue[0].stamp_ns <= now_ns:
+                m = heapq.heappop(self.queue)
+                outcome = f.process_measurement(m)
+                self.processed[outcome] += 1
+                if outcome == "rejected":
+                    self.dropped["mahalanobis_rejected"] += 1
+        elif f.initialized and now_ns - f.last_measurement_ns >= f.sensor_timeout_ns:
+            predict_now = True
+        if f.initialized and predict_now:
+            delta = now_ns - f.last_measurement_ns
+            f.predict(now_ns, delta)
+            f.last_measurement_ns += delta
+
+    def tick(self, now_ns: int) -> Optional[Odometry]:
+        """periodicUpdate: integrate, then publish only if the filter stamp advanced."""
+        if not self.enabled:
+            return None
+        self.integrate(now_ns)
+        if not self.filter.initialized:
+            return None
+        stamp = self.filter.last_measurement_ns
+        corrected = (not self.params.permit_corrected_publication) and self.last_published_ns >= stamp
+        self.last_published_ns = stamp
+        if corrected:
+            return None
+        odom = self.odometry()
+        if self.params.publish_tf and self.params.world_frame == self.params.odom_frame:
+            rotation = matrix_from_rpy(*self.filter.state[3:6])
+            self.tf.add_dynamic(self.params.odom_frame, self.params.base_link_frame_output,
+                                stamp + int(round(self.params.transform_time_offset * 1e9)),
+                                Transform(rotation, self.filter.state[0:3].copy()))
+        return odom
+
+    def odometry(self) -> Odometry:
+        x = self.filter.state
+        p = self.filter.covariance
+        return Odometry(self.filter.last_measurement_ns, self.params.world_frame,
+                        self.params.base_link_frame_output, x[0:3].copy(),
+                        quaternion_from_rpy(x[3], x[4], x[5]), p[0:6, 0:6].reshape(36).copy(),
+                        x[6:9].copy(), x[9:12].copy(), p[6:12, 6:12].reshape(36).copy())
+
+
+def _absolute(topic: str) -> str:
+    return topic if topic.startswith("/") else "/" + topic
+
+
+class _ImuPose:
+    """The PoseWithCovariance imuCallback builds from an Imu message (orientation + its 3×3 block)."""
+
+    class _Zero:
+        x = y = z = 0.0
+
+    def __init__(self, orientation, covariance36):
+        self.pose = self
+        self.position = self._Zero()
+        self.orientation = orientation
+        self.covariance = covariance36
+
+
+class _ImuTwist:
+    class _Zero:
+        x = y = z = 0.0
+
+    def __init__(self, angular_velocity, covariance36):
+        self.twist = self
+        self.linear = self._Zero()
+        self.angular = angular_velocity
+        self.covariance = covariance36

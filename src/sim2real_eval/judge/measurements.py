@@ -1,0 +1,206 @@
+"""Message → measurement preparation of ekf_node (ros_filter.cpp, humble 3.5.2).
+
+Each function fills a 15-vector ``z``, a 15×15 covariance and 15 update flags in place and returns
+False when the transform lookup fails (the caller drops the message), as preparePose /
+prepareTwist / prepareAcceleration do upstream.  Messages are duck-typed ROS messages.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from .filter import clamp_rotation
+from .tf import TfBuffer, Transform, matrix_from_quaternion, matrix_from_rpy, rpy_from_matrix
+
+# Indices forced by two_d_mode (z, roll, pitch, vz, vroll, vpitch, az).
+TWO_D_INDICES = (2, 3, 4, 8, 9, 10, 14)
+MASK_NORM = 1e-6
+
+
+def stamp_ns(header) -> int:
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
+def stamp_seconds(header) -> float:
+    """filter_utilities::toSec of a builtin Time: sec + nanosec·1e-9 (float)."""
+    return float(header.stamp.sec) + float(header.stamp.nanosec) * 1e-9
+
+
+def force_two_d(z: np.ndarray, cov: np.ndarray, update: np.ndarray) -> None:
+    """RosFilter::forceTwoD: the 7 out-of-plane variables become zero pseudo-measurements with
+    variance 1e-6 and their flags true; off-diagonals are left as they are (3.5.2)."""
+    for i in TWO_D_INDICES:
+        z[i] = 0.0
+        cov[i, i] = 1e-6
+        update[i] = True
+
+
+def _masked(rotation: np.ndarray, flags) -> np.ndarray:
+    """Update-mask propagation: rows of R·diag(flags) with norm ≥ 1e-6 become true."""
+    rotated = rotation * np.asarray(flags, dtype=float)[None, :]
+    return np.sqrt(np.sum(rotated * rotated, axis=1)) >= MASK_NORM
+
+
+def _rot6(rotation: np.ndarray) -> np.ndarray:
+    out = np.zeros((6, 6))
+    out[:3, :3] = rotation
+    out[3:, 3:] = rotation
+    return out
+
+
+def _quaternion_matrix(q) -> np.ndarray:
+    """Orientation as upstream reads it: all-zero → identity; |q| off by > 0.01 → normalised."""
+    x, y, z, w = float(q.x), float(q.y), float(q.z), float(q.w)
+    if x == 0.0 and y == 0.0 and z == 0.0 and w == 0.0:
+        return np.eye(3)
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if abs(norm - 1.0) > 0.01:
+        x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    return matrix_from_quaternion(x, y, z, w)
+
+
+class PoseMemory:
+    """Per sub-topic memory of preparePose: previous pose/covariance (differential) and the first
+    pose (relative)."""
+
+    def __init__(self):
+        self.previous: Dict[str, Tuple[Transform, np.ndarray]] = {}
+        self.initial: Dict[str, Transform] = {}
+
+    def clear(self) -> None:
+        self.previous.clear()
+        self.initial.clear()
+
+
+class Preparer:
+    """The prepare* functions of RosFilter bound to a TF buffer, frames and the filter state."""
+
+    def __init__(self, tf: TfBuffer, world_frame: str, base_link_frame: str, two_d_mode: bool,
+                 gravity: float):
+        self.tf = tf
+        self.world_frame = world_frame
+        self.base_link_frame = base_link_frame
+        self.two_d_mode = two_d_mode
+        self.gravity = gravity
+        self.memory = PoseMemory()
+
+    # ------------------------------------------------------------------------------------------------
+    def prepare_pose(self, header, position, orientation, covariance36, key: str, target_frame: str,
+                     differential: bool, relative: bool, imu_data: bool, update: np.ndarray,
+                     z: np.ndarray, cov: np.ndarray, state: np.ndarray, last_stamp_seconds: float) -> bool:
+        """RosFilter::preparePose.  ``last_stamp_seconds`` is last_message_times_[key] (differential Δt)."""
+        frame_id = header.frame_id
+        if target_frame == "" and frame_id == "":
+            final_target = self.world_frame
+            pose_frame = final_target
+        elif target_frame == "":
+            final_target = frame_id
+            pose_frame = final_target
+        else:
+            final_target = target_frame
+            pose_frame = final_target if (differential and not imu_data) else frame_id
+        pose = Transform(_quaternion_matrix(orientation),
+                         np.array([float(position.x), float(position.y), float(position.z)]))
+        target = self.tf.lookup_safe(final_target, pose_frame, stamp_ns(header))
+        if target is None:
+            return False
+        if imu_data:
+            # Masks and covariance of IMU orientation rotate by the mounting yaw only.
+            mount_yaw = rpy_from_matrix(target.rotation)[2]
+            rotation = matrix_from_rpy(0.0, 0.0, mount_yaw)
+        else:
+            rotation = target.rotation
+        update[0:3] = _masked(rotation, update[0:3])
+        update[3:6] = _masked(rotation, update[3:6])
+        raw_cov = np.array(covariance36, dtype=float).reshape(6, 6)
+        rot6 = _rot6(rotation)
+        cov_rotated = rot6 @ raw_cov @ rot6.T
+        if imu_data:
+            roll_offset, pitch_offset, yaw_offset = rpy_from_matrix(target.rotation)
+            roll, pitch, yaw = rpy_from_matrix(pose.rotation)
+            angles = np.array([clamp_rotation(roll - roll_offset), clamp_rotation(pitch - pitch_offset),
+                               clamp_rotation(yaw - yaw_offset)])
+            angles = matrix_from_rpy(0.0, 0.0, yaw_offset) @ angles
+            pose = Transform(matrix_from_rpy(angles[0], angles[1], angles[2]), pose.translation)
+            target = Transform.identity()
+        if differential:
+            success = False
+            current = pose
+            previous = self.memory.previous.get(key)
+            if previous is not None:
+                prev_pose, prev_cov = previous
+                delta = prev_pose.inverse_times(pose)
+                delta = Transform(target.rotation, np.zeros(3)) * delta
+                dt = stamp_seconds(header) - last_stamp_seconds
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    linear = delta.translation / dt
+                    angular = np.array(rpy_from_matrix(delta.rotation)) / dt
+                twist_update = np.zeros(15, dtype=bool)
+                twist_update[6:12] = update[0:6]
+                update[:] = twist_update
+                twist_cov = (cov_rotated + rot6 @ prev_cov @ rot6.T) * dt
+                success = self.prepare_twist(header, self.base_link_frame, linear, angular, twist_cov,
+                                             self.base_link_frame, update, z, cov, state)
+            self.memory.previous[key] = (current, raw_cov)
+            return success
+        if relative:
+            initial = self.memory.initial.setdefault(key, pose)
+            pose = initial.inverse_times(pose)
+        pose = target * pose
+        z[0:3] = pose.translation
+        z[3:6] = rpy_from_matrix(pose.rotation)
+        cov[0:6, 0:6] = cov_rotated
+        if self.two_d_mode:
+            force_two_d(z, cov, update)
+        return True
+
+    # ------------------------------------------------------------------------------------------------
+    def prepare_twist(self, header, frame_id: Optional[str], linear, angular, covariance, target_frame: str,
+                      update: np.ndarray, z: np.ndarray, cov: np.ndarray, state: np.ndarray) -> bool:
+        """RosFilter::prepareTwist: ω_b = R·ω, v_b = R·v + t × ω_state, covariance rotated blockwise."""
+        msg_frame = target_frame if not frame_id else frame_id
+        target = self.tf.lookup_safe(target_frame, msg_frame, stamp_ns(header))
+        if target is None:
+            return False
+        rotation = target.rotation
+        linear = np.asarray(linear, dtype=float)
+        angular = np.asarray(angular, dtype=float)
+        z[9:12] = rotation @ angular
+        z[6:9] = rotation @ linear + np.cross(target.translation, state[9:12])
+        update[6:9] = _masked(rotation, update[6:9])
+        update[9:12] = _masked(rotation, update[9:12])
+        rot6 = _rot6(rotation)
+        cov[6:12, 6:12] = rot6 @ np.asarray(covariance, dtype=float).reshape(6, 6) @ rot6.T
+        if self.two_d_mode:
+            force_two_d(z, cov, update)
+        return True
+
+    # ------------------------------------------------------------------------------------------------
+    def prepare_acceleration(self, msg, target_frame: str, remove_gravity: bool, update: np.ndarray,
+                             z: np.ndarray, cov: np.ndarray, state: np.ndarray) -> bool:
+        """RosFilter::prepareAcceleration (humble order): gravity removed in the sensor frame using the
+        message orientation (or the filter attitude ∘ mounting when orientation_covariance[0] = −1),
+        then a_b = R·a_s; covariance R·C·Rᵀ; no lever-arm term."""
+        header = msg.header
+        msg_frame = header.frame_id or self.base_link_frame
+        target = self.tf.lookup_safe(target_frame, msg_frame, stamp_ns(header))
+        if target is None:
+            return False
+        a = msg.linear_acceleration
+        acc = np.array([float(a.x), float(a.y), float(a.z)])
+        if remove_gravity:
+            if abs(float(msg.orientation_covariance[0]) + 1.0) < 1e-9:
+                attitude = matrix_from_rpy(state[3], state[4], state[5]) @ target.rotation
+            else:
+                attitude = _quaternion_matrix(msg.orientation)
+            acc = acc - attitude.T @ np.array([0.0, 0.0, self.gravity])
+        rotation = target.rotation
+        z[12:15] = rotation @ acc
+        update[12:15] = _masked(rotation, update[12:15])
+        raw = np.array(msg.linear_acceleration_covariance, dtype=float).reshape(3, 3)
+        cov[12:15, 12:15] = rotation @ raw @ rotation.T
+        if self.two_d_mode:
+            force_two_d(z, cov, update)
+        return True
