@@ -1,0 +1,590 @@
+"""Search noise-model parameters that minimise VEPD against real runs (Optuna, local or Ray).
+
+Why Optuna and not Ray Tune: the objective is a black box costing K·S simulated runs per trial and a
+budget of tens of trials, which is TPE's home ground; Optuna's RDB (SQLite) storage makes a study
+resumable after a crash with no extra service; its ask/tell interface lets *us* decide where a trial
+runs, so the same loop dispatches trials in-process, to local worker processes or as Ray tasks (any
+Ray cluster, no Ray Tune trainable/driver/checkpoint conventions), and the result is identical for a
+given seed when trials run one at a time.  Ray Tune would add a second scheduler on top of Ray for no
+gain at this scale, and its own experiment directory instead of a plain SQLite file.
+
+One trial = the study's scenarios × K repeats simulated with the candidate parameters, judged, and
+scored against the real runs (``metrics``): the objective is the combined VEPD (Table I, scenarios
+pooled) or the VEPD of one scenario.  Every trial uses the same variant name and study seed, hence the
+same random streams (common random numbers): differences between trials come from the parameters,
+not from the noise draw.  Parallel trials are proposed with TPE's constant-liar strategy.
+
+Parameter names are dotted paths into the resolved model dicts (``gps.position.sigma``); a unique
+suffix is enough (``gps.sigma``).  A list-valued parameter (per-axis) is set to the same value on every
+axis.  Ranges: ``NAME=LOW:HIGH`` (uniform) or ``NAME=LOW:HIGH:log`` (log-uniform).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+TUNE_VARIANT = "tuned"
+OBJECTIVE_COMBINED = "combined"
+
+
+# ------------------------------------------------------------------------------------ parameters
+@dataclass(frozen=True)
+class ParamRange:
+    """A searched parameter: ``path`` into the {"gps": …, "imu": …} model dicts, bounds, scale."""
+
+    name: str         # as the user wrote it
+    path: tuple       # full key path, e.g. ("gps", "position", "sigma")
+    low: float
+    high: float
+    log: bool = False
+
+    @property
+    def full_name(self) -> str:
+        return ".".join(self.path)
+
+
+def tunable_names(models: dict) -> list[str]:
+    """Every numeric leaf (or list of numbers) of {"gps": dict, "imu": dict}, as dotted paths."""
+    names = []
+
+    def walk(node, prefix):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, prefix + (str(key),))
+        elif _is_number(node) or (isinstance(node, list) and node and all(_is_number(v) for v in node)):
+            names.append(".".join(prefix))
+
+    walk(models, ())
+    return names
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _parse_bound(text: str, item: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"--params: {item!r}: {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise UserError(f"--params: {item!r}: bounds must be finite")
+    return value
+
+
+def parse_params(text: str, models: dict) -> list[ParamRange]:
+    """``"gps.sigma=0.01:0.1,gps.v_max=0.005:0.05:log"`` → ParamRanges, checked against ``models``.
+
+    Unknown or ambiguous names and empty ranges are UserErrors listing the valid names.
+    """
+    valid = tunable_names(models)
+    listing = ", ".join(valid) or "none"
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    if not items:
+        raise UserError(f"--params: give at least one NAME=LOW:HIGH; valid names: {listing}")
+    ranges, seen = [], set()
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"--params: {item!r} is not NAME=LOW:HIGH[:log]; valid names: {listing}")
+        name, bounds = (part.strip() for part in item.split("=", 1))
+        parts = bounds.split(":")
+        if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("log", "linear")):
+            raise UserError(f"--params: {item!r}: expected LOW:HIGH or LOW:HIGH:log")
+        low, high = _parse_bound(parts[0], item), _parse_bound(parts[1], item)
+        log = len(parts) == 3 and parts[2] == "log"
+        kind, _, leaf = name.partition(".")
+        matches = [v for v in valid if v == name] or [
+            v for v in valid if leaf and v.startswith(kind + ".") and v.endswith("." + leaf)]
+        if not matches:
+            raise UserError(f"--params: unknown parameter {name!r}; valid names: {listing}")
+        if len(matches) > 1:
+            raise UserError(f"--params: {name!r} is ambiguous ({', '.join(matches)}); valid names: {listing}")
+        if not low < high:
+            raise UserError(f"--params: {name}: empty range {low:g}:{high:g} (need LOW < HIGH); "
+                            f"valid names: {listing}")
+        if log and low <= 0:
+            raise UserError(f"--params: {name}: a log range needs LOW > 0, got {low:g}")
+        if matches[0] in seen:
+            raise UserError(f"--params: {matches[0]} is given twice")
+        seen.add(matches[0])
+        ranges.append(ParamRange(name, tuple(matches[0].split(".")), low, high, log))
+    return ranges
+
+
+def apply_params(models: dict, ranges: list, values: dict) -> dict:
+    """A deep copy of ``models`` with each range's leaf set to ``values[full_name]`` (lists: every axis)."""
+    import copy
+
+    out = copy.deepcopy(models)
+    for rng in ranges:
+        node = out
+        for key in rng.path[:-1]:
+            node = node[key]
+        value = float(values[rng.full_name])
+        old = node[rng.path[-1]]
+        node[rng.path[-1]] = [value] * len(old) if isinstance(old, list) else value
+    return out
+
+
+# ------------------------------------------------------------------------------------ one trial
+@dataclass(frozen=True)
+class TrialContext:
+    """Everything a trial needs besides its parameter values (picklable; shipped once to Ray)."""
+
+    study: Any            # pipeline.study.Study
+    scenarios: tuple      # scenario names simulated and scored
+    models: dict          # {"gps": dict, "imu": dict}: the base variant, fully resolved
+    ranges: tuple         # ParamRange
+    real_records: tuple   # metrics.study.RunRecord of the real side
+    objective: str        # "combined" or a scenario name
+    options: Any          # metrics.options.ScoreOptions
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    number: int
+    values: dict
+    vepd: float | None
+    w1: float | None
+    w2: float | None
+    per_scenario: dict = field(default_factory=dict)   # scenario -> VEPD
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def evaluate(context: TrialContext, models: dict, number: int = -1,
+             values: dict | None = None) -> TrialResult:
+    """Simulate the study's runs with ``models``, score them against the real runs → TrialResult.
+
+    Runs are written to a private temporary directory (removed afterwards), so a trial needs no
+    shared filesystem and can run on any Ray node.  A UserError (e.g. parameters a model refuses)
+    becomes a failed trial, not a crash.
+    """
+    from ..metrics.inputs import discover_runs_dir, load_and_score_all
+    from ..metrics.study import score_study
+    from ..pipeline.run import SimRunSpec
+
+    start = time.perf_counter()
+    study = context.study
+    try:
+        with tempfile.TemporaryDirectory(prefix="sim2real-tune-") as tmp:
+            for scenario in context.scenarios:
+                for k in range(study.repeats):
+                    SimRunSpec(
+                        variant=TUNE_VARIANT, scenario=scenario, k=k, seed=study.seed,
+                        gps=models["gps"], imu=models["imu"], judge=study.judge,
+                        scenario_params=study.scenarios[scenario],
+                        ground_truth_rate=study.ground_truth_rate, storage="sqlite3",
+                    ).execute(tmp)
+            specs = discover_runs_dir(tmp, context.options)
+            records, _series, _skipped = load_and_score_all(specs, context.options, workers=1)
+        result = score_study(list(context.real_records) + records, context.options)
+    except UserError as exc:
+        return TrialResult(number, dict(values or {}), None, None, None, {}, time.perf_counter() - start,
+                           str(exc))
+    if context.objective == OBJECTIVE_COMBINED:
+        cell = result.combined[TUNE_VARIANT]
+    else:
+        cell = result.per_scenario[TUNE_VARIANT][context.objective]
+    per_scenario = {s: float(v["VEPD"]) for s, v in result.per_scenario[TUNE_VARIANT].items()}
+    return TrialResult(number, dict(values or {}), float(cell["VEPD"]), float(cell["W1"]), float(cell["W2"]),
+                       per_scenario, time.perf_counter() - start)
+
+
+def run_trial(context: TrialContext, number: int, values: dict) -> TrialResult:
+    """The unit of work shipped to a worker: apply the values to the base models, then evaluate."""
+    return evaluate(context, apply_params(context.models, list(context.ranges), values), number, values)
+
+
+# ------------------------------------------------------------------------------------ executors
+class _Inline:
+    """Trials one after the other in this process."""
+
+    capacity = 1
+
+    def __init__(self, context):
+        self.context = context
+        self.results = []
+
+    def submit(self, number, values):
+        self.results.append(run_trial(self.context, number, values))
+
+    def wait_one(self):
+        return self.results.pop(0)
+
+    def close(self):
+        pass
+
+
+class _Pool:
+    """Local worker processes (fork: modules already imported are inherited)."""
+
+    def __init__(self, context, workers: int):
+        import concurrent.futures as cf
+        import multiprocessing
+
+        self.cf = cf
+        self.capacity = workers
+        self.context = context
+        self.pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        self.futures = set()
+
+    def submit(self, number, values):
+        self.futures.add(self.pool.submit(run_trial, self.context, number, values))
+
+    def wait_one(self):
+        done, _ = self.cf.wait(self.futures, return_when=self.cf.FIRST_COMPLETED)
+        future = next(iter(done))
+        self.futures.discard(future)
+        return future.result()
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Ray:
+    """Trials as Ray tasks (1 CPU each) on the cluster at ``address`` ("local" starts one here)."""
+
+    def __init__(self, context, address: str, workers: int):
+        try:
+            import ray
+        except ImportError:
+            raise UserError("--ray needs the 'ray' package (pip install 'sim2real_eval[all]')") from None
+        self.ray = ray
+        self.started = False
+        if not ray.is_initialized():
+            try:
+                if address == "local":
+                    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+                else:
+                    ray.init(address=address, log_to_driver=False)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise UserError(f"--ray {address}: cannot connect to a Ray cluster ({exc})") from None
+            self.started = True
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.capacity = max(1, min(workers, cpus) if address == "local" else cpus)
+        self.context_ref = ray.put(context)
+        self.remote = ray.remote(num_cpus=1)(run_trial)
+        self.waiting = []
+
+    def submit(self, number, values):
+        self.waiting.append(self.remote.remote(self.context_ref, number, values))
+
+    def wait_one(self):
+        ready, self.waiting = self.ray.wait(self.waiting, num_returns=1)
+        return self.ray.get(ready[0])
+
+    def close(self):
+        for ref in self.waiting:
+            self.ray.cancel(ref)
+        if self.started:
+            self.ray.shutdown()
+
+
+# ------------------------------------------------------------------------------------ the search
+@dataclass
+class TuneResult:
+    study_name: str
+    ranges: list
+    baseline: TrialResult
+    trials: list           # TrialResult of every finished trial in this storage (incl. resumed ones)
+    best: TrialResult
+    best_models: dict
+    wall_seconds: float
+    parallel: int
+    executor: str
+
+
+def load_real_records(real_dir, scenarios, options) -> tuple:
+    """Scored real runs (side ``real``) of the given scenarios; every scenario needs ≥ 2 runs."""
+    from ..metrics.inputs import discover_runs_dir, load_and_score_all
+
+    specs = [s for s in discover_runs_dir(real_dir, options) if s.side == "real"]
+    have = {}
+    for spec in specs:
+        have[spec.scenario] = have.get(spec.scenario, 0) + 1
+    for scenario in scenarios:
+        if have.get(scenario, 0) < 2:
+            found = ", ".join(sorted(have)) or "none"
+            raise UserError(f"{real_dir}: real/real/{scenario}: {have.get(scenario, 0)} real run(s); "
+                            f"need at least 2 (scenarios with real runs: {found})")
+    specs = [s for s in specs if s.scenario in scenarios]
+    records, _series, _skipped = load_and_score_all(specs, options, workers=1)
+    return tuple(records)
+
+
+def base_models(study, variant_name: str | None) -> tuple[str, dict]:
+    """(variant name, {"gps": dict, "imu": dict}) of the study variant to tune, presets resolved."""
+    from ..models.base import resolve_spec
+
+    names = [v.name for v in study.variants]
+    if variant_name is None:
+        if len(names) != 1:
+            raise UserError(f"{study.source}: the study has {len(names)} variants; choose one with --variant "
+                            f"({', '.join(names)})")
+        variant_name = names[0]
+    variant = next((v for v in study.variants if v.name == variant_name), None)
+    if variant is None:
+        raise UserError(f"--variant: {variant_name!r} is not in {study.source} "
+                        f"(variants: {', '.join(names)})")
+    gps, _ = resolve_spec(variant.gps, "gps", {})
+    imu, _ = resolve_spec(variant.imu, "imu", {})
+    return variant_name, {"gps": gps, "imu": imu}
+
+
+def _distributions(ranges):
+    from optuna.distributions import FloatDistribution
+
+    return {r.full_name: FloatDistribution(r.low, r.high, log=r.log) for r in ranges}
+
+
+def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = OBJECTIVE_COMBINED,
+         variant: str | None = None, storage: str | None = None, ray_address: str | None = None,
+         workers: int = 1, seed: int = 0, progress: bool = True) -> TuneResult:
+    """Minimise VEPD over ``params`` with a seeded TPE sampler; ``budget`` finished trials in total.
+
+    ``storage``: SQLite file for a resumable study (trials already finished there count towards the
+    budget; trials left running by a killed session are marked failed).  ``ray_address``: run trials
+    as Ray tasks; otherwise ``workers`` local processes (1 = in this process).
+    """
+    import optuna
+
+    from ..metrics.options import ScoreOptions
+    from ..pipeline.study import load_study
+
+    if budget < 1:
+        raise UserError(f"--budget must be >= 1, got {budget}")
+    if workers < 1:
+        raise UserError(f"--workers must be >= 1, got {workers}")
+    real_dir = Path(real_dir)
+    study = load_study(study_path)
+    variant_name, models = base_models(study, variant)
+    ranges = parse_params(params, models)
+    scenarios = list(study.scenarios)
+    if objective != OBJECTIVE_COMBINED:
+        if objective not in study.scenarios:
+            raise UserError(f"--objective: {objective!r} is neither 'combined' nor a scenario of "
+                            f"{study.source} ({', '.join(scenarios)})")
+        scenarios = [objective]
+    options = ScoreOptions(bootstrap=0, permutations=0).validate()
+    real = load_real_records(real_dir, scenarios, options)
+    context = TrialContext(study, tuple(scenarios), models, tuple(ranges), real, objective, options)
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study_name = f"{study.name}-{variant_name}-{objective}"
+    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True,
+                                         n_startup_trials=max(2, min(10, budget // 3)))
+    url = f"sqlite:///{Path(storage).resolve()}" if storage else None
+    search = optuna.create_study(study_name=study_name, storage=url, sampler=sampler, direction="minimize",
+                                 load_if_exists=True)
+    signature = ",".join(f"{r.full_name}={r.low!r}:{r.high!r}:{'log' if r.log else 'linear'}" for r in ranges)
+    previous = search.user_attrs.get("params")
+    if previous is None:
+        search.set_user_attr("params", signature)
+        search.set_user_attr("real", str(real_dir.resolve()))
+    elif previous != signature:
+        raise UserError(f"--storage {storage}: study {study_name!r} was searched over {previous}, "
+                        f"not {signature}; use another --storage file")
+    states = optuna.trial.TrialState
+    for stale in search.get_trials(deepcopy=False, states=(states.RUNNING, states.WAITING)):
+        search.tell(stale.number, state=states.FAIL)  # left behind by a killed session
+
+    start = time.perf_counter()
+    baseline_models = models
+    if ray_address is not None:
+        executor, kind = _Ray(context, ray_address, workers), f"ray:{ray_address}"
+    elif workers > 1:
+        executor, kind = _Pool(context, workers), f"processes:{workers}"
+    else:
+        executor, kind = _Inline(context), "inline"
+    distributions = _distributions(ranges)
+    try:
+        baseline = None
+        if "baseline_vepd" in search.user_attrs:
+            stored = search.user_attrs
+            baseline = TrialResult(-1, {}, stored["baseline_vepd"], stored["baseline_w1"],
+                                   stored["baseline_w2"], stored.get("baseline_per_scenario", {}),
+                                   stored.get("baseline_seconds", 0.0))
+        finished = len(search.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL)))
+        to_run = max(0, budget - finished)
+        with _Progress(progress, budget, finished) as advance:
+            if baseline is None:  # the untuned variant: what the search has to beat
+                baseline = evaluate(context, baseline_models)
+                if baseline.error:
+                    raise UserError(f"the untuned variant {variant_name!r} fails: {baseline.error}")
+                for key, value in (("baseline_vepd", baseline.vepd), ("baseline_w1", baseline.w1),
+                                   ("baseline_w2", baseline.w2),
+                                   ("baseline_per_scenario", baseline.per_scenario),
+                                   ("baseline_seconds", baseline.seconds)):
+                    search.set_user_attr(key, value)
+            submitted = running = 0
+            asked = {}
+            while submitted < to_run or running:
+                while submitted < to_run and running < executor.capacity:
+                    trial = search.ask(distributions)
+                    asked[trial.number] = trial
+                    executor.submit(trial.number, dict(trial.params))
+                    submitted += 1
+                    running += 1
+                result = executor.wait_one()
+                running -= 1
+                _tell(search, asked.pop(result.number), result)
+                advance(result)
+    finally:
+        executor.close()
+    wall = time.perf_counter() - start
+
+    trials = [_result_of(t) for t in search.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL))]
+    complete = [t for t in trials if t.vepd is not None]
+    if not complete:
+        raise UserError(f"every trial failed; first error: {trials[0].error if trials else 'none ran'}")
+    best = min(complete, key=lambda t: (t.vepd, t.number))
+    best_models = apply_params(models, ranges, best.values)
+    return TuneResult(study_name, ranges, baseline, trials, best, best_models, wall, executor.capacity, kind)
+
+
+def _tell(search, trial, result: TrialResult) -> None:
+    """Record the trial's numbers (user attributes, kept in the storage) and its VEPD (or FAIL)."""
+    import optuna
+
+    for key, value in (("w1", result.w1), ("w2", result.w2), ("per_scenario", result.per_scenario),
+                       ("seconds", result.seconds), ("error", result.error)):
+        trial.set_user_attr(key, value)
+    if result.vepd is None or not math.isfinite(result.vepd):
+        search.tell(trial, state=optuna.trial.TrialState.FAIL)
+    else:
+        search.tell(trial, result.vepd)
+
+
+def _result_of(trial) -> TrialResult:
+    attrs = trial.user_attrs
+    return TrialResult(trial.number, dict(trial.params), trial.value, attrs.get("w1"), attrs.get("w2"),
+                       attrs.get("per_scenario") or {}, attrs.get("seconds") or 0.0, attrs.get("error"))
+
+
+class _Progress:
+    """rich progress over the trial budget; shows the best VEPD so far."""
+
+    def __init__(self, enabled: bool, total: int, done: int):
+        self.enabled, self.total, self.done = enabled, total, done
+        self.best = math.inf
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda result: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TextColumn("{task.fields[best]}"), transient=False)
+        self.bar.__enter__()
+        self.task = self.bar.add_task("trials", total=self.total, completed=self.done, best="")
+
+        def advance(result):
+            if result.vepd is not None:
+                self.best = min(self.best, result.vepd)
+            self.bar.update(self.task, advance=1, best=f"best VEPD {self.best:.4g}")
+
+        return advance
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.bar.__exit__(*exc)
+        return False
+
+
+# ------------------------------------------------------------------------------------ outputs
+def trials_csv(result: TuneResult) -> str:
+    """number, state, VEPD, W1, W2, parameters, per-scenario VEPD, seconds, error — one row per trial."""
+    scenarios = sorted({s for t in result.trials for s in t.per_scenario} | set(result.baseline.per_scenario))
+    names = [r.full_name for r in result.ranges]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["trial", "state", "vepd", "w1", "w2", *names, *(f"vepd_{s}" for s in scenarios),
+                     "seconds", "error"])
+
+    def fmt(value):
+        return "" if value is None else repr(float(value))
+
+    base = result.baseline
+    writer.writerow(["baseline", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2), *([""] * len(names)),
+                     *(fmt(base.per_scenario.get(s)) for s in scenarios), fmt(base.seconds), ""])
+    for t in sorted(result.trials, key=lambda t: t.number):
+        writer.writerow([t.number, "complete" if t.vepd is not None else "failed", fmt(t.vepd), fmt(t.w1),
+                         fmt(t.w2), *(fmt(t.values.get(n)) for n in names),
+                         *(fmt(t.per_scenario.get(s)) for s in scenarios), fmt(t.seconds), t.error or ""])
+    return buffer.getvalue()
+
+
+def summary(result: TuneResult) -> dict:
+    base, best = result.baseline, result.best
+    return {
+        "study": result.study_name,
+        "objective_baseline_vepd": base.vepd,
+        "best_vepd": best.vepd,
+        "improvement_factor": (base.vepd / best.vepd) if best.vepd else None,
+        "best_trial": best.number,
+        "best_params": {k: float(v) for k, v in best.values.items()},
+        "best_w1": best.w1,
+        "best_w2": best.w2,
+        "trials": len(result.trials),
+        "failed_trials": sum(1 for t in result.trials if t.vepd is None),
+        "wall_seconds": round(result.wall_seconds, 3),
+        "executor": result.executor,
+        "parallel_trials": result.parallel,
+        "params": [{"name": r.full_name, "low": r.low, "high": r.high, "log": r.log} for r in result.ranges],
+    }
+
+
+def convergence_plot(result: TuneResult, path) -> Path:
+    """VEPD per trial, the running best, and the untuned baseline (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ..atomic import atomic_file
+
+    trials = sorted((t for t in result.trials if t.vepd is not None), key=lambda t: t.number)
+    numbers = np.array([t.number for t in trials])
+    values = np.array([t.vepd for t in trials])
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    ax.plot(numbers, values, "o", ms=4, alpha=0.6, label="trial VEPD")
+    ax.step(numbers, np.minimum.accumulate(values), where="post", label="best so far")
+    ax.axhline(result.baseline.vepd, color="C3", ls="--", label=f"untuned {result.baseline.vepd:.4g}")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("VEPD")
+    ax.set_yscale("log")
+    ax.set_title(f"{result.study_name}: best {result.best.vepd:.4g} (trial {result.best.number})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_file(Path(path), "wb") as stream:
+        fig.savefig(stream, format="png", dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def write_outputs(result: TuneResult, out, overwrite: bool = False) -> Path:
+    """OUT/: best_gps.yaml, best_imu.yaml (presets for load_*_model), best.yaml (a study variant plus
+    the numbers), trials.csv, convergence.png — built in a temporary sibling, renamed on success."""
+    from ..atomic import atomic_directory
+    from ..yamlio import dump_yaml
+
+    with atomic_directory(out, overwrite=overwrite) as tmp:
+        tmp.mkdir()
+        (tmp / "best_gps.yaml").write_text(dump_yaml(result.best_models["gps"]), encoding="utf-8")
+        (tmp / "best_imu.yaml").write_text(dump_yaml(result.best_models["imu"]), encoding="utf-8")
+        best = {"variants": {TUNE_VARIANT: result.best_models}, "tune": summary(result)}
+        (tmp / "best.yaml").write_text(dump_yaml(best), encoding="utf-8")
+        (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
+        convergence_plot(result, tmp / "convergence.png")
+    return Path(out)
