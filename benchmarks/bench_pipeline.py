@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
+from sim2real_eval.models import sensor_seed
 from sim2real_eval.pipeline import run as R
 from sim2real_eval.pipeline.batch import run_batch
 from sim2real_eval.pipeline.study import load_study
@@ -34,10 +34,10 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
     """Wall time of each stage of one run (in this process, after a warm-up run)."""
     times = {}
     t0 = time.perf_counter()
-    truth = R.scenario_truth(spec.scenario, spec.scenario_params, sensor_seed(spec.seed, spec.scenario, spec.k, "truth"))
+    truth = R.scenario_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k)
     t1 = time.perf_counter()
     keys = (spec.seed, spec.variant, spec.scenario, spec.k)
-    gps = load_gps_model(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
+    gps = R.load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
     imu = R.load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     t2 = time.perf_counter()
     sensors = R.in_receive_order(R.gps_records(gps) + R.imu_records(imu))

@@ -96,7 +96,7 @@ def test_matrix_names(tmp_path, judge_files):
         ("judge: {ekf: EKF, navsat: NAVSAT}", "judge: {ekf: /nonexistent/ekf.yaml, navsat: NAVSAT}",
          "judge.ekf: file '/nonexistent/ekf.yaml' not found"),
         ("judge: {ekf: EKF, navsat: NAVSAT}", "judge: {ekf: EKF, navsat: NAVSAT, static_tfs: [base_link imu 0 0]}",
-         "judge.static_tfs[0]: expected 'PARENT CHILD x y z yaw pitch roll'"),
+         "judge.static_tfs[0]: static TF 'base_link imu 0 0': expected"),
         ("judge: {ekf: EKF, navsat: NAVSAT}", "judge: {ekf: EKF, navsat: NAVSAT, frequency: 3}",
          "judge: unknown key(s) frequency"),
     ],

@@ -64,6 +64,19 @@ def execute_task(task, out: str):
         return RunFailure(task.label, str(exc))
 
 
+def ensure_writable(out) -> None:
+    """Fail early (before any run is computed) when OUT cannot hold results."""
+    import tempfile
+
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write output here ({exc.strerror or exc})") from None
+
+
 def plan(tasks: Sequence, out) -> tuple[list, list]:
     """Split tasks into (already complete → RunOutcome, to run → index) after checking existing dirs."""
     done, pending = [], []
@@ -86,6 +99,7 @@ def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str
     """
     out = str(Path(out))
     report = BatchReport(outcomes=[None] * len(tasks))
+    ensure_writable(out)
     done, pending = plan(tasks, out)
     for index, outcome in done:
         report.outcomes[index] = outcome

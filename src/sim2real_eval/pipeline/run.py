@@ -6,8 +6,8 @@ complete; a run whose directory exists and whose run.yaml matches the spec is sk
 whose run.yaml differs is refused.
 
 Seeds (numpy SeedSequence via ``models.sensor_seed``):
-- ground truth: ``sensor_seed(seed, scenario, k, "truth")`` — no variant, so every variant of a study
-  sees the same K trajectories of a scenario and differs only by its sensors;
+- ground truth: ``sensor_seed(seed, "scenario", scenario, k)`` (as ``scenarios.generate``) — no variant,
+  so every variant of a study sees the same K trajectories of a scenario and differs only by its sensors;
 - sensors: ``sensor_seed(seed, variant, scenario, k, "gps" | "imu")``.
 
 Importing this module is cheap (no rosbags/scipy/ray); heavy imports happen inside the functions.
@@ -71,11 +71,12 @@ class JudgeConfig:
         The IMU model gets the same rotation, so simulated IMU data is expressed in the frame the TF
         describes (static_transform_publisher order is x y z yaw pitch roll).
         """
+        from ..judge.tf import parse_static_tf
+
         for text in self.static_tfs:
-            parts = text.split()
-            if len(parts) == 8 and parts[1] == child_frame:
-                yaw, pitch, roll = (float(v) for v in parts[5:8])
-                return [roll, pitch, yaw]
+            tf = parse_static_tf(text)
+            if tf.parent == "base_link" and tf.child == child_frame:
+                return [tf.roll, tf.pitch, tf.yaw]
         return None
 
 
@@ -262,11 +263,20 @@ def existing_run(path: Path, record: dict) -> bool:
 
 
 # ---------------------------------------------------------------------------------- the pieces
-def scenario_truth(name: str, params: Any, seed_sequence):
-    """Ground truth of scenario ``name`` (with optional parameter overrides) for one repeat."""
-    from .. import scenarios
+def scenario_truth(name: str, params: Any, seed: int, k: int):
+    """Ground truth of repeat ``k`` of scenario ``name`` (``params`` override its YAML keys).
 
-    return scenarios.make_scenario(name, params, seed_sequence)
+    Seeded like ``scenarios.generate`` (``sensor_seed(seed, "scenario", name, k)``), so a study run
+    and ``sim2real-eval scenario`` give the same trajectory.
+    """
+    from .. import scenarios
+    from ..models import sensor_seed
+
+    data, source, stem = scenarios.load_scenario(name)
+    if params:
+        data = {**data, **params}
+        source = f"{source} (with the study's overrides)"
+    return scenarios.simulate(data, source, sensor_seed(seed, "scenario", stem, k))
 
 
 @functools.lru_cache(maxsize=8)
@@ -348,7 +358,7 @@ def simulate_run(spec: SimRunSpec, out) -> RunOutcome:
     if existing_run(path, record):
         return RunOutcome(spec.label, str(path), True, {})
     remove_stale_temporaries(path)
-    truth = scenario_truth(spec.scenario, spec.scenario_params, sensor_seed(spec.seed, spec.scenario, spec.k, "truth"))
+    truth = scenario_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k)
     keys = (spec.seed, spec.variant, spec.scenario, spec.k)
     gps = load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
     imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)

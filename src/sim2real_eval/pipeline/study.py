@@ -101,15 +101,14 @@ def resolve_config_file(section: Section, key: str, value: str, base_dir: Path) 
 
 
 def parse_static_tf_text(text: str, where: str) -> str:
-    """Check the "PARENT CHILD x y z yaw pitch roll" form (the judge parses it for real)."""
-    parts = str(text).split()
-    if len(parts) != 8:
-        raise UserError(f"{where}: expected 'PARENT CHILD x y z yaw pitch roll', got {text!r}")
+    """Validate "PARENT CHILD x y z yaw pitch roll" with the judge's parser; error names ``where``."""
+    from ..judge.tf import parse_static_tf
+
     try:
-        [float(p) for p in parts[2:]]
-    except ValueError:
-        raise UserError(f"{where}: x y z yaw pitch roll must be numbers, got {text!r}") from None
-    return " ".join(parts)
+        parse_static_tf(text)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    return " ".join(str(text).split())
 
 
 def load_judge_config(section: Section, base_dir: Path) -> JudgeConfig:
