@@ -1,0 +1,344 @@
+"""Ground truth from a bag: one ``GroundTruth`` series from whatever reference the bag carries.
+
+Sources (``source=``), tried in this order by ``"auto"``:
+
+- ``odometry``: nav_msgs/Odometry (simulators; ``/ground_truth/odom``).  Pose as given (ENU frame),
+  twist in the child (body) frame by ROS convention (``odom_twist_frame="world"`` for simulators that
+  publish world-frame twist).  Body rates are the twist's angular velocity.
+- ``sbg_ekf``: sbg_driver SbgEkfNav (+ SbgEkfQuat): geodetic position -> ENU at the datum, NED
+  velocity -> ENU, attitude from SbgEkfQuat (slerped onto the navigation stamps).  Body rates from
+  the smoothed attitude.  Without SbgEkfQuat the attitude comes from the velocity heading, as below.
+- ``sbg_gps``: sbg_driver SbgGpsVel (+ SbgGpsPos) only, as in the ART Feb-2024 bags (~5 Hz):
+  velocity NED -> ENU; position from SbgGpsPos (linear interpolation onto the velocity stamps) or,
+  without it, the trapezoid integral of the velocity from the origin.  Attitude is planar: roll =
+  pitch = 0, yaw = direction of the horizontal velocity, held while slower than ``min_speed`` (and
+  back-filled before the first fast sample).  Yaw rate from the smoothed, unwrapped yaw.
+- ``twist``: geometry_msgs/TwistStamped (body-frame velocity and yaw rate): yaw and position are
+  integrated (trapezoid) from zero; planar.
+
+Time is the messages' header stamps (``clock="header"``, the data clock) or the bag receive times
+(``clock="receive"``).  Stamps going backwards are a UserError naming the topic; exact duplicates are
+dropped (first kept).
+
+Derivatives (world acceleration -> specific force, yaw rate / body rates from attitude) use one
+documented smoothing differentiator, ``smooth_derivative``: a 2nd-order Butterworth low-pass applied
+forwards and backwards (scipy.signal.filtfilt: zero phase, so **no lag**; effective 4th order), then
+second-order centred differences on the true, possibly uneven, stamps (np.gradient).  The price of
+zero phase is edge effects over roughly one filter time constant (~1/cutoff) at both ends.
+Cut-off ``cutoff_hz`` (default 5 Hz), capped at 0.8 × the Nyquist rate of the series.
+
+Returned datum: the geodetic origin of the ENU frame (``geodesy.Datum``: first position sample,
+ellipsoidal height) for sbg sources; the caller's ``datum`` (or None) for odometry/twist sources.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.signal import butter, filtfilt
+
+from .. import geodesy, rotations, sbg
+from ..errors import UserError
+from ..truth import GroundTruth, body_rates_from_orientation
+from .messages import stamp_to_ns
+
+SOURCES = ("auto", "odometry", "sbg_ekf", "sbg_gps", "twist")
+ODOMETRY = "nav_msgs/msg/Odometry"
+TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
+EKF_NAV = "sbg_driver/msg/SbgEkfNav"
+EKF_QUAT = "sbg_driver/msg/SbgEkfQuat"
+GPS_VEL = "sbg_driver/msg/SbgGpsVel"
+GPS_POS = "sbg_driver/msg/SbgGpsPos"
+
+DEFAULT_TOPICS = {
+    "odometry": "/ground_truth/odom",
+    "ekf_nav": "/sbg/ekf_nav",
+    "ekf_quat": "/sbg/ekf_quat",
+    "gps_vel": "/sbg/gps_vel",
+    "gps_pos": "/sbg/gps_pos",
+    "twist": "/ground_truth/twist",
+}
+ROLE_TYPES = {"odometry": ODOMETRY, "ekf_nav": EKF_NAV, "ekf_quat": EKF_QUAT, "gps_vel": GPS_VEL,
+              "gps_pos": GPS_POS, "twist": TWIST_STAMPED}
+
+
+def _may_be_truth(role: str, topic: str) -> bool:
+    """sbg topics are the INS reference wherever they live; a generic Odometry / TwistStamped topic is
+    taken as truth only when its name says so (wheel odometry, estimates and commands are not truth)."""
+    return role not in ("odometry", "twist") or "truth" in topic
+
+DEFAULT_CUTOFF_HZ = 5.0
+
+
+# --- the smoothing differentiator -------------------------------------------------------------------
+
+def zero_phase_lowpass(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.ndarray:
+    """Zero-phase low-pass of ``values`` (N, ...) sampled at times ``t`` (s): 2nd-order Butterworth,
+    filtfilt (forward + backward).  The sample rate is taken as 1/median(Δt); the cut-off is capped at
+    0.8 × Nyquist.  Edges: the straight line through the first and last samples is removed before
+    filtering and added back after (so lines pass exactly), and the odd-extension padding spans six
+    cut-off periods so the start-up transient dies out before the data.  Series too short to filter
+    (≤ 6 samples) are returned unchanged.
+    """
+    t = np.asarray(t, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if len(t) < 2:
+        return values.copy()
+    rate = 1.0 / float(np.median(np.diff(t)))
+    normalised = min(cutoff_hz / (0.5 * rate), 0.8)
+    b, a = butter(2, normalised)
+    n = len(t)
+    if n <= 2 * max(len(a), len(b)):
+        return values.copy()
+    shape = (n,) + (1,) * (values.ndim - 1)
+    fraction = ((t - t[0]) / (t[-1] - t[0])).reshape(shape)
+    line = values[:1] + (values[-1:] - values[:1]) * fraction
+    effective_cutoff_hz = normalised * 0.5 * rate
+    padlen = min(n - 1, 3 * max(len(a), len(b)) + int(np.ceil(6.0 * rate / effective_cutoff_hz)))
+    return line + filtfilt(b, a, values - line, axis=0, padlen=padlen)
+
+
+def smooth_derivative(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.ndarray:
+    """d(values)/dt: zero-phase low-pass (``zero_phase_lowpass``) then np.gradient on the real stamps.
+
+    Lag: none (zero phase).  Interior error for a smooth signal: O(Δt²) from the centred difference
+    plus the attenuation of content above ``cutoff_hz``.  Ends: one-sided differences and filter
+    edge effects over ~1/cutoff_hz seconds.
+    """
+    t = np.asarray(t, dtype=float)
+    return np.gradient(zero_phase_lowpass(t, values, cutoff_hz), t, axis=0)
+
+
+def smooth_body_rates(t, orientation, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.ndarray:
+    """Body angular velocity from a quaternion series: sign-continuous quaternions, zero-phase
+    low-pass per component, renormalise, then ω = 2·vec(q* ⊗ q̇) (``truth.body_rates_from_orientation``)."""
+    q = rotations.normalize(orientation).copy()
+    flips = np.cumsum(np.r_[0, (np.sum(q[1:] * q[:-1], axis=1) < 0).astype(int)]) % 2
+    q[flips == 1] *= -1.0
+    return body_rates_from_orientation(t, rotations.normalize(zero_phase_lowpass(t, q, cutoff_hz)))
+
+
+# --- reading topics -----------------------------------------------------------------------------------
+
+def _resolve_topic(reader, role: str, topics: dict, required: bool) -> str | None:
+    """Topic for ``role``: explicit > default name > the single plausible topic of the role's type."""
+    msgtype = ROLE_TYPES[role]
+    if role in topics:
+        topic = topics[role]
+        info = reader.topics.get(topic)
+        if info is None:
+            raise UserError(f"{reader.path}: ground-truth topic {topic} ({role}) is not in the bag "
+                            f"(topics: {', '.join(sorted(reader.topics)) or 'none'})")
+        if info.msgtype != msgtype:
+            raise UserError(f"{reader.path}: topic {topic} has type {info.msgtype}, expected {msgtype}")
+        return topic
+    default = DEFAULT_TOPICS[role]
+    info = reader.topics.get(default)
+    if info is not None and info.msgtype == msgtype:
+        return default
+    candidates = sorted(topic for topic, info in reader.topics.items()
+                        if info.msgtype == msgtype and _may_be_truth(role, topic))
+    if len(candidates) == 1:
+        return candidates[0]
+    if len(candidates) > 1:
+        raise UserError(f"{reader.path}: several {msgtype} topics ({', '.join(candidates)}); "
+                        f"name the {role} topic explicitly")
+    if required:
+        raise UserError(f"{reader.path}: no {msgtype} topic for ground truth ({role}; expected {default})")
+    return None
+
+
+def _read(reader, topic: str, clock: str) -> tuple:
+    """(times ns, messages) of one topic, checked: stamps never go backwards; duplicates dropped."""
+    stamps, messages = [], []
+    for message in reader.messages([topic]):
+        stamps.append(stamp_to_ns(message.msg.header.stamp) if clock == "header" else message.recv_ns)
+        messages.append(message.msg)
+    stamps = np.asarray(stamps, dtype=np.int64)
+    steps = np.diff(stamps)
+    if (steps < 0).any():
+        i = int(np.argmax(steps < 0)) + 1
+        raise UserError(f"{reader.path}: topic {topic}: timestamps go backwards at message {i} "
+                        f"({stamps[i - 1]} ns then {stamps[i]} ns)")
+    keep = np.r_[True, steps > 0]
+    if keep.sum() < 2:
+        raise UserError(f"{reader.path}: topic {topic}: need at least 2 distinct timestamps for ground truth")
+    return stamps[keep], [m for m, k in zip(messages, keep) if k]
+
+
+def _datum(given, lat, lon, height) -> geodesy.Datum:
+    """The caller's datum, else the first sbg position (ellipsoidal height)."""
+    if given is not None:
+        return geodesy.as_datum(given, "datum")
+    return geodesy.Datum(float(lat[0]), float(lon[0]), float(height[0]))
+
+
+def _xyz(vectors) -> np.ndarray:
+    return np.array([[v.x, v.y, v.z] for v in vectors], dtype=float).reshape(-1, 3)
+
+
+def _xyzw(quaternions) -> np.ndarray:
+    return np.array([[q.x, q.y, q.z, q.w] for q in quaternions], dtype=float).reshape(-1, 4)
+
+
+# --- the sources --------------------------------------------------------------------------------------
+
+def _finish(t, position, orientation, velocity, angular_velocity, cutoff_hz, source: str) -> GroundTruth:
+    acceleration = smooth_derivative(t, velocity, cutoff_hz)
+    truth = GroundTruth.from_kinematics(t, position, orientation, velocity, angular_velocity, acceleration)
+    return truth.validate(source)
+
+
+def _planar_attitude(t, velocity, min_speed: float, cutoff_hz: float, source: str):
+    """Yaw from the horizontal velocity direction (held when slow); yaw rate from its smoothed derivative."""
+    speed = np.hypot(velocity[:, 0], velocity[:, 1])
+    fast = speed >= min_speed
+    if not fast.any():
+        raise UserError(f"{source}: never faster than {min_speed} m/s, so the heading is unknown "
+                        "(give an attitude topic, e.g. SbgEkfQuat)")
+    heading = np.arctan2(velocity[:, 1], velocity[:, 0])
+    # Hold the last heading through slow stretches; back-fill before the first fast sample.
+    index = np.where(fast, np.arange(len(t)), -1)
+    index = np.maximum.accumulate(index)
+    index[index < 0] = int(np.argmax(fast))
+    yaw = np.unwrap(heading[index])
+    yaw_rate = smooth_derivative(t, yaw, cutoff_hz)
+    zeros = np.zeros_like(yaw)
+    return rotations.from_yaw(yaw), np.stack([zeros, zeros, yaw_rate], axis=1)
+
+
+def _from_odometry(reader, topics, clock, cutoff_hz, twist_frame):
+    topic = _resolve_topic(reader, "odometry", topics, required=True)
+    stamps, msgs = _read(reader, topic, clock)
+    t = stamps / 1e9
+    position = _xyz([m.pose.pose.position for m in msgs])
+    orientation = rotations.normalize(_xyzw([m.pose.pose.orientation for m in msgs]))
+    linear = _xyz([m.twist.twist.linear for m in msgs])
+    angular = _xyz([m.twist.twist.angular for m in msgs])
+    if twist_frame == "world":
+        velocity = linear
+        angular = rotations.rotate_inverse(orientation, angular)
+    else:
+        velocity = rotations.rotate(orientation, linear)
+    return _finish(t, position, orientation, velocity, angular, cutoff_hz, f"{reader.path}: {topic}")
+
+
+def _from_sbg_ekf(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
+    nav_topic = _resolve_topic(reader, "ekf_nav", topics, required=True)
+    quat_topic = _resolve_topic(reader, "ekf_quat", topics, required=False)
+    stamps, nav = _read(reader, nav_topic, clock)
+    t = stamps / 1e9
+    velocity = sbg.vector_to_enu(_xyz([m.velocity for m in nav]), enu_mode)
+    lat = np.array([m.latitude for m in nav])
+    lon = np.array([m.longitude for m in nav])
+    height = sbg.ellipsoidal_height([m.altitude for m in nav], [m.undulation for m in nav])
+    datum = _datum(datum, lat, lon, height)
+    position = geodesy.geodetic_to_enu(lat, lon, height, datum)
+    source = f"{reader.path}: {nav_topic}"
+    if quat_topic is None:
+        orientation, rates = _planar_attitude(t, velocity, min_speed, cutoff_hz, source)
+    else:
+        q_stamps, quats = _read(reader, quat_topic, clock)
+        q_t = q_stamps / 1e9
+        inside = (t >= q_t[0]) & (t <= q_t[-1])
+        if inside.sum() < 2:
+            raise UserError(f"{reader.path}: topics {nav_topic} and {quat_topic} do not overlap in time")
+        t, position, velocity = t[inside], position[inside], velocity[inside]
+        q_enu = sbg.quaternion_to_enu(_xyzw([m.quaternion for m in quats]), enu_mode)
+        hi = np.clip(np.searchsorted(q_t, t, side="right"), 1, len(q_t) - 1)
+        lo = hi - 1
+        frac = np.clip((t - q_t[lo]) / (q_t[hi] - q_t[lo]), 0.0, 1.0)
+        orientation = rotations.slerp(q_enu[lo], q_enu[hi], frac)
+        rates = smooth_body_rates(t, orientation, cutoff_hz)
+    return _finish(t, position, orientation, velocity, rates, cutoff_hz, source), datum
+
+
+def _from_sbg_gps(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
+    vel_topic = _resolve_topic(reader, "gps_vel", topics, required=True)
+    pos_topic = _resolve_topic(reader, "gps_pos", topics, required=False)
+    stamps, vel_msgs = _read(reader, vel_topic, clock)
+    t = stamps / 1e9
+    velocity = sbg.vector_to_enu(_xyz([m.velocity for m in vel_msgs]), enu_mode)
+    source = f"{reader.path}: {vel_topic}"
+    if pos_topic is not None:
+        p_stamps, pos_msgs = _read(reader, pos_topic, clock)
+        p_t = p_stamps / 1e9
+        lat = np.array([m.latitude for m in pos_msgs])
+        lon = np.array([m.longitude for m in pos_msgs])
+        height = sbg.ellipsoidal_height([m.altitude for m in pos_msgs], [m.undulation for m in pos_msgs])
+        datum = _datum(datum, lat, lon, height)
+        fixes = geodesy.geodetic_to_enu(lat, lon, height, datum)
+        inside = (t >= p_t[0]) & (t <= p_t[-1])
+        if inside.sum() < 2:
+            raise UserError(f"{reader.path}: topics {vel_topic} and {pos_topic} do not overlap in time")
+        t, velocity = t[inside], velocity[inside]
+        position = np.stack([np.interp(t, p_t, fixes[:, i]) for i in range(3)], axis=1)
+    else:
+        steps = 0.5 * (velocity[1:] + velocity[:-1]) * np.diff(t)[:, None]
+        position = np.vstack([np.zeros(3), np.cumsum(steps, axis=0)])
+    orientation, rates = _planar_attitude(t, velocity, min_speed, cutoff_hz, source)
+    return _finish(t, position, orientation, velocity, rates, cutoff_hz, source), datum
+
+
+def _from_twist(reader, topics, clock, cutoff_hz):
+    topic = _resolve_topic(reader, "twist", topics, required=True)
+    stamps, msgs = _read(reader, topic, clock)
+    t = stamps / 1e9
+    body_velocity = _xyz([m.twist.linear for m in msgs])
+    yaw_rate = np.array([m.twist.angular.z for m in msgs])
+    dt = np.diff(t)
+    yaw = np.r_[0.0, np.cumsum(0.5 * (yaw_rate[1:] + yaw_rate[:-1]) * dt)]
+    orientation = rotations.from_yaw(yaw)
+    velocity = rotations.rotate(orientation, body_velocity)
+    position = np.vstack([np.zeros(3), np.cumsum(0.5 * (velocity[1:] + velocity[:-1]) * dt[:, None], axis=0)])
+    rates = np.stack([np.zeros_like(yaw), np.zeros_like(yaw), yaw_rate], axis=1)
+    return _finish(t, position, orientation, velocity, rates, cutoff_hz, f"{reader.path}: {topic}")
+
+
+def detect_source(reader, topics: dict | None = None) -> str:
+    """The source ``"auto"`` picks: odometry, else SbgEkfNav, else SbgGpsVel, else TwistStamped."""
+    topics = topics or {}
+    for source, role in (("odometry", "odometry"), ("sbg_ekf", "ekf_nav"), ("sbg_gps", "gps_vel"),
+                         ("twist", "twist")):
+        if _resolve_topic(reader, role, topics, required=False) is not None:
+            return source
+    raise UserError(
+        f"{reader.path}: no ground-truth topic found (looked for nav_msgs/Odometry, sbg_driver SbgEkfNav, "
+        f"SbgGpsVel, geometry_msgs/TwistStamped; topics: {', '.join(sorted(reader.topics)) or 'none'})"
+    )
+
+
+def truth_from_bag(reader, source: str = "auto", topics: dict | None = None, clock: str = "header",
+                   enu_mode: bool = False, datum=None, cutoff_hz: float = DEFAULT_CUTOFF_HZ,
+                   min_speed: float = 0.2, odom_twist_frame: str = "child"):
+    """(GroundTruth, datum) from an open ``BagReader`` (see the module docstring for the sources).
+
+    ``topics``: {role: topic} overrides for roles odometry, ekf_nav, ekf_quat, gps_vel, gps_pos, twist.
+    ``enu_mode``: the sbg driver ran with ``use_enu: true``.  ``datum``: ENU origin to use instead of
+    the first sbg position.  ``cutoff_hz``: smoothing differentiator cut-off.  ``min_speed`` (m/s):
+    below it a velocity heading is not trusted.  ``odom_twist_frame``: "child" (ROS) or "world".
+    """
+    if source not in SOURCES:
+        raise UserError(f"source: unknown ground-truth source {source!r} "
+                        f"(expected one of {', '.join(SOURCES)})")
+    if clock not in ("header", "receive"):
+        raise UserError(f"clock: expected 'header' or 'receive', got {clock!r}")
+    if odom_twist_frame not in ("child", "world"):
+        raise UserError(f"odom_twist_frame: expected 'child' or 'world', got {odom_twist_frame!r}")
+    if not cutoff_hz > 0:
+        raise UserError(f"cutoff_hz: must be positive, got {cutoff_hz!r}")
+    topics = dict(topics or {})
+    unknown = set(topics) - set(ROLE_TYPES)
+    if unknown:
+        raise UserError(f"topics: unknown role(s) {', '.join(sorted(unknown))} "
+                        f"(expected {', '.join(ROLE_TYPES)})")
+    if source == "auto":
+        source = detect_source(reader, topics)
+    if source == "odometry":
+        truth = _from_odometry(reader, topics, clock, cutoff_hz, odom_twist_frame)
+        return truth, (geodesy.as_datum(datum) if datum is not None else None)
+    if source == "twist":
+        truth = _from_twist(reader, topics, clock, cutoff_hz)
+        return truth, (geodesy.as_datum(datum) if datum is not None else None)
+    if source == "sbg_ekf":
+        return _from_sbg_ekf(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed)
+    return _from_sbg_gps(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed)
