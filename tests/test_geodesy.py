@@ -1,0 +1,116 @@
+"""Geodesy: exact WGS-84 ENU <-> geodetic against pyproj, and Chrono's sphere against hand values."""
+
+import math
+
+import numpy as np
+import pyproj
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim2real_eval import geodesy
+from sim2real_eval.errors import UserError
+
+DATUM = geodesy.PAPER_SIM_DATUM
+
+
+def pyproj_enu(lat, lon, alt, datum):
+    """pyproj's own topocentric (ENU) conversion: the independent oracle."""
+    pipeline = (
+        f"+proj=pipeline +step +proj=cart +ellps=WGS84 +step +proj=topocentric +ellps=WGS84 "
+        f"+lat_0={datum.lat} +lon_0={datum.lon} +h_0={datum.alt}"
+    )
+    transformer = pyproj.Transformer.from_pipeline(pipeline)
+    return np.stack(transformer.transform(lon, lat, alt), axis=-1)
+
+
+def test_wgs84_matches_pyproj_below_a_millimetre():
+    rng = np.random.default_rng(1)
+    enu = rng.uniform(-5000.0, 5000.0, (2000, 3)) * [1.0, 1.0, 0.02]
+    lat, lon, alt = geodesy.enu_to_geodetic(enu, DATUM)
+    assert np.abs(pyproj_enu(lat, lon, alt, DATUM) - enu).max() < 1e-3
+    assert np.abs(geodesy.geodetic_to_enu(lat, lon, alt, DATUM) - enu).max() < 1e-6
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(-80.0, 80.0), st.floats(-179.0, 179.0), st.floats(-100.0, 3000.0))
+def test_wgs84_any_datum_round_trip_and_oracle(lat0, lon0, alt0):
+    datum = geodesy.Datum(lat0, lon0, alt0)
+    enu = np.array([[30.0, -20.0, 1.5], [-400.0, 250.0, -3.0]])
+    lat, lon, alt = geodesy.enu_to_geodetic(enu, datum)
+    assert np.abs(pyproj_enu(lat, lon, alt, datum) - enu).max() < 1e-3
+    assert np.abs(geodesy.geodetic_to_enu(lat, lon, alt, datum) - enu).max() < 1e-6
+
+
+def test_ecef_to_geodetic_closed_form_matches_pyproj():
+    to_ecef = pyproj.Transformer.from_crs("EPSG:4979", "EPSG:4978", always_xy=True)
+    lat = np.array([0.0, 43.07, -33.9, 89.0, 60.0])
+    lon = np.array([0.0, -89.4, 151.2, 10.0, -170.0])
+    alt = np.array([0.0, 260.0, -30.0, 1000.0, 8000.0])
+    ecef = np.stack(to_ecef.transform(lon, lat, alt), axis=-1)
+    np.testing.assert_allclose(geodesy.geodetic_to_ecef(lat, lon, alt), ecef, atol=1e-6)
+    got_lat, got_lon, got_alt = geodesy.ecef_to_geodetic(ecef)
+    np.testing.assert_allclose(got_lat, lat, atol=1e-10)
+    np.testing.assert_allclose(got_lon, lon, atol=1e-10)
+    np.testing.assert_allclose(got_alt, alt, atol=1e-6)
+
+
+def test_origin_maps_to_datum():
+    lat, lon, alt = geodesy.enu_to_geodetic(np.zeros(3), DATUM)
+    assert (float(lat), float(lon), float(alt)) == pytest.approx(tuple(DATUM), abs=1e-9)
+
+
+def test_chrono_sphere_hand_values():
+    # 100 m north: Δlat = 100 / 6371000 rad = 1.5696123057604772e-05 rad = 8.993216059187306e-04 deg.
+    lat, lon, alt = geodesy.enu_to_geodetic([0.0, 100.0, 2.0], DATUM, "chrono_sphere")
+    assert float(lat) == pytest.approx(43.070 + 8.993216059187306e-04, abs=1e-13)
+    assert float(lon) == pytest.approx(-89.400, abs=1e-13)
+    assert float(alt) == pytest.approx(262.0)
+    # 100 m east at lat 43.070: Δlon = 100 / (6371000·cos 43.070°) rad; cos 43.070° = 0.730520
+    lat, lon, _ = geodesy.enu_to_geodetic([100.0, 0.0, 0.0], DATUM, "chrono_sphere")
+    expected = 100.0 / (6371000.0 * math.cos(math.radians(43.070))) * 180.0 / math.pi
+    assert float(lon) == pytest.approx(-89.400 + expected, abs=1e-13)
+    assert expected == pytest.approx(1.2310706e-03, rel=1e-6)
+    # The new latitude enters the longitude scale (Chrono's order of operations).
+    lat, lon, _ = geodesy.enu_to_geodetic([100.0, 100.0, 0.0], DATUM, "chrono_sphere")
+    new_lat = 43.070 + 8.993216059187306e-04
+    expected = 100.0 / (6371000.0 * math.cos(math.radians(new_lat))) * 180.0 / math.pi
+    assert float(lon) == pytest.approx(-89.400 + expected, abs=1e-13)
+
+
+def test_chrono_sphere_round_trip():
+    enu = np.random.default_rng(2).uniform(-100.0, 100.0, (50, 3))
+    lat, lon, alt = geodesy.enu_to_geodetic(enu, DATUM, "chrono_sphere")
+    np.testing.assert_allclose(geodesy.geodetic_to_enu(lat, lon, alt, DATUM, "chrono_sphere"), enu, atol=1e-8)
+
+
+def test_sphere_vs_wgs84_difference_is_scale_only():
+    """Sphere vs ellipsoid: the fix of a point 30 m away lands ~0.1–0.3 % off (cm-level), 1 m: mm-level."""
+    for dist, bound in ((1.0, 0.003), (30.0, 0.09)):
+        enu = np.array([[dist, 0.0, 0.0], [0.0, dist, 0.0]])
+        lat, lon, alt = geodesy.enu_to_geodetic(enu, DATUM, "chrono_sphere")
+        back = geodesy.geodetic_to_enu(lat, lon, alt, DATUM)  # read as WGS-84
+        error = np.linalg.norm(back - enu, axis=1)
+        assert error.max() < bound
+        assert error.min() > 1e-4 * dist  # the difference is real, not zero
+    # Hand-computed scale at 43.07°, h = 260 m: east (N + h)/R, north (M + h)/R with
+    # N = a/√(1−e² sin²φ) (prime vertical), M = a(1−e²)/(1−e² sin²φ)^1.5 (meridian).
+    s2 = math.sin(math.radians(43.070)) ** 2
+    n_radius = 6378137.0 / math.sqrt(1 - 0.00669437999014 * s2)
+    m_radius = 6378137.0 * (1 - 0.00669437999014) / (1 - 0.00669437999014 * s2) ** 1.5
+    lat, lon, alt = geodesy.enu_to_geodetic([[30.0, 0.0, 0.0], [0.0, 30.0, 0.0]], DATUM, "chrono_sphere")
+    back = geodesy.geodetic_to_enu(lat, lon, alt, DATUM)
+    assert back[0, 0] == pytest.approx(30.0 * (n_radius + 260.0) / 6371000.0, abs=1e-5)
+    assert back[1, 1] == pytest.approx(30.0 * (m_radius + 260.0) / 6371000.0, abs=1e-5)
+
+
+def test_bad_inputs():
+    with pytest.raises(UserError, match="unknown earth model"):
+        geodesy.enu_to_geodetic([0.0, 0.0, 0.0], DATUM, "flat")
+    with pytest.raises(UserError, match="datum"):
+        geodesy.as_datum([1.0, 2.0])
+    with pytest.raises(UserError, match="lat"):
+        geodesy.as_datum({"lon": 1.0})
+    with pytest.raises(UserError, match="3 columns"):
+        geodesy.enu_to_geodetic(np.zeros((4, 2)), DATUM)
+    assert geodesy.as_datum({"lat": 1, "lon": 2, "alt": 3}) == geodesy.Datum(1.0, 2.0, 3.0)
