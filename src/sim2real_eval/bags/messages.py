@@ -86,12 +86,17 @@ def _default_of(store: Typestore, msgtype: str):
 
 # --- sensor messages from model containers ---------------------------------------------------------
 
+def _rows(array) -> list:
+    """Row views of a float64 (N, k) array (one C-level pass; indexing per message is slower)."""
+    return list(np.ascontiguousarray(array, dtype=np.float64))
+
+
 def navsatfix_messages(gps, topic: str = "/fix", typestore: Typestore | None = None) -> Iterator[BagMessage]:
     """sensor_msgs/NavSatFix per GpsSamples row; recv_ns = receive_ns, header stamp = stamp_ns."""
     types = _store(typestore).types
     fix_cls, status_cls = types[NAVSATFIX], types["sensor_msgs/msg/NavSatStatus"]
     header_cls, time_cls = types["std_msgs/msg/Header"], types["builtin_interfaces/msg/Time"]
-    cov = np.ascontiguousarray(gps.position_covariance, dtype=np.float64)
+    cov = _rows(gps.position_covariance)
     rows = zip(np.asarray(gps.stamp_ns).tolist(), np.asarray(gps.receive_ns).tolist(),
                np.asarray(gps.latitude).tolist(), np.asarray(gps.longitude).tolist(),
                np.asarray(gps.altitude).tolist(), np.asarray(gps.status).tolist(),
@@ -113,9 +118,9 @@ def imu_messages(imu, topic: str = "/imu", typestore: Typestore | None = None) -
     q = np.asarray(imu.orientation, dtype=np.float64).tolist()
     w = np.asarray(imu.angular_velocity, dtype=np.float64).tolist()
     a = np.asarray(imu.linear_acceleration, dtype=np.float64).tolist()
-    cov_q = np.ascontiguousarray(imu.orientation_covariance, dtype=np.float64)
-    cov_w = np.ascontiguousarray(imu.angular_velocity_covariance, dtype=np.float64)
-    cov_a = np.ascontiguousarray(imu.linear_acceleration_covariance, dtype=np.float64)
+    cov_q = _rows(imu.orientation_covariance)
+    cov_w = _rows(imu.angular_velocity_covariance)
+    cov_a = _rows(imu.linear_acceleration_covariance)
     frame_id = imu.frame_id
     stamps = np.asarray(imu.stamp_ns).tolist()
     receives = np.asarray(imu.receive_ns).tolist()
@@ -135,7 +140,7 @@ def magnetic_field_messages(imu, topic: str = "/imu/mag", typestore: Typestore |
     mag_cls, vec_cls = types[MAGNETIC_FIELD], types["geometry_msgs/msg/Vector3"]
     field = np.asarray(imu.magnetic_field, dtype=np.float64).tolist()
     cov = getattr(imu, "magnetic_field_covariance", None)
-    cov = (np.zeros((len(field), 9)) if cov is None else np.ascontiguousarray(cov, dtype=np.float64))
+    cov = _rows(np.zeros((len(field), 9)) if cov is None else cov)
     receives = np.asarray(imu.receive_ns).tolist()
     for i, stamp in enumerate(np.asarray(imu.stamp_ns).tolist()):
         msg = mag_cls(header(stamp, imu.frame_id, typestore), vec_cls(*field[i]), cov[i])
@@ -170,10 +175,10 @@ def odometry_messages(series, topic: str = "/odometry/filtered", typestore: Type
     return _odometry(
         types, np.asarray(series.stamp_ns).tolist(), series.frame_id, series.child_frame_id,
         np.asarray(series.position, dtype=np.float64), np.asarray(series.orientation, dtype=np.float64),
-        np.ascontiguousarray(series.pose_covariance, dtype=np.float64),
+        _rows(series.pose_covariance),
         np.asarray(series.linear_velocity, dtype=np.float64),
         np.asarray(series.angular_velocity, dtype=np.float64),
-        np.ascontiguousarray(series.twist_covariance, dtype=np.float64), topic)
+        _rows(series.twist_covariance), topic)
 
 
 def truth_odometry_messages(truth: GroundTruth, topic: str = "/ground_truth/odom", frame_id: str = "odom",
@@ -186,7 +191,7 @@ def truth_odometry_messages(truth: GroundTruth, topic: str = "/ground_truth/odom
     """
     types = _store(typestore).types
     body_velocity = rotations.rotate_inverse(truth.orientation, truth.velocity)
-    zeros = np.zeros((len(truth), 36))
+    zeros = _rows(np.zeros((len(truth), 36)))
     return _odometry(types, seconds_to_ns(truth.t).tolist(), frame_id, child_frame_id, truth.position,
                      truth.orientation, zeros, body_velocity, truth.angular_velocity, zeros, topic)
 

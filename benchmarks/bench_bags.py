@@ -1,0 +1,104 @@
+"""Bag I/O: memory flat in bag length when reading, and message build / write / read rates.
+
+Prints ``name: value`` lines:
+  build_messages_per_s        Imu + NavSatFix + ground-truth Odometry messages built per second
+  write_messages_per_s        messages serialised and written (sqlite3) per second
+  read_messages_per_s         messages read and deserialised per second (open_bag, all topics)
+  bag_read_peak_rss_mb_base   peak RSS of a fresh process that reads the base bag (BASE s) end to end
+  bag_read_peak_rss_mb        same for a bag 10x longer
+  bag_read_rss_ratio          10x / base (1.0 = flat: reading streams)
+
+Usage: python benchmarks/bench_bags.py [--seconds 60] [--storage sqlite3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sim2real_eval.bags import messages as M
+from sim2real_eval.bags import open_bag, write_bag
+from sim2real_eval.bags.writer import merge_by_time
+from sim2real_eval.models.samples import GpsSamples, ImuSamples
+from sim2real_eval.truth import GroundTruth
+
+READER = """
+import resource, sys
+from sim2real_eval.bags import open_bag
+n = 0
+with open_bag(sys.argv[1]) as bag:
+    for message in bag.messages():
+        n += 1
+print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+"""
+
+
+def sensor_streams(seconds: float):
+    """100 Hz IMU, 10 Hz GPS, 100 Hz truth of a straight drive at 1 m/s (content is irrelevant here)."""
+    rng = np.random.default_rng(0)
+    t = 10.0 + np.arange(0.0, seconds, 0.01)
+    n = len(t)
+    truth = GroundTruth.from_kinematics(t, np.stack([t, 0 * t, 0 * t], 1), np.tile([0, 0, 0, 1.0], (n, 1)),
+                                        np.tile([1.0, 0, 0], (n, 1)))
+    stamps = M.seconds_to_ns(t)
+    cov = np.tile(np.eye(3).ravel() * 1e-4, (n, 1))
+    imu = ImuSamples(stamps, stamps, truth.orientation, cov, rng.normal(size=(n, 3)), cov,
+                     rng.normal(size=(n, 3)), cov)
+    g = stamps[::10]
+    m = len(g)
+    gps = GpsSamples(g, g, np.full(m, 43.07), np.full(m, -89.4), np.full(m, 260.0), np.zeros(m), np.ones(m),
+                     np.zeros((m, 9)), np.zeros(m), np.zeros((m, 3)))
+    return imu, gps, truth
+
+
+def build(seconds: float) -> list:
+    imu, gps, truth = sensor_streams(seconds)
+    streams = (M.imu_messages(imu), M.navsatfix_messages(gps), M.truth_odometry_messages(truth))
+    return list(merge_by_time(*streams))
+
+
+def peak_rss_mb(bag: Path) -> tuple[int, float]:
+    out = subprocess.run([sys.executable, "-c", READER, str(bag)], check=True, capture_output=True, text=True)
+    count, rss = out.stdout.split()
+    return int(count), float(rss)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="base bag length, s (long: 10x)")
+    parser.add_argument("--storage", default="sqlite3", choices=["sqlite3", "mcap"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        bags = {}
+        for label, factor in (("base", 1), ("long", 10)):
+            start = time.perf_counter()
+            messages = build(args.seconds * factor)
+            built = time.perf_counter()
+            bags[label] = write_bag(Path(tmp) / label, messages, storage=args.storage)
+            written = time.perf_counter()
+            if label == "long":
+                n = len(messages)
+                print(f"build_messages_per_s: {n / (built - start):.0f}")
+                print(f"write_messages_per_s: {n / (written - built):.0f}")
+            del messages
+        start = time.perf_counter()
+        with open_bag(bags["long"]) as bag:
+            n = sum(1 for _ in bag.messages())
+        print(f"read_messages_per_s: {n / (time.perf_counter() - start):.0f}")
+        n_base, rss_base = peak_rss_mb(bags["base"])
+        n_long, rss_long = peak_rss_mb(bags["long"])
+        print(f"bag_messages_base: {n_base}")
+        print(f"bag_messages_long: {n_long}")
+        print(f"bag_read_peak_rss_mb_base: {rss_base:.1f}")
+        print(f"bag_read_peak_rss_mb: {rss_long:.1f}")
+        print(f"bag_read_rss_ratio: {rss_long / rss_base:.3f}")
+
+
+if __name__ == "__main__":
+    main()
