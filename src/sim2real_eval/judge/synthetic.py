@@ -35,16 +35,16 @@ def _quat(q):
     return SimpleNamespace(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))
 
 
-def art_like_stream(duration: float = 30.0, imu_rate: float = 100.0, gps_rate: float = 10.0,
-                    start: float = 10.0, accel: float = 0.5, top_speed: float = 3.0,
-                    heading_rate: float = 0.0, seed: int = 0, datum=(43.070, -89.400, 260.0),
-                    gyro_sigma: float = 0.01, accel_sigma: float = 0.05, gps_sigma: float = 0.5,
-                    imu_latency: float = 0.0, gps_latency: float = 0.05) -> List[Tuple[int, str, object]]:
-    """(recv_ns, topic, msg) for /imu and /fix over ``duration`` s starting at ``start`` s."""
+def art_like_samples(duration: float = 30.0, imu_rate: float = 100.0, gps_rate: float = 10.0,
+                     start: float = 10.0, accel: float = 0.5, top_speed: float = 3.0,
+                     heading_rate: float = 0.0, seed: int = 0, datum=(43.070, -89.400, 260.0),
+                     gyro_sigma: float = 0.01, accel_sigma: float = 0.05, gps_sigma: float = 0.5,
+                     imu_latency: float = 0.0, gps_latency: float = 0.05):
+    """(ImuSamples, GpsSamples) of the synthetic drive over ``duration`` s starting at ``start`` s."""
+    from ..models.samples import GpsSamples, ImuSamples
+
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     mount = ART_STATIC_TFS[1].transform.rotation
-    out = []
-
     # Planar path integrated on a 1 ms grid (trapezoid), sampled by interpolation.
     grid = np.arange(0.0, duration + 1.0, 1e-3)
     speed_grid = np.minimum(accel * grid, top_speed)
@@ -53,54 +53,68 @@ def art_like_stream(duration: float = 30.0, imu_rate: float = 100.0, gps_rate: f
     east_grid = np.concatenate([[0.0], np.cumsum(0.5 * (ve[1:] + ve[:-1]) * 1e-3)])
     north_grid = np.concatenate([[0.0], np.cumsum(0.5 * (vn[1:] + vn[:-1]) * 1e-3)])
 
-    def kinematics(t):
-        tau = t - start
-        speed = min(accel * tau, top_speed)
-        a_long = accel if accel * tau < top_speed else 0.0
-        return (float(np.interp(tau, grid, east_grid)), float(np.interp(tau, grid, north_grid)),
-                heading_rate * tau, speed, a_long)
+    def ticks(rate):
+        period = int(round(1e9 / rate))
+        t0, t1 = int(round(start * 1e9)), int(round((start + duration) * 1e9))
+        return np.arange(-(-t0 // period), t1 // period + 1, dtype=np.int64) * period
 
-    imu_period = int(round(1e9 / imu_rate))
-    gps_period = int(round(1e9 / gps_rate))
-    t0 = int(round(start * 1e9))
-    t1 = int(round((start + duration) * 1e9))
-    events = []
-    for k in range(-(-t0 // imu_period), t1 // imu_period + 1):
-        events.append((k * imu_period, "/imu"))
-    for k in range(-(-t0 // gps_period), t1 // gps_period + 1):
-        events.append((k * gps_period, "/fix"))
-    events.sort(key=lambda e: (e[0], e[1]))
+    imu_stamps = ticks(imu_rate)
+    tau = imu_stamps * 1e-9 - start
+    speed = np.minimum(accel * tau, top_speed)
+    a_long = np.where(accel * tau < top_speed, accel, 0.0)
+    yaw = heading_rate * tau
+    specific_force = np.stack([a_long, speed * heading_rate, np.full_like(tau, GRAVITY)], axis=1)
+    omega = np.zeros((len(tau), 3))
+    omega[:, 2] = heading_rate
+    accel_s = specific_force @ mount + rng.normal(0.0, accel_sigma, (len(tau), 3))  # rows: mountᵀ·f
+    gyro_s = omega @ mount + rng.normal(0.0, gyro_sigma, (len(tau), 3))
+    orientation = np.array([quaternion_from_matrix(
+        np.array([[math.cos(y), -math.sin(y), 0.0], [math.sin(y), math.cos(y), 0.0], [0.0, 0.0, 1.0]]) @ mount)
+        for y in yaw])
+    n = len(tau)
+
+    def diag(var):
+        return np.tile(np.diag(var).reshape(9), (n, 1))
+
+    imu = ImuSamples(imu_stamps, imu_stamps + int(round(imu_latency * 1e9)), orientation, diag([1e-3] * 3),
+                     gyro_s, diag([gyro_sigma ** 2] * 3), accel_s, diag([accel_sigma ** 2] * 3), frame_id="imu")
+
+    gps_stamps = ticks(gps_rate)
+    tau = gps_stamps * 1e-9 - start
+    m = len(tau)
+    east = np.interp(tau, grid, east_grid) + rng.normal(0.0, gps_sigma, m)
+    north = np.interp(tau, grid, north_grid) + rng.normal(0.0, gps_sigma, m)
     lat0, lon0, alt0 = datum
-    for stamp, topic in events:
-        t = stamp * 1e-9
-        east, north, yaw, speed, a_long = kinematics(t)
-        if topic == "/imu":
-            body_to_enu = np.array([[math.cos(yaw), -math.sin(yaw), 0.0], [math.sin(yaw), math.cos(yaw), 0.0],
-                                    [0.0, 0.0, 1.0]])
-            specific_force = np.array([a_long, speed * heading_rate, GRAVITY])
-            omega = np.array([0.0, 0.0, heading_rate])
-            accel_s = mount.T @ specific_force + rng.normal(0.0, accel_sigma, 3)
-            gyro_s = mount.T @ omega + rng.normal(0.0, gyro_sigma, 3)
-            q_sensor = quaternion_from_matrix(body_to_enu @ mount)
-            msg = SimpleNamespace(
-                header=SimpleNamespace(stamp=_stamp(stamp), frame_id="imu"),
-                orientation=_quat(q_sensor), orientation_covariance=[1e-3, 0, 0, 0, 1e-3, 0, 0, 0, 1e-3],
-                angular_velocity=_vec(gyro_s),
-                angular_velocity_covariance=[gyro_sigma ** 2, 0, 0, 0, gyro_sigma ** 2, 0, 0, 0, gyro_sigma ** 2],
-                linear_acceleration=_vec(accel_s),
-                linear_acceleration_covariance=[accel_sigma ** 2, 0, 0, 0, accel_sigma ** 2, 0, 0, 0,
-                                                accel_sigma ** 2])
-            recv = stamp + int(round(imu_latency * 1e9))
-        else:
-            noisy_e, noisy_n = east + rng.normal(0.0, gps_sigma), north + rng.normal(0.0, gps_sigma)
-            lat = lat0 + math.degrees(noisy_n / EARTH_RADIUS)
-            lon = lon0 + math.degrees(noisy_e / (EARTH_RADIUS * math.cos(math.radians(lat0))))
-            var = gps_sigma ** 2
-            msg = SimpleNamespace(
-                header=SimpleNamespace(stamp=_stamp(stamp), frame_id="gps"),
-                status=SimpleNamespace(status=0, service=1), latitude=lat, longitude=lon, altitude=alt0,
-                position_covariance=[var, 0, 0, 0, var, 0, 0, 0, 4 * var], position_covariance_type=2)
-            recv = stamp + int(round(gps_latency * 1e9))
-        out.append((recv, topic, msg))
-    out.sort(key=lambda item: item[0])
+    latitude = lat0 + np.degrees(north / EARTH_RADIUS)
+    longitude = lon0 + np.degrees(east / (EARTH_RADIUS * math.cos(math.radians(lat0))))
+    var = gps_sigma ** 2
+    gps = GpsSamples(gps_stamps, gps_stamps + int(round(gps_latency * 1e9)), latitude, longitude,
+                     np.full(m, alt0), np.zeros(m, np.int8), np.ones(m, np.uint16),
+                     np.tile([var, 0, 0, 0, var, 0, 0, 0, 4 * var], (m, 1)), np.full(m, 2, np.uint8),
+                     np.zeros((m, 3)), frame_id="gps")
+    return imu, gps
+
+
+def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
+    """(recv_ns, topic, msg) for /imu and /fix in receive order (arguments as art_like_samples)."""
+    imu, gps = art_like_samples(**kwargs)
+    out = []
+    for i in range(len(imu)):
+        msg = SimpleNamespace(
+            header=SimpleNamespace(stamp=_stamp(imu.stamp_ns[i]), frame_id=imu.frame_id),
+            orientation=_quat(imu.orientation[i]), orientation_covariance=list(imu.orientation_covariance[i]),
+            angular_velocity=_vec(imu.angular_velocity[i]),
+            angular_velocity_covariance=list(imu.angular_velocity_covariance[i]),
+            linear_acceleration=_vec(imu.linear_acceleration[i]),
+            linear_acceleration_covariance=list(imu.linear_acceleration_covariance[i]))
+        out.append((int(imu.receive_ns[i]), "/imu", msg))
+    for i in range(len(gps)):
+        msg = SimpleNamespace(
+            header=SimpleNamespace(stamp=_stamp(gps.stamp_ns[i]), frame_id=gps.frame_id),
+            status=SimpleNamespace(status=int(gps.status[i]), service=int(gps.service[i])),
+            latitude=float(gps.latitude[i]), longitude=float(gps.longitude[i]), altitude=float(gps.altitude[i]),
+            position_covariance=list(gps.position_covariance[i]),
+            position_covariance_type=int(gps.position_covariance_type[i]))
+        out.append((int(gps.receive_ns[i]), "/fix", msg))
+    out.sort(key=lambda item: item[0])  # stable: IMU before GPS at equal receive times
     return out
