@@ -1,0 +1,22 @@
+"""Replay a real ART bag with simulated IMU and/or GPS, judged by robot_localization, recorded.
+
+    ros2 launch sim2real_eval evaluate.launch.py bag:=/data/lot17 mode:=sim_imu imu_model:=chrono_paper_demo
+
+Every argument and its default: sim2real_eval.node_core.EVALUATE_ARGUMENTS (docs/ros.md).  The
+argument → process/parameter/remap logic is node_core.evaluate_plan (tested without ROS).
+"""
+from launch.actions import OpaqueFunction
+
+from launch import LaunchDescription
+from sim2real_eval.node_core import EVALUATE_ARGUMENTS, evaluate_plan
+from sim2real_eval.ros import launch_actions as la
+
+
+def _launch(context):
+    plan = la.plan_or_fail(evaluate_plan, la.argument_values(context, EVALUATE_ARGUMENTS))
+    player = la.action(plan.player)
+    return [la.action(spec) for spec in plan.nodes] + [player, la.shutdown_when_done(player)]
+
+
+def generate_launch_description():
+    return LaunchDescription(la.declare(EVALUATE_ARGUMENTS) + [OpaqueFunction(function=_launch)])

@@ -1,0 +1,20 @@
+"""robot_localization's ekf_node + navsat_transform_node with the project's (ART IROS-2024) configs.
+
+    ros2 launch sim2real_eval judge.launch.py ekf_config:=/path/ekf.yaml use_sim_time:=true
+
+Arguments: sim2real_eval.node_core.JUDGE_ARGUMENTS (docs/ros.md).
+"""
+from launch.actions import OpaqueFunction
+
+from launch import LaunchDescription
+from sim2real_eval.node_core import JUDGE_ARGUMENTS, judge_plan, static_tf_nodes
+from sim2real_eval.ros.launch_actions import action, argument_values, declare, plan_or_fail
+
+
+def _launch(context):
+    nodes = plan_or_fail(judge_plan, argument_values(context, JUDGE_ARGUMENTS)) + static_tf_nodes()
+    return [action(spec) for spec in nodes]
+
+
+def generate_launch_description():
+    return LaunchDescription(declare(JUDGE_ARGUMENTS) + [OpaqueFunction(function=_launch)])

@@ -1,0 +1,19 @@
+"""The noise nodes alone, beside a live simulator (Chrono::ROS, Gazebo) publishing ground truth.
+
+    ros2 launch sim2real_eval sensors.launch.py truth_topic:=/vehicle/odom gps_model:=ch_rw seed:=7
+
+Arguments: sim2real_eval.node_core.SENSORS_ARGUMENTS (docs/ros.md).
+"""
+from launch.actions import OpaqueFunction
+
+from launch import LaunchDescription
+from sim2real_eval.node_core import SENSORS_ARGUMENTS, sensors_plan
+from sim2real_eval.ros.launch_actions import action, argument_values, declare, plan_or_fail
+
+
+def _launch(context):
+    return [action(spec) for spec in plan_or_fail(sensors_plan, argument_values(context, SENSORS_ARGUMENTS))]
+
+
+def generate_launch_description():
+    return LaunchDescription(declare(SENSORS_ARGUMENTS) + [OpaqueFunction(function=_launch)])

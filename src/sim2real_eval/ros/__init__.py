@@ -1,0 +1,5 @@
+"""ROS 2 nodes (the only place importing rclpy / rosbag2_py): thin wrappers over ``node_core``.
+
+``messages`` is rclpy-free (it fills any message object with ROS field names), so it is tested
+without ROS; the node modules import rclpy at their top and run only inside a ROS 2 environment.
+"""

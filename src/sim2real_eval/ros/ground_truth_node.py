@@ -1,0 +1,82 @@
+"""ground_truth_node: sbg_driver (SbgEkfNav+SbgEkfQuat or SbgGpsPos+SbgGpsVel, NED or ENU) →
+nav_msgs/Odometry on /ground_truth/odom (pose in ENU ``odom``, twist in ``base_link``).
+
+It lets a real ART bag drive the noise nodes.  sbg_driver is an optional dependency: without it the
+node exits with one error line saying so.  Conversions: ``sim2real_eval.sbg``; pairing and rates:
+``node_core.SbgTruthAssembler``.
+"""
+from __future__ import annotations
+
+import sys
+
+from nav_msgs.msg import Odometry
+
+from .. import node_core
+from ..errors import UserError
+from . import _node, messages
+
+
+def _sbg_types():
+    try:
+        from sbg_driver.msg import SbgEkfNav, SbgEkfQuat, SbgGpsPos, SbgGpsVel
+    except ImportError:
+        raise UserError("ground_truth_node: the ROS package sbg_driver is not installed (needed to read "
+                        "/sbg/* topics); build SBG-Systems/sbg_ros2_driver in the workspace") from None
+    return SbgEkfNav, SbgEkfQuat, SbgGpsPos, SbgGpsVel
+
+
+class GroundTruthNode:
+    def __init__(self):
+        self.node = _node.make_node("ground_truth_node", node_core.GROUND_TRUTH_DEFAULTS)
+        self.config = node_core.parse_ground_truth_params(_node.parameter_values(self.node))
+        self.assembler = node_core.SbgTruthAssembler(self.config)
+        SbgEkfNav, SbgEkfQuat, SbgGpsPos, SbgGpsVel = _sbg_types()
+        self.publisher = self.node.create_publisher(Odometry, self.config.output_topic, _node.PUBLISH_QOS)
+        self.out_of_order = node_core.ThrottledWarning(5.0)
+        topics, qos = self.config.topics, _node.SUBSCRIBE_QOS
+        sub = self.node.create_subscription
+        if self.config.source in ("auto", "ekf"):
+            sub(SbgEkfQuat, topics["ekf_quat_topic"], self.on_ekf_quat, qos)
+            sub(SbgEkfNav, topics["ekf_nav_topic"], self.on_ekf_nav, qos)
+        if self.config.source in ("auto", "gps"):
+            sub(SbgGpsVel, topics["gps_vel_topic"], self.on_gps_vel, qos)
+            sub(SbgGpsPos, topics["gps_pos_topic"], self.on_gps_pos, qos)
+
+    def on_ekf_quat(self, msg) -> None:
+        q = msg.quaternion
+        self.assembler.on_ekf_quat(messages.header_ns(msg.header), [q.x, q.y, q.z, q.w])
+
+    def on_gps_vel(self, msg) -> None:
+        v = msg.velocity
+        self.assembler.on_gps_vel(messages.header_ns(msg.header), [v.x, v.y, v.z], msg.course)
+
+    def on_ekf_nav(self, msg) -> None:
+        v = msg.velocity
+        self.publish(self.assembler.on_ekf_nav(messages.header_ns(msg.header), [v.x, v.y, v.z], msg.latitude,
+                                               msg.longitude, msg.altitude, msg.undulation))
+
+    def on_gps_pos(self, msg) -> None:
+        self.publish(self.assembler.on_gps_pos(messages.header_ns(msg.header), msg.latitude, msg.longitude,
+                                               msg.altitude, msg.undulation))
+
+    def publish(self, out) -> None:
+        if out is None:
+            if self.assembler.dropped:
+                text = self.out_of_order.message(
+                    f"dropped sbg sample(s) with non-increasing stamps ({self.assembler.dropped} so far)",
+                    _node.wall_seconds())
+                if text:
+                    self.node.get_logger().warning(text)
+            return
+        msg = messages.fill_odometry(Odometry(), out.stamp_ns, self.config.frame_id,
+                                     self.config.child_frame_id, out.position, out.orientation,
+                                     out.linear_velocity_body, out.angular_velocity_body)
+        self.publisher.publish(msg)
+
+
+def main() -> int:
+    return _node.run("ground_truth_node", lambda: GroundTruthNode().node)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The rclpy part of gps_noise_node and imu_noise_node: Odometry in, sensor messages out.
+
+All logic (parameter validation, truth ordering and interpolation, exact ticks) is in
+``sim2real_eval.node_core``; the model is the offline one (``models.load_*_model`` + ``step``).
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu, MagneticField, NavSatFix
+
+from .. import node_core
+from . import _node, messages
+
+
+class NoiseNode:
+    """Holds the rclpy node, the core stream and the publishers of one simulated sensor."""
+
+    def __init__(self, sensor: str):
+        self.sensor = sensor
+        self.node = _node.make_node(f"{sensor}_noise_node", node_core.noise_node_defaults(sensor))
+        self.config = node_core.parse_noise_node_params(sensor, _node.parameter_values(self.node))
+        model = self.config.load_model()
+        self.stream = node_core.SensorStream(model, self.config.rate_hz, self.config.truth_mode,
+                                             self.config.max_truth_gap_s)
+        self.out_of_order = node_core.ThrottledWarning(5.0)
+        msg_type = NavSatFix if sensor == "gps" else Imu
+        self.publisher = self.node.create_publisher(msg_type, self.config.output_topic, _node.PUBLISH_QOS)
+        self.mag_publisher = None
+        if sensor == "imu" and self.config.magnetometer_topic:
+            self.mag_publisher = self.node.create_publisher(MagneticField, self.config.magnetometer_topic,
+                                                            _node.PUBLISH_QOS)
+        self.node.create_subscription(Odometry, self.config.truth_topic, self.on_truth, _node.SUBSCRIBE_QOS)
+        self.node.get_logger().info(
+            f"{sensor}: model {self.config.model_spec!r}, {self.config.rate_hz:g} Hz on the data clock, "
+            f"truth {self.config.truth_topic} ({self.config.truth_mode}) -> {self.config.output_topic}")
+
+    def on_truth(self, msg: Odometry) -> None:
+        stamp_ns, position, orientation, linear, angular = messages.odometry_fields(msg)
+        truth = node_core.odometry_to_truth_sample(position, orientation, linear, angular,
+                                                   self.config.twist_frame)
+        ready, accepted = self.stream.push_truth(stamp_ns, *truth)
+        if not accepted:
+            text = self.out_of_order.message(
+                f"dropped ground truth stamped {stamp_ns} ns: not after {self.stream.truth.last_stamp_ns} ns "
+                f"(or not finite); {self.stream.truth.dropped} dropped so far", _node.wall_seconds())
+            if text:
+                self.node.get_logger().warning(text)
+        self.publish(ready)
+
+    def publish(self, ready: List) -> None:
+        for samples in ready:
+            for i in range(len(samples)):
+                if self.sensor == "gps":
+                    self.publisher.publish(messages.fill_navsatfix(NavSatFix(), samples, i))
+                else:
+                    self.publisher.publish(messages.fill_imu(Imu(), samples, i))
+                    if self.mag_publisher is not None and samples.magnetic_field is not None:
+                        self.mag_publisher.publish(messages.fill_magnetic_field(MagneticField(), samples, i))
+
+    def finish(self) -> None:
+        """End of input: publish the ticks of the last truth interval (needs a live context)."""
+        try:
+            self.publish(self.stream.finish())
+        except Exception:  # noqa: BLE001 — the context may already be shut down; nothing to save
+            pass
+
+
+def main_for(sensor: str, argv: Optional[List[str]] = None) -> int:
+    holder = {}
+
+    def build():
+        holder["node"] = NoiseNode(sensor)
+        return holder["node"].node
+
+    def finish(_node_handle):
+        if "node" in holder:
+            holder["node"].finish()
+
+    return _node.run(f"{sensor}_noise_node", build, finish, argv)

@@ -1,0 +1,308 @@
+"""node_core: the rclpy-free logic of the ROS nodes (ticks, truth streaming, parameters, sbg truth)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim2real_eval import node_core, rotations
+from sim2real_eval.errors import UserError
+from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
+from sim2real_eval.models.base import stamps_to_seconds
+from sim2real_eval.truth import GRAVITY, GroundTruth
+
+S = 1_000_000_000
+
+
+# ------------------------------------------------------------------------------------------ time
+def test_period_and_stamp_conversions():
+    assert node_core.period_ns(10) == 100_000_000
+    assert node_core.period_ns(3) == 333_333_333  # round(1e9 / 3)
+    assert node_core.stamp_to_ns(12, 5) == 12 * S + 5
+    assert node_core.ns_to_stamp(12 * S + 5) == (12, 5)
+    assert node_core.ns_to_stamp(-1) == (-1, S - 1)  # nanosec always in [0, 1e9)
+    for bad in (0, -5, float("nan"), True, "10"):
+        with pytest.raises(UserError, match="rate"):
+            node_core.period_ns(bad)
+
+
+def test_ticks_are_exact_multiples_inside_the_interval():
+    p = node_core.period_ns(10)
+    assert node_core.ticks_ns(10 * S, 10 * S + 300_000_000, p, False).tolist() == [
+        10 * S, 10 * S + p, 10 * S + 2 * p]
+    assert node_core.ticks_ns(10 * S, 10 * S + 300_000_000, p, True).tolist()[-1] == 10 * S + 3 * p
+    assert node_core.ticks_ns(10 * S + 1, 10 * S + p, p, False).size == 0
+    assert node_core.ticks_ns(-p, p, p, True).tolist() == [-p, p]  # stamp 0 is never produced
+    epoch = 1_707_000_000 * S + 123  # absolute epoch stamps keep every nanosecond
+    ticks = node_core.ticks_ns(epoch, epoch + S, p, False)
+    assert ticks[0] == 1_707_000_000 * S + p and len(ticks) == 10 and (ticks % p == 0).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 10**12), st.integers(0, 500), st.integers(0, 10**9), st.integers(1, 10**9))
+def test_ticks_partition_property(start, periods, extra, period):
+    """Half-open segments laid end to end produce each tick once, in order (no gap, no repeat)."""
+    length = periods * period + extra % period
+    mid = start + length // 2
+    end = start + length
+    joined = np.concatenate([node_core.ticks_ns(start, mid, period, False),
+                             node_core.ticks_ns(mid, end, period, True)])
+    whole = node_core.ticks_ns(start, end, period, True)
+    assert joined.tolist() == whole.tolist()
+    assert all(start <= t <= end and t % period == 0 for t in whole.tolist())
+
+
+def test_throttled_warning_counts_suppressed_messages():
+    throttle = node_core.ThrottledWarning(5.0)
+    assert throttle.message("late", 0.0) == "late"
+    assert throttle.message("late", 1.0) is None
+    assert throttle.message("late", 4.9) is None
+    assert throttle.message("late", 5.0) == "late (2 more since the last warning)"
+
+
+# ---------------------------------------------------------------------------------- truth stream
+def kinematic_series(stamps_ns, seed=0):
+    """A smooth turning drive: ENU position, yaw, body-forward speed; world velocity and rates."""
+    t = stamps_to_seconds(stamps_ns)
+    rng = np.random.default_rng(seed)
+    speed = 3.0 + 0.5 * np.sin(0.7 * t)
+    yaw = 0.2 * t + 0.1 * np.sin(t)
+    yaw_rate = 0.2 + 0.1 * np.cos(t)
+    pitch = 0.02 * np.sin(0.3 * t)
+    q = rotations.from_rpy(np.zeros_like(t), pitch, yaw)
+    v = np.stack([speed * np.cos(yaw), speed * np.sin(yaw), 0.1 * np.sin(t)], axis=1)
+    p = np.cumsum(v, axis=0) * 0.2 + rng.normal(0, 1e-3, (len(t), 3))
+    w = np.stack([np.zeros_like(t), 0.3 * 0.02 * np.cos(0.3 * t), yaw_rate], axis=1)
+    return p, q, v, w
+
+
+def jittery_stamps(n, rate, start_s=10.0, jitter=0.3, seed=1):
+    rng = np.random.default_rng(seed)
+    step = S / rate
+    base = start_s * S + np.arange(n) * step
+    return (base + rng.uniform(-jitter, jitter, n) * step).astype(np.int64)
+
+
+def stream_truth(stamps_ns, p, q, v, w):
+    stream = node_core.TruthStream()
+    segments = []
+    for i, stamp in enumerate(stamps_ns):
+        assert stream.push(int(stamp), p[i], q[i], v[i], w[i], segments)
+    stream.finish(segments)
+    return segments
+
+
+def test_truth_stream_rows_equal_the_offline_derivation_bit_for_bit():
+    stamps = jittery_stamps(40, 5.0)
+    p, q, v, w = kinematic_series(stamps)
+    offline = GroundTruth.from_kinematics(stamps_to_seconds(stamps), p, q, v, angular_velocity=w)
+    segments = stream_truth(stamps, p, q, v, w)
+    assert len(segments) == len(stamps) - 1
+    assert [s.include_end for s in segments] == [False] * (len(stamps) - 2) + [True]
+    for i, segment in enumerate(segments):
+        assert (segment.start_ns, segment.end_ns) == (stamps[i], stamps[i + 1])
+        for name in ("t", "position", "orientation", "velocity", "angular_velocity", "specific_force"):
+            assert np.array_equal(getattr(segment.truth, name), getattr(offline, name)[i:i + 2]), name
+
+
+def test_truth_stream_specific_force_at_rest_and_in_a_turn():
+    """Hand values: level at rest reads +g on z; a constant-speed circle adds v·ω to the left (+y)."""
+    stamps = np.arange(1, 6, dtype=np.int64) * 100_000_000 + 10 * S
+    t = stamps_to_seconds(stamps)
+    still = stream_truth(stamps, np.zeros((5, 3)), np.tile([0, 0, 0, 1.0], (5, 1)), np.zeros((5, 3)),
+                         np.zeros((5, 3)))
+    assert np.allclose(still[1].truth.specific_force, [[0, 0, GRAVITY]] * 2, atol=1e-12)
+    speed, rate = 2.0, 0.5  # circle: yaw = rate·t, centripetal acceleration speed·rate to the left
+    yaw = rate * t
+    v = np.stack([speed * np.cos(yaw), speed * np.sin(yaw), np.zeros(5)], axis=1)
+    circle = stream_truth(stamps, np.zeros((5, 3)), rotations.from_yaw(yaw), v, np.tile([0, 0, rate], (5, 1)))
+    # Central difference of a rotating vector shrinks its magnitude by sinc(rate·h) (h = 0.1 s).
+    expected_lateral = speed * rate * math.sin(rate * 0.1) / (rate * 0.1)
+    assert circle[1].truth.specific_force[1] == pytest.approx([0, expected_lateral, GRAVITY], abs=1e-9)
+
+
+def test_truth_stream_drops_non_increasing_and_non_finite_samples():
+    stream = node_core.TruthStream()
+    segments = []
+    ident = [0, 0, 0, 1.0]
+    assert stream.push(10 * S, [0, 0, 0], ident, [0, 0, 0], [0, 0, 0], segments)
+    assert stream.push(11 * S, [1, 0, 0], ident, [1, 0, 0], [0, 0, 0], segments)
+    assert not stream.push(11 * S, [2, 0, 0], ident, [1, 0, 0], [0, 0, 0], segments)   # equal stamp
+    assert not stream.push(10 * S, [2, 0, 0], ident, [1, 0, 0], [0, 0, 0], segments)   # older
+    assert not stream.push(12 * S, [np.nan, 0, 0], ident, [1, 0, 0], [0, 0, 0], segments)
+    assert not stream.push(12 * S, [2, 0, 0], [0, 0, 0, 0], [1, 0, 0], [0, 0, 0], segments)  # unset quat
+    assert stream.dropped == 4 and stream.accepted == 2 and stream.last_stamp_ns == 11 * S
+    assert stream.push(12 * S, [2, 0, 0], ident, [1, 0, 0], [0, 0, 0], segments)
+    assert [(s.start_ns, s.end_ns) for s in segments] == [(10 * S, 11 * S)]
+
+
+def test_odometry_twist_frames():
+    """Yaw 90°: body-forward 1 m/s is world north; a world-frame twist is taken as is."""
+    q90 = rotations.from_yaw(math.pi / 2)
+    _, q, v_world, w_body = node_core.odometry_to_truth_sample([1, 2, 3], q90, [1, 0, 0], [0, 0, 0.3])
+    assert np.allclose(v_world, [0, 1, 0]) and np.allclose(w_body, [0, 0, 0.3]) and np.allclose(q, q90)
+    _, _, v_world, w_body = node_core.odometry_to_truth_sample([0, 0, 0], q90, [0, 1, 0], [0.3, 0, 0],
+                                                               twist_frame="world")
+    assert np.allclose(v_world, [0, 1, 0]) and np.allclose(w_body, [0, -0.3, 0])  # world x = body −y
+    with pytest.raises(UserError, match="twist_frame"):
+        node_core.odometry_to_truth_sample([0, 0, 0], q90, [0, 0, 0], [0, 0, 0], twist_frame="odom")
+
+
+# ------------------------------------------------------------------ node path == offline path
+def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both", "lot17", 0)):
+    stamps = jittery_stamps(n, truth_rate)
+    p, q, v, w = kinematic_series(stamps)
+    loader = load_gps_model if sensor == "gps" else load_imu_model
+    stream = node_core.SensorStream(loader(spec, sensor_seed(2024, *keys, sensor)), rate)
+    parts = []
+    for i, stamp in enumerate(stamps):
+        ready, accepted = stream.push_truth(int(stamp), p[i], q[i], v[i], w[i])
+        assert accepted
+        parts += ready
+    parts += stream.finish()
+    node = type(parts[0]).concatenate(parts)
+    truth = GroundTruth.from_kinematics(stamps_to_seconds(stamps), p, q, v, angular_velocity=w)
+    offline = loader(spec, sensor_seed(2024, *keys, sensor)).sample(truth, node.stamp_ns)
+    return node, offline, stamps
+
+
+@pytest.mark.parametrize("spec", ["ch_gauss", "ch_rw_airsim", "hector"])
+def test_gps_node_path_equals_offline_sample(spec):
+    node, offline, stamps = node_and_offline("gps", spec, 10.0)
+    period = node_core.period_ns(10.0)
+    expected_ticks = node_core.ticks_ns(int(stamps[0]), int(stamps[-1]), period, True)
+    assert node.stamp_ns.tolist() == expected_ticks.tolist()  # every tick inside the truth span
+    for name, value in offline.as_dict().items():
+        assert np.array_equal(getattr(node, name), value), name
+
+
+@pytest.mark.parametrize("spec", ["chrono_paper_demo", "mavs_mems"])
+def test_imu_node_path_equals_offline_sample(spec):
+    node, offline, _ = node_and_offline("imu", spec, 100.0)
+    assert len(node) > 500
+    for name, value in offline.as_dict().items():
+        assert np.array_equal(getattr(node, name), value), name
+
+
+def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def step(self, stamp_ns, truth):
+            self.calls.append((stamp_ns, truth.position[0].copy()))
+            return None
+
+    model = Recorder()
+    stream = node_core.SensorStream(model, 10.0, truth_mode="hold", max_truth_gap_s=0.5)
+    ident = [0, 0, 0, 1.0]
+    for k, x in ((0, 0.0), (2, 2.0), (4, 4.0), (14, 14.0), (16, 16.0)):  # truth at 5 Hz, gap 0.4..1.4 s
+        stream.push_truth(10 * S + k * 100_000_000, [x, 0, 0], ident, [10, 0, 0], [0, 0, 0])
+    stream.finish()
+    got = {(stamp - 10 * S) // 100_000_000: pos[0] for stamp, pos in model.calls}
+    assert got == {0: 0.0, 1: 0.0, 2: 2.0, 3: 2.0, 14: 14.0, 15: 14.0, 16: 16.0}
+    assert stream.skipped_ticks == 10  # ticks 4..13 lie in the 1 s truth gap
+    with pytest.raises(UserError, match="truth_mode"):
+        node_core.SensorStream(model, 10.0, truth_mode="extrapolate")
+
+
+# -------------------------------------------------------------------------------- parameters
+def test_noise_node_parameters_defaults_and_preset_overrides():
+    config = node_core.parse_noise_node_params("gps", {"use_sim_time": True})
+    assert (config.model_spec, config.rate_hz, config.frame_id, config.output_topic, config.truth_topic) == (
+        "ch_gauss", 10.0, "gps", "/fix", "/ground_truth/odom")
+    config = node_core.parse_noise_node_params("imu", {
+        "model": "chrono_paper_demo", "seed": 7, "seed_keys": ["sim_imu", "lot17", "0"], "rate": 200,
+        "model_params.accelerometer.sigma": [0.1, 0.1, 0.02],
+        "model_params.mounting_rpy": [0.0, -1.5708, 3.1416]})
+    assert config.model_spec == {"preset": "chrono_paper_demo", "accelerometer": {"sigma": [0.1, 0.1, 0.02]},
+                                 "mounting_rpy": [0.0, -1.5708, 3.1416]}
+    assert config.seed_keys == ["sim_imu", "lot17", 0] and config.rate_hz == 200.0
+    assert config.seed_sequence().entropy == sensor_seed(7, "sim_imu", "lot17", 0, "imu").entropy
+    model = config.load_model()  # the override reached the model through the preset's own keys
+    assert model is not None
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"rate": 0.0}, "parameter rate"),
+    ({"rate": "fast"}, "parameter rate"),
+    ({"seed": -1}, "parameter seed"),
+    ({"seed_keys": "a,b"}, "parameter seed_keys"),
+    ({"truth_mode": "extrapolate"}, "parameter truth_mode"),
+    ({"max_truth_gap": 0.0}, "parameter max_truth_gap"),
+    ({"twist_frame": "odom"}, "parameter twist_frame"),
+    ({"model": ""}, "parameter model"),
+    ({"frame_id": 3}, "parameter frame_id"),
+    ({"gps_rate": 5.0}, "unknown parameter.*gps_rate"),
+])
+def test_noise_node_parameter_errors_name_the_parameter(params, match):
+    with pytest.raises(UserError, match=match):
+        node_core.parse_noise_node_params("gps", params)
+
+
+def test_unknown_model_fails_at_start_up_with_one_line():
+    config = node_core.parse_noise_node_params("gps", {"model": "no_such_preset"})
+    with pytest.raises(UserError, match="unknown preset 'no_such_preset'") as info:
+        config.load_model()
+    assert "\n" not in str(info.value)
+
+
+def test_recorder_parameters(tmp_path):
+    config = node_core.parse_recorder_params({"output": str(tmp_path / "run"), "storage": "mcap"})
+    assert config.storage == "mcap" and "/odometry/filtered" in config.topics
+    with pytest.raises(UserError, match="parameter output: .* already exists"):
+        node_core.parse_recorder_params({"output": str(tmp_path)})
+    with pytest.raises(UserError, match="parameter storage"):
+        node_core.parse_recorder_params({"output": str(tmp_path / "x"), "storage": "rosbag1"})
+    with pytest.raises(UserError, match="parameter output"):
+        node_core.parse_recorder_params({})
+
+
+# ------------------------------------------------------------------------- sbg ground truth
+def test_sbg_ekf_pair_in_ned_becomes_enu_odometry():
+    """Driver default NED: identity attitude = facing north (ENU yaw 90°); velocity N 2 m/s."""
+    config = node_core.parse_ground_truth_params({"source": "ekf"})
+    assembler = node_core.SbgTruthAssembler(config)
+    assert assembler.on_ekf_nav(10 * S, [2, 0, 0], 43.07, -89.4, 260.0, -33.0) is None  # no attitude yet
+    assembler.on_ekf_quat(10 * S, [0, 0, 0, 1.0])
+    first = assembler.on_ekf_nav(10 * S, [2.0, 0.0, 0.0], 43.07, -89.4, 260.0, -33.0)
+    assert np.allclose(first.position, 0, atol=1e-9)  # datum = first fix (ellipsoidal height 227 m)
+    assert assembler.datum == [43.07, -89.4, 227.0]
+    assert rotations.yaw_of(first.orientation) == pytest.approx(math.pi / 2)
+    assert np.allclose(first.linear_velocity_body, [2, 0, 0], atol=1e-12)
+    assert np.allclose(first.angular_velocity_body, 0)
+    # 0.5 s later, yawed 0.1 rad to the east (NED yaw +0.1 = clockwise = ENU yaw −0.1).
+    assembler.on_ekf_quat(10 * S + S // 2, [0, 0, math.sin(0.05), math.cos(0.05)])
+    second = assembler.on_ekf_nav(10 * S + S // 2, [2.0, 0.0, 0.0], 43.07 + 1e-5, -89.4, 260.0, -33.0)
+    assert second.position[1] == pytest.approx(1.11, abs=0.01)  # 1e-5 deg of latitude ≈ 1.11 m north
+    assert second.angular_velocity_body[2] == pytest.approx(-0.2, rel=1e-3)
+    assembler.on_ekf_quat(10 * S, [0, 0, 0, 1.0])
+    assert assembler.on_ekf_nav(10 * S, [2, 0, 0], 43.07, -89.4, 260.0, -33.0) is None  # stamp went back
+    assert assembler.dropped == 1
+
+
+def test_sbg_gps_pair_uses_course_and_holds_yaw_when_slow():
+    assembler = node_core.SbgTruthAssembler(node_core.parse_ground_truth_params({}))  # auto
+    assembler.on_gps_vel(10 * S, [0.0, 3.0, 0.0], 90.0)    # NED: 3 m/s east, course 90°
+    out = assembler.on_gps_pos(10 * S, 43.0, -89.0, 300.0, 0.0)
+    assert assembler.active == "gps"
+    assert rotations.yaw_of(out.orientation) == pytest.approx(0.0, abs=1e-12)
+    assert np.allclose(out.linear_velocity_body, [3, 0, 0], atol=1e-12)
+    assembler.on_gps_vel(10 * S + S // 5, [0.1, 0.0, 0.0], 0.0)  # crawling north: course is noise
+    out = assembler.on_gps_pos(10 * S + S // 5, 43.0, -89.0, 300.0, 0.0)
+    assert rotations.yaw_of(out.orientation) == pytest.approx(0.0, abs=1e-12)
+    assembler.on_ekf_quat(11 * S, [0, 0, 0, 1.0])
+    assert assembler.on_ekf_nav(11 * S, [1, 0, 0], 43, -89, 300, 0) is None  # auto stuck to gps
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"source": "ins"}, "parameter source"), ({"datum": [91.0, 0.0, 0.0]}, "parameter datum"),
+    ({"sbg_enu": "yes"}, "parameter sbg_enu"), ({"min_course_speed": -1.0}, "min_course_speed"),
+    ({"use_enu": True}, "unknown parameter"),
+])
+def test_ground_truth_parameter_errors(params, match):
+    with pytest.raises(UserError, match=match):
+        node_core.parse_ground_truth_params(params)
