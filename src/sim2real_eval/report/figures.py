@@ -66,7 +66,7 @@ def distributions_png(result: StudyResult) -> bytes:
     rows = (("rmse", "speed RMSE E (m/s)", "W1"), ("D", "entropy difference D", "W2"))
     with plt.rc_context(STYLE):
         ncols = len(variants)
-        fig, axes = plt.subplots(2, ncols, figsize=(max(3.0 * ncols, 6.0), 5.6), squeeze=False,
+        fig, axes = plt.subplots(2, ncols, figsize=(max(3.0 * ncols, 7.5), 5.6), squeeze=False,
                                  constrained_layout=True)
         for row, (field, label, w_name) in enumerate(rows):
             real = _values(result, REAL, field)
@@ -90,7 +90,7 @@ def distributions_png(result: StudyResult) -> bytes:
                 if col == 0:
                     ax.set_ylabel("density")
                 ax.legend(fontsize=8, loc="upper right")
-        fig.suptitle("Per-run error distributions, real vs each sim variant (all scored scenarios pooled)")
+        fig.suptitle("Per-run errors: real (grey) vs each sim variant, scenarios pooled", fontsize=11)
         return _png(fig)
 
 
