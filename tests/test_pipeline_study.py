@@ -79,6 +79,11 @@ def test_matrix_names(tmp_path, judge_files):
         "ch_gauss+chrono_paper_demo", "ch_gauss+airsim", "wide+chrono_paper_demo", "wide+airsim"]
 
 
+A = "a: {gps: ch_gauss, imu: chrono_paper_demo}"
+J = "judge: {ekf: EKF, navsat: NAVSAT}"
+S = "scenarios: [line, circle]"
+
+
 @pytest.mark.parametrize(
     "old, new, expected",
     [
@@ -86,18 +91,18 @@ def test_matrix_names(tmp_path, judge_files):
         ("seed: 3", "seed: -1", "seed: must be >= 0"),
         ("repeats: 2", "repeats: 0", "repeats: must be >= 1"),
         ("repeats: 2", "repeats: two", "repeats: expected an integer"),
-        ("scenarios: [line, circle]", "scenarios: [line, line]", "scenarios[1]: scenario 'line' listed twice"),
-        ("scenarios: [line, circle]", "scenarios: []", "scenarios: expected a non-empty list"),
-        ("scenarios: [line, circle]", "scenarios: [../up]", "scenarios[0]: scenario name '../up'"),
-        ("a: {gps: ch_gauss, imu: chrono_paper_demo}", "a: {gps: ch_gauss}", "variants.a.imu: missing key"),
-        ("a: {gps: ch_gauss, imu: chrono_paper_demo}", "a: {gps: 3, imu: x}", "variants.a.gps: expected a preset"),
-        ("a: {gps: ch_gauss, imu: chrono_paper_demo}", "a: {gps: g, imu: i, mag: m}", "variants.a: unknown key(s) mag"),
-        ("a: {gps: ch_gauss, imu: chrono_paper_demo}", "real: {gps: g, imu: i}", "variants.real: 'real' is reserved"),
-        ("judge: {ekf: EKF, navsat: NAVSAT}", "judge: {ekf: /nonexistent/ekf.yaml, navsat: NAVSAT}",
+        (S, "scenarios: [line, line]", "scenarios[1]: scenario 'line' listed twice"),
+        (S, "scenarios: []", "scenarios: expected a non-empty list"),
+        (S, "scenarios: [../up]", "scenarios[0]: scenario name '../up'"),
+        (A, "a: {gps: ch_gauss}", "variants.a.imu: missing key"),
+        (A, "a: {gps: 3, imu: x}", "variants.a.gps: expected a preset"),
+        (A, "a: {gps: g, imu: i, mag: m}", "variants.a: unknown key(s) mag"),
+        (A, "real: {gps: g, imu: i}", "variants.real: 'real' is reserved"),
+        (J, "judge: {ekf: /nonexistent/ekf.yaml, navsat: NAVSAT}",
          "judge.ekf: file '/nonexistent/ekf.yaml' not found"),
-        ("judge: {ekf: EKF, navsat: NAVSAT}", "judge: {ekf: EKF, navsat: NAVSAT, static_tfs: [base_link imu 0 0]}",
+        (J, "judge: {ekf: EKF, navsat: NAVSAT, static_tfs: [base_link imu 0 0]}",
          "judge.static_tfs[0]: static TF 'base_link imu 0 0': expected"),
-        ("judge: {ekf: EKF, navsat: NAVSAT}", "judge: {ekf: EKF, navsat: NAVSAT, frequency: 3}",
+        (J, "judge: {ekf: EKF, navsat: NAVSAT, frequency: 3}",
          "judge: unknown key(s) frequency"),
     ],
 )
@@ -112,7 +117,8 @@ def test_bad_values_name_file_and_key(tmp_path, judge_files, old, new, expected)
 
 
 def test_missing_variants_and_file(tmp_path, judge_files):
-    body = "\n".join(line for line in textwrap.dedent(BASE).splitlines() if not line.startswith(("  ", "variants")))
+    lines = textwrap.dedent(BASE).splitlines()
+    body = "\n".join(line for line in lines if not line.startswith(("  ", "variants")))
     with pytest.raises(UserError, match="needs 'variants' or 'matrix'"):
         load_study(write_study(tmp_path, judge_files, body))
     with pytest.raises(UserError, match="file not found"):
@@ -124,7 +130,8 @@ def test_shipped_studies_parse():
     if not (REPO / "config" / "ekf_art_iros2024.yaml").is_file():
         pytest.skip("config/ekf_art_iros2024.yaml (judge issue) not in the tree yet")
     study = load_study(paper)
-    assert [v.name for v in study.variants] == ["ch_gauss", "ch_rw", "airsim", "ch_gauss_airsim", "ch_rw_airsim"]
+    names = ["ch_gauss", "ch_rw", "airsim", "ch_gauss_airsim", "ch_rw_airsim"]
+    assert [v.name for v in study.variants] == names
     assert list(study.scenarios) == ["line", "sine", "circle"] and study.repeats == 10
     assert len(study.runs()) == 150
     assert all(v.imu == "chrono_paper_demo" for v in study.variants)

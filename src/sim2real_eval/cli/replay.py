@@ -16,9 +16,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", required=True, help="output directory (runs go to OUT/real and OUT/sim)")
     parser.add_argument("--config", default=None, help="robot_localization ekf YAML (default: the ART one)")
     parser.add_argument("--navsat", default=None, help="navsat_transform YAML (default: the ART one)")
-    parser.add_argument("--static-tf", action="append", default=None, metavar="'PARENT CHILD x y z yaw pitch roll'",
+    parser.add_argument("--static-tf", action="append", default=None,
+                        metavar="'PARENT CHILD x y z yaw pitch roll'",
                         help="static TF of the judge (repeatable; default: the ART base_link->imu/gps)")
-    parser.add_argument("--scenario", default=None, help="scenario name of the pair (default: the bag's name)")
+    parser.add_argument("--scenario", default=None,
+                        help="scenario name of the pair (default: the bag's name)")
     parser.add_argument("--k", type=int, default=0, help="repeat index of the pair (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated streams (default 0)")
     parser.add_argument("--truth", default="auto", help="ground-truth source in the bag (default: auto)")
@@ -26,7 +28,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--imu-topic", default="/imu", help="real IMU topic (default /imu)")
     parser.add_argument("--gps-topic", default="/fix", help="real GPS topic (default /fix)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
-    parser.add_argument("--ground-truth-rate", type=float, default=None, help="Hz of /ground_truth/odom (default 50)")
+    parser.add_argument("--ground-truth-rate", type=float, default=None,
+                        help="Hz of /ground_truth/odom (default 50)")
 
 
 def run(args) -> int:

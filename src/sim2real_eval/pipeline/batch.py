@@ -184,7 +184,8 @@ class _progress:
                             TimeRemainingColumn(), TextColumn("{task.fields[last]}"), transient=False)
         self.bar.__enter__()
         skipped = f"{self.completed} already complete" if self.completed else ""
-        self.task = self.bar.add_task(self.description, total=self.total, completed=self.completed, last=skipped)
+        self.task = self.bar.add_task(self.description, total=self.total, completed=self.completed,
+                                      last=skipped)
 
         def advance(result) -> None:
             failed = isinstance(result, RunFailure)

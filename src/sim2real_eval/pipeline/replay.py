@@ -57,7 +57,8 @@ def model_label(spec: Any) -> str:
 
 def replay_variant(replace: dict) -> str:
     """``{"imu": "chrono_paper_demo"}`` → ``sim_imu-chrono_paper_demo`` (sensors in gps, imu order)."""
-    return "sim_" + "_".join(f"{sensor}-{model_label(replace[sensor])}" for sensor in SENSORS if sensor in replace)
+    parts = [f"{sensor}-{model_label(replace[sensor])}" for sensor in SENSORS if sensor in replace]
+    return "sim_" + "_".join(parts)
 
 
 def parse_replace(items) -> dict:
@@ -164,7 +165,8 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
         for topic, msgtype in wanted.items():
             info = reader.topics.get(topic)
             if info is None:
-                raise UserError(f"{spec.bag}: topic {topic} not found (topics: {', '.join(sorted(reader.topics))})")
+                raise UserError(f"{spec.bag}: topic {topic} not found "
+                                f"(topics: {', '.join(sorted(reader.topics))})")
             if info.msgtype != msgtype:
                 raise UserError(f"{spec.bag}: topic {topic} has type {info.msgtype}, expected {msgtype}")
             if info.count == 0:
@@ -194,13 +196,16 @@ def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
     receive = np.array([r[0] for r in streams.imu], dtype=np.int64)
     inside = (stamps * 1e-9 >= truth.t[0]) & (stamps * 1e-9 <= truth.t[-1])
     if not inside.any():
-        raise UserError(f"{spec.bag}: topic {spec.imu_topic}: no message stamp lies inside the ground-truth span "
+        raise UserError(f"{spec.bag}: topic {spec.imu_topic}: no message stamp lies inside the ground-truth "
+                        "span "
                         f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
-    model = load_imu(spec.replace["imu"], spec.judge, sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "imu"))
+    seed = sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "imu")
+    model = load_imu(spec.replace["imu"], spec.judge, seed)
     samples = model.sample(truth, stamps_ns=stamps[inside])
     records = imu_records(samples)
     # Keep the real receive times: the judge sees the replaced stream with the real timing.
-    return [(int(recv), topic, msgtype, msg) for recv, (_r, topic, msgtype, msg) in zip(receive[inside], records)]
+    return [(int(recv), topic, msgtype, msg)
+            for recv, (_r, topic, msgtype, msg) in zip(receive[inside], records)]
 
 
 def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:

@@ -30,7 +30,8 @@ ART_STATIC_TFS = ("base_link imu 0 0 0 3.1416 -1.5708 0", "base_link gps 0 0 0 0
 DEFAULT_GROUND_TRUTH_RATE = 50.0  # Hz: plenty for speed metrics, 2× fewer messages than a 100 Hz truth
 STORAGES = ("sqlite3", "mcap")
 SIDES = ("sim", "real")
-TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix", "imu": "/imu"}
+TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix",
+          "imu": "/imu"}
 GPS_ODOMETRY_TOPIC = "/odometry/gps"
 IMU_FRAME = "imu"
 RUN_FILE = "run.yaml"
@@ -172,7 +173,8 @@ def load_imu(spec: Any, judge: JudgeConfig, seed_sequence=None):
     children = {text.split()[1] for text in judge.static_tfs}
     if model.frame_id not in children | {"base_link"}:
         raise UserError(f"imu model {spec!r}: frame_id {model.frame_id!r} has no static TF in the judge "
-                        f"(TF children: {', '.join(sorted(children))}); the judge would drop every IMU message")
+                        f"(TF children: {', '.join(sorted(children))}); "
+                        "the judge would drop every IMU message")
     return model
 
 
@@ -243,7 +245,8 @@ def existing_run(path: Path, record: dict) -> bool:
         return False
     run_file = path / RUN_FILE
     if not run_file.is_file():
-        raise UserError(f"{path}: exists but has no {RUN_FILE}, so it is not a run; remove it or choose another --out")
+        raise UserError(f"{path}: exists but has no {RUN_FILE}, so it is not a run; "
+                        "remove it or choose another --out")
     found = load_yaml(run_file)
     if not isinstance(found, dict):
         raise UserError(f"{run_file}: not a run description (expected a mapping)")

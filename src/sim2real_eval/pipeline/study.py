@@ -37,7 +37,8 @@ from .run import ART_STATIC_TFS, DEFAULT_GROUND_TRUTH_RATE, STORAGES, JudgeConfi
 
 DEFAULT_EKF = "ekf_art_iros2024.yaml"
 DEFAULT_NAVSAT = "navsat_art_iros2024.yaml"
-TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate", "storage")
+TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate",
+            "storage")
 JUDGE_KEYS = ("ekf", "navsat", "static_tfs")
 
 # Names become directory components: keep them portable and unambiguous.
@@ -140,7 +141,8 @@ def _matrix_entry(section: Section, key: str, index: int, value: Any) -> tuple[s
             raise section.error(where, "an inline model needs a 'name' (used in the variant name)")
         return check_name(section, where, name, "name"), _model_spec(section, where, value)
     spec = _model_spec(section, where, value)
-    return check_name(section, where, Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec, "name"), spec
+    name = Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
+    return check_name(section, where, name, "name"), spec
 
 
 def load_variants(study: Section) -> tuple:
