@@ -28,14 +28,17 @@ from sim2real_eval.bags.writer import merge_by_time
 from sim2real_eval.models.samples import GpsSamples, ImuSamples
 from sim2real_eval.truth import GroundTruth
 
+# Peak RSS from /proc/self/status VmHWM: it belongs to the exec'd image.  (ru_maxrss would carry the
+# parent's peak over fork+exec on Linux.)
 READER = """
-import resource, sys
+import sys
 from sim2real_eval.bags import open_bag
 n = 0
 with open_bag(sys.argv[1]) as bag:
     for message in bag.messages():
         n += 1
-print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(n, hwm_kb / 1024.0)
 """
 
 
