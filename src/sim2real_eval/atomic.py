@@ -33,6 +33,12 @@ def _temp_sibling(final: Path, kind: str) -> Path:
         raise UserError(f"{parent}: cannot write here ({exc.strerror})") from None
 
 
+def _write_error(final: Path, exc: OSError) -> UserError:
+    if exc.errno == errno.ENOSPC:
+        return UserError(f"{final}: no space left on device")
+    return UserError(f"{final}: cannot write ({exc.strerror or exc})")
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
@@ -67,9 +73,7 @@ def atomic_directory(final, overwrite: bool = False, empty: bool = True) -> Iter
             os.replace(temp, final)
     except OSError as exc:
         _remove(temp)
-        if exc.errno == errno.ENOSPC:
-            raise UserError(f"{final}: no space left on device") from None
-        raise UserError(f"{final}: cannot write ({exc.strerror or exc})") from None
+        raise _write_error(final, exc) from None
     except BaseException:
         _remove(temp)
         raise
@@ -86,9 +90,7 @@ def atomic_file(final, mode: str = "w", **open_kwargs) -> Iterator:
         os.replace(temp, final)
     except OSError as exc:
         _remove(temp)
-        if exc.errno == errno.ENOSPC:
-            raise UserError(f"{final}: no space left on device") from None
-        raise UserError(f"{final}: cannot write ({exc.strerror or exc})") from None
+        raise _write_error(final, exc) from None
     except BaseException:
         _remove(temp)
         raise
