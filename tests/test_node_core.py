@@ -267,17 +267,18 @@ def test_sbg_ekf_pair_in_ned_becomes_enu_odometry():
     config = node_core.parse_ground_truth_params({"source": "ekf"})
     assembler = node_core.SbgTruthAssembler(config)
     assert assembler.on_ekf_nav(10 * S, [2, 0, 0], 43.07, -89.4, 260.0, -33.0) is None  # no attitude yet
-    assembler.on_ekf_quat(10 * S, [0, 0, 0, 1.0])
-    first = assembler.on_ekf_nav(10 * S, [2.0, 0.0, 0.0], 43.07, -89.4, 260.0, -33.0)
+    first = assembler.on_ekf_quat(10 * S, [0, 0, 0, 1.0])  # completes the pair
     assert np.allclose(first.position, 0, atol=1e-9)  # datum = first fix (ellipsoidal height 227 m)
     assert assembler.datum == [43.07, -89.4, 227.0]
     assert rotations.yaw_of(first.orientation) == pytest.approx(math.pi / 2)
     assert np.allclose(first.linear_velocity_body, [2, 0, 0], atol=1e-12)
     assert np.allclose(first.angular_velocity_body, 0)
     # 0.5 s later, yawed 0.1 rad to the east (NED yaw +0.1 = clockwise = ENU yaw −0.1).
-    assembler.on_ekf_quat(10 * S + S // 2, [0, 0, math.sin(0.05), math.cos(0.05)])
-    second = assembler.on_ekf_nav(10 * S + S // 2, [2.0, 0.0, 0.0], 43.07 + 1e-5, -89.4, 260.0, -33.0)
+    assembler.on_ekf_quat(10 * S + S // 2 - 30_000_000, [0, 0, 0, 1.0])  # older partner, 30 ms off
+    assert assembler.on_ekf_nav(10 * S + S // 2, [2.0, 0.0, 0.0], 43.07 + 1e-5, -89.4, 260.0, -33.0) is None
+    second = assembler.on_ekf_quat(10 * S + S // 2 + 1_000_000, [0, 0, math.sin(0.05), math.cos(0.05)])
     assert second.position[1] == pytest.approx(1.11, abs=0.01)  # 1e-5 deg of latitude ≈ 1.11 m north
+    assert second.stamp_ns == 10 * S + S // 2  # the position message's stamp, the closer attitude
     assert second.angular_velocity_body[2] == pytest.approx(-0.2, rel=1e-3)
     assembler.on_ekf_quat(10 * S, [0, 0, 0, 1.0])
     assert assembler.on_ekf_nav(10 * S, [2, 0, 0], 43.07, -89.4, 260.0, -33.0) is None  # stamp went back

@@ -491,7 +491,9 @@ class SbgTruthAssembler:
     ``ekf``: SbgEkfNav (position, world velocity) paired with the latest SbgEkfQuat (attitude).
     ``gps``: SbgGpsPos paired with the latest SbgGpsVel; the yaw is the GNSS course (held while the
     speed is below ``min_course_speed``), roll = pitch = 0 (a ground vehicle's GNSS has no attitude).
-    ``auto`` uses the first pair that completes and sticks to it.  Body rates are the one-sided
+    Each message of a pair may arrive first (stamps within ``max_pair_gap``); the output carries the
+    position message's stamp, and the partner is the one closest in time.  ``auto`` uses the first
+    pair that completes and sticks to it.  Body rates are the one-sided
     difference of the orientation between consecutive outputs (``truth.body_rates_from_orientation``
     on the two samples); the first output has zero rates.  Outputs with non-increasing stamps are
     never produced.
@@ -501,45 +503,70 @@ class SbgTruthAssembler:
         self.config = config
         self.active = None if config.source == "auto" else config.source
         self.datum = config.datum
-        self._quat: Optional[Tuple[int, np.ndarray]] = None
-        self._vel: Optional[Tuple[int, np.ndarray, float]] = None
+        self._quats: List[Tuple[int, np.ndarray]] = []         # last two SbgEkfQuat (ENU attitude)
+        self._vels: List[Tuple[int, np.ndarray, float]] = []   # last two SbgGpsVel (ENU velocity, course)
+        self._nav: Optional[tuple] = None  # pending SbgEkfNav waiting for its attitude
+        self._pos: Optional[tuple] = None  # pending SbgGpsPos waiting for its velocity
         self._yaw = 0.0
         self._last: Optional[TruthOdometry] = None
         self.dropped = 0
 
-    def on_ekf_quat(self, stamp_ns: int, quaternion) -> None:
-        from . import sbg
-        self._quat = (int(stamp_ns), sbg.quaternion_to_enu(np.asarray(quaternion, float).reshape(1, 4),
-                                                           self.config.sbg_enu)[0])
+    def _partner(self, stamp_ns: int, candidates: list):
+        """The candidate closest in time to ``stamp_ns`` once one at or after it has arrived (so a
+        closer one can no longer come), within ``max_pair_gap``; None = keep waiting."""
+        if not candidates or candidates[-1][0] < stamp_ns:
+            return None
+        best = min(candidates, key=lambda c: abs(c[0] - stamp_ns))
+        return best if abs(best[0] - stamp_ns) <= self.config.max_pair_gap_s * 1e9 else None
 
-    def on_gps_vel(self, stamp_ns: int, velocity, course_deg: float) -> None:
+    # Each message of a pair may arrive first; the output is produced by whichever completes the pair,
+    # stamped with the position message.
+    def on_ekf_quat(self, stamp_ns: int, quaternion) -> Optional[TruthOdometry]:
         from . import sbg
-        self._vel = (int(stamp_ns), sbg.vector_to_enu(np.asarray(velocity, float).reshape(1, 3),
-                                                      self.config.sbg_enu)[0], float(course_deg))
+        self._quats = self._quats[-1:] + [(int(stamp_ns), sbg.quaternion_to_enu(
+            np.asarray(quaternion, float).reshape(1, 4), self.config.sbg_enu)[0])]
+        return self._try_ekf()
 
     def on_ekf_nav(self, stamp_ns: int, velocity, latitude, longitude, altitude,
                    undulation) -> Optional[TruthOdometry]:
         from . import sbg
-        if self.active not in (None, "ekf") or self._quat is None:
-            return None
-        if abs(self._quat[0] - int(stamp_ns)) > self.config.max_pair_gap_s * 1e9:
-            return None
         velocity_enu = sbg.vector_to_enu(np.asarray(velocity, float).reshape(1, 3), self.config.sbg_enu)[0]
-        return self._emit("ekf", int(stamp_ns), latitude, longitude, altitude, undulation, self._quat[1],
-                          velocity_enu)
+        self._nav = (int(stamp_ns), velocity_enu, latitude, longitude, altitude, undulation)
+        return self._try_ekf()
+
+    def on_gps_vel(self, stamp_ns: int, velocity, course_deg: float) -> Optional[TruthOdometry]:
+        from . import sbg
+        self._vels = self._vels[-1:] + [(int(stamp_ns), sbg.vector_to_enu(
+            np.asarray(velocity, float).reshape(1, 3), self.config.sbg_enu)[0], float(course_deg))]
+        return self._try_gps()
 
     def on_gps_pos(self, stamp_ns: int, latitude, longitude, altitude, undulation) -> Optional[TruthOdometry]:
+        self._pos = (int(stamp_ns), latitude, longitude, altitude, undulation)
+        return self._try_gps()
+
+    def _try_ekf(self) -> Optional[TruthOdometry]:
+        if self.active not in (None, "ekf") or self._nav is None:
+            return None
+        quat = self._partner(self._nav[0], self._quats)
+        if quat is None:
+            return None
+        (stamp_ns, velocity_enu, latitude, longitude, altitude, undulation), self._nav = self._nav, None
+        return self._emit("ekf", stamp_ns, latitude, longitude, altitude, undulation, quat[1], velocity_enu)
+
+    def _try_gps(self) -> Optional[TruthOdometry]:
         from . import sbg
-        if self.active not in (None, "gps") or self._vel is None:
+        if self.active not in (None, "gps") or self._pos is None:
             return None
-        if abs(self._vel[0] - int(stamp_ns)) > self.config.max_pair_gap_s * 1e9:
+        vel = self._partner(self._pos[0], self._vels)
+        if vel is None:
             return None
-        velocity_enu = self._vel[1]
+        (stamp_ns, latitude, longitude, altitude, undulation), self._pos = self._pos, None
+        velocity_enu = vel[1]
         if math.hypot(velocity_enu[0], velocity_enu[1]) >= self.config.min_course_speed:
-            self._yaw = float(sbg.course_to_yaw(self._vel[2], self.config.sbg_enu))
-        orientation = rotations.from_yaw(self._yaw)
-        return self._emit("gps", int(stamp_ns), latitude, longitude, altitude, undulation,
-                          np.asarray(orientation, float).reshape(4), velocity_enu)
+            self._yaw = float(sbg.course_to_yaw(vel[2], self.config.sbg_enu))
+        orientation = np.asarray(rotations.from_yaw(self._yaw), float).reshape(4)
+        return self._emit("gps", stamp_ns, latitude, longitude, altitude, undulation, orientation,
+                          velocity_enu)
 
     def _emit(self, source, stamp_ns, latitude, longitude, altitude, undulation, orientation,
               velocity_enu) -> Optional[TruthOdometry]:

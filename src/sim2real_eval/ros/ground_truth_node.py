@@ -33,6 +33,7 @@ class GroundTruthNode:
         SbgEkfNav, SbgEkfQuat, SbgGpsPos, SbgGpsVel = _sbg_types()
         self.publisher = self.node.create_publisher(Odometry, self.config.output_topic, _node.PUBLISH_QOS)
         self.out_of_order = node_core.ThrottledWarning(5.0)
+        self.reported_drops = 0
         topics, qos = self.config.topics, _node.SUBSCRIBE_QOS
         sub = self.node.create_subscription
         if self.config.source in ("auto", "ekf"):
@@ -44,11 +45,11 @@ class GroundTruthNode:
 
     def on_ekf_quat(self, msg) -> None:
         q = msg.quaternion
-        self.assembler.on_ekf_quat(messages.header_ns(msg.header), [q.x, q.y, q.z, q.w])
+        self.publish(self.assembler.on_ekf_quat(messages.header_ns(msg.header), [q.x, q.y, q.z, q.w]))
 
     def on_gps_vel(self, msg) -> None:
         v = msg.velocity
-        self.assembler.on_gps_vel(messages.header_ns(msg.header), [v.x, v.y, v.z], msg.course)
+        self.publish(self.assembler.on_gps_vel(messages.header_ns(msg.header), [v.x, v.y, v.z], msg.course))
 
     def on_ekf_nav(self, msg) -> None:
         v = msg.velocity
@@ -61,7 +62,8 @@ class GroundTruthNode:
 
     def publish(self, out) -> None:
         if out is None:
-            if self.assembler.dropped:
+            if self.assembler.dropped > self.reported_drops:
+                self.reported_drops = self.assembler.dropped
                 text = self.out_of_order.message(
                     f"dropped sbg sample(s) with non-increasing stamps ({self.assembler.dropped} so far)",
                     _node.wall_seconds())
