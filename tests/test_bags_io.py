@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import Writer
 
@@ -315,3 +317,65 @@ def test_reading_never_modifies_input_even_with_wal(written, tmp_path):
     with open_bag(written[1]["sqlite3"]) as bag:
         sum(1 for _ in bag.messages())
     assert _digest(written[1]["sqlite3"]) == clean_before
+
+
+# --- older / newer rosbag2 versions -------------------------------------------------------------
+
+def _as_humble(bag: Path, version: int) -> None:
+    """Rewrite one of our bags the way Humble (v5) or older records it: sqlite schema 3 without
+    definitions or type hashes, metadata without the v6+ keys."""
+    db = next(bag.glob("*.db3"))
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE message_definitions")
+        conn.execute("ALTER TABLE topics DROP COLUMN type_description_hash")
+        conn.execute("UPDATE schema SET schema_version = 3")
+    conn.close()
+    meta_path = bag / "metadata.yaml"
+    meta = yaml.safe_load(meta_path.read_text())
+    info = meta["rosbag2_bagfile_information"]
+    info["version"] = version
+    for key in ("custom_data", "ros_distro"):
+        info.pop(key)
+    for entry in info["topics_with_message_count"]:
+        entry["topic_metadata"].pop("type_description_hash")
+    meta_path.write_text(yaml.safe_dump(meta))
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_humble_style_bag_without_definitions(written, tmp_path, version):
+    bag = _copy(written[1]["sqlite3"], tmp_path / "humble")
+    _as_humble(bag, version)
+    with open_bag(bag) as reader:
+        fixes = [m.msg for m in reader.messages(["/fix"])]
+    np.testing.assert_array_equal([f.longitude for f in fixes], _gps().longitude)
+
+
+def test_version_9_and_bare_mcap(tmp_path):
+    store = get_typestore()
+    with Writer(tmp_path / "v9", version=9) as writer:
+        conn = writer.add_connection("/s", STRING, typestore=store)
+        writer.write(conn, 5, store.serialize_cdr(store.types[STRING]("nine"), STRING))
+    with open_bag(tmp_path / "v9") as bag:
+        assert [m.msg.data for m in bag.messages()] == ["nine"]
+    bag = write_bag(tmp_path / "m", [(3, "/s", STRING, store.types[STRING]("bare"))], storage="mcap")
+    with open_bag(bag / "m.mcap") as reader:  # an .mcap file on its own, no metadata.yaml
+        assert [m.msg.data for m in reader.messages()] == ["bare"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 2**62), st.sampled_from(["/a", "/b", "/c"]), st.text(max_size=20)),
+                min_size=1, max_size=30),
+       st.sampled_from(["sqlite3", "mcap"]))
+def test_any_stream_round_trips(tmp_path, items, storage):
+    store = get_typestore()
+    items = sorted(items, key=lambda item: item[0])
+    stream = [(ns, topic, STRING, store.types[STRING](text)) for ns, topic, text in items]
+    out = tmp_path / f"rt-{len(list(tmp_path.iterdir()))}"
+    write_bag(out, stream, storage=storage)
+    with open_bag(out) as bag:
+        got = [(m.recv_ns, m.topic, m.msg.data) for m in bag.messages()]
+        counts = {topic: info.count for topic, info in bag.topics.items()}
+    # Same multiset (equal stamps may come back in any order), non-decreasing stamps, exact counts.
+    assert sorted(got) == sorted(items)
+    assert [g[0] for g in got] == sorted(g[0] for g in got)
+    assert counts == {t: sum(1 for i in items if i[1] == t) for t in {i[1] for i in items}}
