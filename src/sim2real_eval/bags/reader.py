@@ -173,8 +173,10 @@ class BagReader:
         for conn in self._connections:
             if conn.msgdef.format != MessageDefinitionFormat.NONE and conn.msgdef.data:
                 embedded[conn.msgtype] = (conn.msgtype, conn.msgdef.format, conn.msgdef.data)
-        if self._is_ros1:
-            # ROS 1 types differ from ROS 2 (Header.seq): only the bag's own definitions apply.
+        self_described = all(conn.msgtype in embedded for conn in self._connections)
+        if self._is_ros1 or (self_described and typestore is None and msg_path is None):
+            # ROS 1 types differ from ROS 2 (Header.seq): only the bag's own definitions apply.  A fully
+            # self-describing rosbag2 bag (all ours) needs no other store, which keeps opening cheap.
             base = None
         elif typestore is not None:
             base = typestore
