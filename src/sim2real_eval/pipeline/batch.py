@@ -103,6 +103,8 @@ def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str
     done, pending = plan(tasks, out)
     for index, outcome in done:
         report.outcomes[index] = outcome
+    # Dispatch runs that share a ground truth together (workers cache it); report in task order.
+    pending.sort(key=lambda index: getattr(tasks[index], "locality_key", ()))
     workers = available_cores() if workers is None else int(workers)
     if workers < 1:
         raise UserError(f"--workers must be >= 1, got {workers}")

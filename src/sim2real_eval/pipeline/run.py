@@ -101,6 +101,11 @@ class SimRunSpec:
     def label(self) -> str:
         return f"{self.side}/{self.variant}/{self.scenario}/{self.k}"
 
+    @property
+    def locality_key(self) -> tuple:
+        """Runs with equal keys share their ground truth (the batch runner dispatches them together)."""
+        return (self.scenario, json.dumps(plain(self.scenario_params), sort_keys=True), self.seed, self.k)
+
     def directory(self, out) -> Path:
         return run_directory(out, self.side, self.variant, self.scenario, self.k)
 
@@ -282,6 +287,26 @@ def scenario_truth(name: str, params: Any, seed: int, k: int):
     return scenarios.simulate(data, source, sensor_seed(seed, "scenario", stem, k))
 
 
+# Every variant of a study shares the trajectories of (scenario, k): a worker keeps the last few
+# truths and their /ground_truth/odom messages (read-only), and the batch runner dispatches runs
+# grouped by (scenario, k) so these hits are frequent.
+_TRUTH_CACHE: dict = {}
+_TRUTH_CACHE_SIZE = 16
+
+
+def cached_truth(name: str, params: Any, seed: int, k: int, rate: float) -> tuple:
+    """(GroundTruth, /ground_truth/odom records) of one repeat, computed once per worker."""
+    key = (name, json.dumps(plain(params), sort_keys=True), seed, k, rate)
+    hit = _TRUTH_CACHE.get(key)
+    if hit is None:
+        truth = scenario_truth(name, params, seed, k)
+        hit = (truth, truth_records(truth, rate))
+        while len(_TRUTH_CACHE) >= _TRUTH_CACHE_SIZE:
+            _TRUTH_CACHE.pop(next(iter(_TRUTH_CACHE)))
+        _TRUTH_CACHE[key] = hit
+    return hit
+
+
 @functools.lru_cache(maxsize=8)
 def _judge_parts(ekf: str, navsat: str, static_tfs: tuple):
     from ..judge import load_ekf_params, load_navsat_params, parse_static_tf
@@ -361,12 +386,13 @@ def simulate_run(spec: SimRunSpec, out) -> RunOutcome:
     if existing_run(path, record):
         return RunOutcome(spec.label, str(path), True, {})
     remove_stale_temporaries(path)
-    truth = scenario_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k)
+    truth, truth_messages = cached_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k,
+                                         spec.ground_truth_rate)
     keys = (spec.seed, spec.variant, spec.scenario, spec.k)
     gps = load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
     imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     sensors = in_receive_order(gps_records(gps) + imu_records(imu))
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
-    records = in_receive_order(sensors + judge_records(result) + truth_records(truth, spec.ground_truth_rate))
+    records = in_receive_order(sensors + judge_records(result) + truth_messages)
     counts = write_run(path, records, record, spec.storage)
     return RunOutcome(spec.label, str(path), False, counts, truth.duration)
