@@ -379,3 +379,32 @@ def test_any_stream_round_trips(tmp_path, items, storage):
     assert sorted(got) == sorted(items)
     assert [g[0] for g in got] == sorted(g[0] for g in got)
     assert counts == {t: sum(1 for i in items if i[1] == t) for t in {i[1] for i in items}}
+
+
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from sim2real_eval.bags import get_typestore, write_bag
+from sim2real_eval.errors import UserError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit then fail with EFBIG
+store = get_typestore()
+text = store.types["std_msgs/msg/String"]("x" * 1000)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    stream = ((i, "/s", "std_msgs/msg/String", text) for i in range(1000))
+    write_bag(Path(sys.argv[1]), stream, storage=sys.argv[2])
+except UserError as exc:
+    print("UserError:", exc)
+"""
+
+
+@pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
+def test_write_failure_on_full_disk_leaves_nothing(tmp_path, storage):
+    """A file-size limit makes the storage writes fail like a full disk: clean error, no directory."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path / "bag"), storage],
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith(f"UserError: {tmp_path / 'bag'}: cannot write"), out.stdout + out.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -8,6 +8,7 @@ are embedded (sqlite3 ``message_definitions`` table / MCAP schemas), so the bag 
 from __future__ import annotations
 
 import heapq
+import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -79,9 +80,9 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
                 writer.abort()
             except Exception:  # noqa: BLE001 - the original error is the one to report
                 pass
-            if isinstance(exc, apsw.FullError):
+            if isinstance(exc, apsw.FullError) or (isinstance(exc, sqlite3.Error) and "full" in str(exc)):
                 raise UserError(f"{final}: no space left on device") from None
-            if isinstance(exc, (WriterError, apsw.Error)):
+            if isinstance(exc, (WriterError, apsw.Error, sqlite3.Error)):
                 raise UserError(f"{final}: cannot write bag ({exc})") from None
             raise
         for item in inner.iterdir():
