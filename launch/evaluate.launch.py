@@ -15,7 +15,8 @@ from sim2real_eval.ros import launch_actions as la
 def _launch(context):
     plan = la.plan_or_fail(evaluate_plan, la.argument_values(context, EVALUATE_ARGUMENTS))
     player = la.action(plan.player)
-    return [la.action(spec) for spec in plan.nodes] + [player, la.shutdown_when_done(player)]
+    actions = [la.action(spec) for spec in plan.nodes] + [player]
+    return actions + ([la.shutdown_when_done(player)] if plan.shutdown_when_done else [])
 
 
 def generate_launch_description():

@@ -222,8 +222,9 @@ def test_noise_node_parameters_defaults_and_preset_overrides():
                                  "mounting_rpy": [0.0, -1.5708, 3.1416]}
     assert config.seed_keys == ["sim_imu", "lot17", 0] and config.rate_hz == 200.0
     assert config.seed_sequence().entropy == sensor_seed(7, "sim_imu", "lot17", 0, "imu").entropy
-    model = config.load_model()  # the override reached the model through the preset's own keys
-    assert model is not None
+    model = config.load_model()  # the overrides reach the model through the preset's own keys
+    assert model.period_ns == 5_000_000  # the node's rate, 200 Hz
+    assert model.mounting_rpy == [0.0, -1.5708, 3.1416]
 
 
 @pytest.mark.parametrize("params, match", [

@@ -335,9 +335,11 @@ class NoiseNodeConfig:
         return sensor_seed(self.seed, *self.seed_keys, self.sensor)
 
     def load_model(self):
+        """The offline model with the node's ``rate`` (so its sample clock matches the node's ticks):
+        offline equivalent ``load_*_model(spec, sensor_seed(...), rate=rate)``."""
         from .models import load_gps_model, load_imu_model
         loader = load_gps_model if self.sensor == "gps" else load_imu_model
-        return loader(self.model_spec, self.seed_sequence())
+        return loader(self.model_spec, self.seed_sequence(), rate=self.rate_hz)
 
 
 NOISE_NODE_DEFAULTS = {
@@ -658,6 +660,7 @@ EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     "truth_source": ("auto", "ground_truth_node input: auto | ekf (SbgEkfNav+SbgEkfQuat) | "
                              "gps (SbgGpsPos+SbgGpsVel)"),
     "play_rate": ("1.0", "ros2 bag play --rate"),
+    "shutdown_when_done": ("true", "stop everything (recorder closes the bag) when the player exits"),
 }
 SENSORS_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     key: EVALUATE_ARGUMENTS[key]
@@ -694,6 +697,7 @@ class LaunchPlan:
     nodes: List[ProcessSpec]
     output: str
     run_record: Dict[str, Any]
+    shutdown_when_done: bool = True
 
 
 def _bool_text(value: str, name: str) -> bool:
@@ -853,6 +857,7 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     gps_rate = _rate(get["rate"], "rate")
     imu_rate = _rate(get["imu_rate"], "imu_rate")
     play_rate = _rate(get["play_rate"], "play_rate")
+    shutdown_when_done = _bool_text(get["shutdown_when_done"], "shutdown_when_done")
     output = get["output"].strip() or os.path.join(cwd or os.getcwd(), "runs",
                                                    f"{mode}_{bag_path.resolve().name}")
     if Path(output).exists():
@@ -882,7 +887,8 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     nodes.append(ProcessSpec(name="recorder_node", package=PACKAGE, executable="recorder_node",
                              parameters=[{"use_sim_time": True, "output": output, "storage": storage,
                                           "run_yaml": dump_yaml(record)}]))
-    return LaunchPlan(player=player, nodes=nodes, output=output, run_record=record)
+    return LaunchPlan(player=player, nodes=nodes, output=output, run_record=record,
+                      shutdown_when_done=shutdown_when_done)
 
 
 def _sha256(path: str) -> str:
