@@ -253,8 +253,10 @@ def test_uneven_stamps_and_receive_clock(tmp_path):
         delayed(M.sbg_gps_vel_messages(truth, stamps_ns=stamps)),
         delayed(M.sbg_gps_pos_messages(truth, DATUM, stamps_ns=stamps))))
     with open_bag(bag) as reader:
-        recovered, _ = truth_from_bag(reader)
+        # The first fix is 0.2 s into the circle: anchor the ENU frame at the truth's own datum.
+        recovered, datum = truth_from_bag(reader, datum=DATUM)
         received, _ = truth_from_bag(reader, clock="receive")
+    assert datum == DATUM
     # float64 seconds at epoch scale (1.7e9 s) resolve 238 ns: compare to within one ulp.
     np.testing.assert_allclose(M.seconds_to_ns(recovered.t), stamps, rtol=0, atol=240)
     np.testing.assert_allclose(M.seconds_to_ns(received.t), stamps + delay, rtol=0, atol=240)
