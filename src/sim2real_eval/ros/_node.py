@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
+from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
@@ -51,7 +52,7 @@ def run(name: str, build: Callable[[], Node], finish: Optional[Callable[[Node], 
         node = build()
         rclpy.spin(node)
     except UserError as exc:
-        rclpy.logging.get_logger(name).error(str(exc))
+        get_logger(name).error(str(exc))
         return 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
