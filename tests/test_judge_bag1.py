@@ -1,4 +1,5 @@
 """robot_localization's own acceptance test: ekf bag1 on test1.bag (judge.md §6)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,9 @@ BAG1_TF = "base_link imu_link 0 -0.3 0.52 -1.570796327 0 1.570796327"
 
 def bag_messages(path):
     with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
-        wanted = [c for c in reader.connections if c.topic in ("/imu/data", "/husky_velocity_controller/odom")]
+        wanted = [
+            c for c in reader.connections if c.topic in ("/imu/data", "/husky_velocity_controller/odom")
+        ]
         for connection, recv_ns, raw in reader.messages(wanted):
             yield recv_ns, connection.topic, reader.deserialize(raw, connection.msgtype)
 

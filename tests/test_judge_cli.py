@@ -1,4 +1,5 @@
 """`sim2real-eval judge` end to end on a small bag written with the project's bag writer."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,17 @@ def art_bag(tmp_path_factory):
 
 
 def judge_args(bag, out, *extra):
-    args = ["judge", str(bag), "--config", str(config_path("ekf_art_iros2024.yaml")),
-            "--navsat", str(config_path("navsat_art_iros2024.yaml")), "--output", str(out), "--no-progress"]
+    args = [
+        "judge",
+        str(bag),
+        "--config",
+        str(config_path("ekf_art_iros2024.yaml")),
+        "--navsat",
+        str(config_path("navsat_art_iros2024.yaml")),
+        "--output",
+        str(out),
+        "--no-progress",
+    ]
     for tf in ART_TFS:
         args += ["--static-tf", tf]
     return args + list(extra)
@@ -36,9 +46,11 @@ def test_cli_writes_bag_and_summary_matching_the_library(art_bag, tmp_path):
     out = tmp_path / "judged"
     assert main(judge_args(art_bag, out)) == 0
     summary = json.loads((out / "summary.json").read_text())
-    library = Judge(load_ekf_params(config_path("ekf_art_iros2024.yaml")),
-                    load_navsat_params(config_path("navsat_art_iros2024.yaml")), ART_STATIC_TFS).run(
-        art_like_stream(**KW))
+    library = Judge(
+        load_ekf_params(config_path("ekf_art_iros2024.yaml")),
+        load_navsat_params(config_path("navsat_art_iros2024.yaml")),
+        ART_STATIC_TFS,
+    ).run(art_like_stream(**KW))
     np.testing.assert_allclose(summary["final_position"], library.final_position, rtol=0, atol=1e-9)
     assert summary["published"] == library.published > 0
     assert summary["inputs"] == {"/imu": 601, "/fix": 61}
@@ -52,21 +64,28 @@ def test_cli_writes_bag_and_summary_matching_the_library(art_bag, tmp_path):
     # deterministic: same input → same bytes of summary
     out2 = tmp_path / "again"
     assert main(judge_args(art_bag, out2)) == 0
-    assert (out2 / "summary.json").read_text().replace("again", "judged") == (out / "summary.json").read_text()
+    assert (out2 / "summary.json").read_text().replace("again", "judged") == (
+        out / "summary.json"
+    ).read_text()
 
 
 def test_missing_topic_names_topic_and_bag(art_bag, tmp_path, capsys):
     out = tmp_path / "o"
     code = main(judge_args(art_bag, out, "--remap", "/imu:=/imu/data"))
     err = capsys.readouterr().err
-    assert code == 2 and "/imu/data" in err and str(art_bag) in err and "\n" == err[-1] and err.count("\n") == 1
+    assert (
+        code == 2 and "/imu/data" in err and str(art_bag) in err and "\n" == err[-1] and err.count("\n") == 1
+    )
     assert not out.exists()
 
 
-@pytest.mark.parametrize("extra, text", [
-    (["--static-tf", "base_link imu 0 0"], "8 fields"),
-    (["--remap", "/imu"], "expected /from:=/to"),
-])
+@pytest.mark.parametrize(
+    "extra, text",
+    [
+        (["--static-tf", "base_link imu 0 0"], "8 fields"),
+        (["--remap", "/imu"], "expected /from:=/to"),
+    ],
+)
 def test_bad_arguments_exit_2_without_output(art_bag, tmp_path, capsys, extra, text):
     out = tmp_path / "o"
     assert main(judge_args(art_bag, out, *extra)) == 2

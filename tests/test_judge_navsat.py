@@ -1,4 +1,5 @@
 """navsat_transform_node port (judge.md §5, §10 item 13)."""
+
 from __future__ import annotations
 
 import math
@@ -22,10 +23,13 @@ def kruger_utm(lat, lon, lon0):
     """Independent UTM forward + meridian convergence: Krüger series to n⁴ (Karney 2011, eqs. 7-12)."""
     a, f, k0 = 6378137.0, 1 / 298.257223563, 0.9996
     n = f / (2 - f)
-    big_a = a / (1 + n) * (1 + n ** 2 / 4 + n ** 4 / 64)
-    alpha = [n / 2 - 2 * n ** 2 / 3 + 5 * n ** 3 / 16 + 41 * n ** 4 / 180,
-             13 * n ** 2 / 48 - 3 * n ** 3 / 5 + 557 * n ** 4 / 1440,
-             61 * n ** 3 / 240 - 103 * n ** 4 / 140, 49561 * n ** 4 / 161280]
+    big_a = a / (1 + n) * (1 + n**2 / 4 + n**4 / 64)
+    alpha = [
+        n / 2 - 2 * n**2 / 3 + 5 * n**3 / 16 + 41 * n**4 / 180,
+        13 * n**2 / 48 - 3 * n**3 / 5 + 557 * n**4 / 1440,
+        61 * n**3 / 240 - 103 * n**4 / 140,
+        49561 * n**4 / 161280,
+    ]
     e = math.sqrt(f * (2 - f))
     phi, lam = math.radians(lat), math.radians(lon - lon0)
     t = math.sinh(math.atanh(math.sin(phi)) - e * math.atanh(e * math.sin(phi)))
@@ -52,20 +56,35 @@ def test_test1_first_fix_utm_and_convergence_match_independent_series():
 
 
 def test_standard_zone_exceptions():
-    assert utm_zone(60.0, 5.0) == (32, True)    # Norway
-    assert utm_zone(78.0, 20.0) == (33, True)   # Svalbard
+    assert utm_zone(60.0, 5.0) == (32, True)  # Norway
+    assert utm_zone(78.0, 20.0) == (33, True)  # Svalbard
     assert utm_zone(-33.9, 18.4) == (34, False)
 
 
 def fix(stamp_ns, lat, lon, frame="gps", var=1.0, status=0):
     sec, nanosec = divmod(stamp_ns, S)
-    return NS(header=NS(stamp=NS(sec=sec, nanosec=nanosec), frame_id=frame), status=NS(status=status),
-              latitude=lat, longitude=lon, altitude=10.0, position_covariance=[var, 0, 0, 0, 2 * var, 0, 0, 0, 3 * var])
+    return NS(
+        header=NS(stamp=NS(sec=sec, nanosec=nanosec), frame_id=frame),
+        status=NS(status=status),
+        latitude=lat,
+        longitude=lon,
+        altitude=10.0,
+        position_covariance=[var, 0, 0, 0, 2 * var, 0, 0, 0, 3 * var],
+    )
 
 
 def odom(stamp_ns, x, y, yaw):
-    return Odometry(stamp_ns, "odom", "base_link", np.array([x, y, 0.0]), quaternion_from_rpy(0, 0, yaw),
-                    np.zeros(36), np.zeros(3), np.zeros(3), np.zeros(36))
+    return Odometry(
+        stamp_ns,
+        "odom",
+        "base_link",
+        np.array([x, y, 0.0]),
+        quaternion_from_rpy(0, 0, yaw),
+        np.zeros(36),
+        np.zeros(3),
+        np.zeros(3),
+        np.zeros(36),
+    )
 
 
 def art_navsat(tf=None):
@@ -94,7 +113,9 @@ def test_use_odometry_yaw_cancels_odom_yaw_and_rotates_by_minus_convergence():
     np.testing.assert_array_equal(out.orientation, [0, 0, 0, 1])
     assert not out.twist_covariance.any() and not out.linear_velocity.any()
     rot = matrix_from_rpy(0, 0, -gamma)
-    np.testing.assert_allclose(out.pose_covariance.reshape(6, 6)[:3, :3], rot @ np.diag([1.0, 2.0, 3.0]) @ rot.T)
+    np.testing.assert_allclose(
+        out.pose_covariance.reshape(6, 6)[:3, :3], rot @ np.diag([1.0, 2.0, 3.0]) @ rot.T
+    )
 
 
 def test_output_is_origin_when_the_gps_frame_cannot_be_resolved():

@@ -1,4 +1,6 @@
-"""ekf_node behaviour: gates, queue order, ticks, timeout predicts, publication (judge.md §3.2, §3.7, §3.8)."""
+"""ekf_node behaviour: gates, queue order, ticks, timeout predicts, publication
+(judge.md §3.2, §3.7-§3.8)."""
+
 from __future__ import annotations
 
 import heapq
@@ -16,16 +18,22 @@ from sim2real_eval.judge.params import ekf_params_from_dict
 from sim2real_eval.judge.tf import TfBuffer
 
 S = 1_000_000_000
-TWIST_ONLY = {"frequency": 10.0, "sensor_timeout": 0.5,
-              "twist0": "/vel", "twist0_config": [False] * 6 + [True] + [False] * 8}
+TWIST_ONLY = {
+    "frequency": 10.0,
+    "sensor_timeout": 0.5,
+    "twist0": "/vel",
+    "twist0_config": [False] * 6 + [True] + [False] * 8,
+}
 
 
 def twist_msg(stamp_ns, vx, frame="base_link", var=0.01):
     sec, nanosec = divmod(stamp_ns, S)
     cov = np.zeros(36)
     cov[0] = var
-    return NS(header=NS(stamp=NS(sec=sec, nanosec=nanosec), frame_id=frame),
-              twist=NS(twist=NS(linear=NS(x=vx, y=0.0, z=0.0), angular=NS(x=0.0, y=0.0, z=0.0)), covariance=cov))
+    return NS(
+        header=NS(stamp=NS(sec=sec, nanosec=nanosec), frame_id=frame),
+        twist=NS(twist=NS(linear=NS(x=vx, y=0.0, z=0.0), angular=NS(x=0.0, y=0.0, z=0.0)), covariance=cov),
+    )
 
 
 def node(extra=None):
@@ -53,7 +61,7 @@ def test_tick_processes_only_stamps_up_to_now_and_publishes_filter_time():
     n.handle("/vel", twist_msg(3 * S, 1.0))
     odom = n.tick(2 * S)
     assert odom is not None and odom.stamp_ns == 1 * S  # stamp = filter time, not tick time
-    assert len(n.queue) == 1                               # the future stamp waits
+    assert len(n.queue) == 1  # the future stamp waits
 
 
 def test_publish_only_when_the_stamp_advances():
@@ -61,7 +69,7 @@ def test_publish_only_when_the_stamp_advances():
     n.handle("/vel", twist_msg(1 * S, 1.0))
     assert n.tick(S + S // 10) is not None
     assert n.tick(S + 2 * S // 10) is None  # nothing new, timeout (0.5 s) not reached
-    odom = n.tick(S + 6 * S // 10)           # timeout predict to now → stamp advances
+    odom = n.tick(S + 6 * S // 10)  # timeout predict to now → stamp advances
     assert odom is not None and odom.stamp_ns == S + 6 * S // 10
 
 
@@ -101,14 +109,19 @@ def test_equal_stamp_ties_pop_in_std_priority_queue_order(tmp_path):
         "struct M { long t; int id; };\n"
         "struct Cmp { bool operator()(const M& a, const M& b) const { return a.t > b.t; } };\n"
         "int main(){ std::priority_queue<M, std::vector<M>, Cmp> q; char op; long t; int id;\n"
-        " while (scanf(\" %c\", &op) == 1) { if (op == 'u') { scanf(\"%ld %d\", &t, &id); q.push({t, id}); }\n"
-        "  else { printf(\"%d\\n\", q.top().id); q.pop(); } }\n"
-        " while (!q.empty()) { printf(\"%d\\n\", q.top().id); q.pop(); } }\n")
+        ' while (scanf(" %c", &op) == 1) { if (op == \'u\') { scanf("%ld %d", &t, &id); q.push({t, id}); }\n'
+        '  else { printf("%d\\n", q.top().id); q.pop(); } }\n'
+        ' while (!q.empty()) { printf("%d\\n", q.top().id); q.pop(); } }\n'
+    )
     binary = tmp_path / "pq"
     subprocess.run(["g++", "-O1", "-o", str(binary), str(source)], check=True)
     script = "".join(f"u {op[1]} {op[2]}\n" if op[0] == "push" else "o\n" for op in ops)
-    expected = [int(line) for line in subprocess.run([str(binary)], input=script, capture_output=True, text=True,
-                                                     check=True).stdout.split()]
+    expected = [
+        int(line)
+        for line in subprocess.run(
+            [str(binary)], input=script, capture_output=True, text=True, check=True
+        ).stdout.split()
+    ]
     heap, got = [], []
     for op in ops:
         if op[0] == "push":
@@ -135,7 +148,12 @@ def test_judge_ticks_on_data_clock_and_counts_inputs():
 
 def test_wrong_message_type_on_a_configured_topic_is_a_user_error():
     from sim2real_eval.errors import UserError
+
     params = ekf_params_from_dict(TWIST_ONLY, "test.yaml")
-    bad = NS(header=NS(stamp=NS(sec=1, nanosec=0), frame_id=""), latitude=1.0, __msgtype__="sensor_msgs/msg/NavSatFix")
+    bad = NS(
+        header=NS(stamp=NS(sec=1, nanosec=0), frame_id=""),
+        latitude=1.0,
+        __msgtype__="sensor_msgs/msg/NavSatFix",
+    )
     with pytest.raises(UserError, match="/vel"):
         Judge(params).run([(S, "/vel", bad)])

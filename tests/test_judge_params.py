@@ -1,4 +1,5 @@
 """Parameter files read like ekf_node / navsat_transform_node read them (judge.md §2-§5, §10 item 14)."""
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,10 @@ def test_defaults_for_absent_keys(tmp_path):
 
 
 def test_differential_wins_over_relative_and_numbering_stops_at_gap(tmp_path):
-    p = load_ekf_params(write(tmp_path, """ekf:
+    p = load_ekf_params(
+        write(
+            tmp_path,
+            """ekf:
   ros__parameters:
     odom0: /a
     odom0_differential: true
@@ -38,20 +42,28 @@ def test_differential_wins_over_relative_and_numbering_stops_at_gap(tmp_path):
     odom2: /never_read
     imu0: /imu
     imu0_pose_rejection_threshold: 0.8
-"""))
+""",
+        )
+    )
     assert [s.topic for s in p.sensors] == ["/a", "/imu"]
     assert p.sensors[0].differential and not p.sensors[0].relative
     assert p.sensors[1].pose_threshold == 0.8 and p.sensors[1].twist_threshold == math.inf
 
 
-@pytest.mark.parametrize("body, message", [
-    ("odom0: /a\n    odom0_config: [true, false]", "odom0_config: expected a list of 15"),
-    ("odom0: /a\n    process_noise_covariance: [1.0, 2.0]", "process_noise_covariance: expected a list of 225"),
-    ("odom0: /a\n    frequency: fast", "frequency: expected a finite number"),
-    ("odom0: /a\n    two_d_mode: 1", "two_d_mode: expected true/false"),
-    ("odom0: /a\n    filter_type: pf", "filter_type: unknown filter type"),
-    ("frequency: 30.0", "no odomN/poseN/twistN/imuN input"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("odom0: /a\n    odom0_config: [true, false]", "odom0_config: expected a list of 15"),
+        (
+            "odom0: /a\n    process_noise_covariance: [1.0, 2.0]",
+            "process_noise_covariance: expected a list of 225",
+        ),
+        ("odom0: /a\n    frequency: fast", "frequency: expected a finite number"),
+        ("odom0: /a\n    two_d_mode: 1", "two_d_mode: expected true/false"),
+        ("odom0: /a\n    filter_type: pf", "filter_type: unknown filter type"),
+        ("frequency: 30.0", "no odomN/poseN/twistN/imuN input"),
+    ],
+)
 def test_malformed_parameters_name_file_and_key(tmp_path, body, message):
     path = write(tmp_path, f"ekf:\n  ros__parameters:\n    {body}\n")
     with pytest.raises(UserError, match=message) as info:
@@ -78,24 +90,38 @@ ekf_b:
     assert load_navsat_params(path).zero_altitude
     with pytest.raises(UserError, match="no section for node 'missing'"):
         load_ekf_params(path, node="missing")
-    single = write(tmp_path, "ekf_a:\n  ros__parameters:\n    odom0: /a\nnav:\n  ros__parameters:\n"
-                             "    use_odometry_yaw: true\n", "two.yaml")
+    single = write(
+        tmp_path,
+        "ekf_a:\n  ros__parameters:\n    odom0: /a\nnav:\n  ros__parameters:\n    use_odometry_yaw: true\n",
+        "two.yaml",
+    )
     assert load_ekf_params(single).node == "ekf_a"
 
 
 def test_control_rules(tmp_path):
-    p = load_ekf_params(write(tmp_path, """ekf:
+    p = load_ekf_params(
+        write(
+            tmp_path,
+            """ekf:
   ros__parameters:
     odom0: /a
     use_control: true
     control_config: [true, false, false, false, false, true]
     acceleration_limits: [1.3, 0.0, 0.0, 0.0, 0.0, 3.4]
     acceleration_gains: [0.8, 0.9]
-"""))
+""",
+        )
+    )
     assert p.deceleration_limits == p.acceleration_limits  # missing → copy of the acceleration limits
     assert p.acceleration_gains == (0.8, 0.9, 1.0, 1.0, 1.0, 1.0)  # wrong size → padded with 1
-    p = load_ekf_params(write(tmp_path, "e:\n  ros__parameters:\n    odom0: /a\n    use_control: true\n"
-                                        "    control_config: [true, false]\n", "c.yaml"))
+    p = load_ekf_params(
+        write(
+            tmp_path,
+            "e:\n  ros__parameters:\n    odom0: /a\n    use_control: true\n"
+            "    control_config: [true, false]\n",
+            "c.yaml",
+        )
+    )
     assert not p.use_control  # wrong size disables control
 
 

@@ -3,6 +3,7 @@
 Output: OUT/ is a rosbag2 directory with /odometry/filtered (and /odometry/gps when navsat runs) plus
 OUT/summary.json; it appears only when complete.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,12 +25,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("--node", help="node section of --config to use (default: the only filter section)")
     parser.add_argument("--navsat", type=Path, help="navsat_transform_node parameter YAML (runs navsat)")
     parser.add_argument("--navsat-node", help="node section of --navsat to use")
-    parser.add_argument("--gps-topic", default="/fix", help="navsat's gps/fix topic in the bag (default /fix)")
-    parser.add_argument("--static-tf", action="append", default=[], metavar='"PARENT CHILD x y z yaw pitch roll"',
-                        help="a static transform (static_transform_publisher order); repeatable")
-    parser.add_argument("--remap", action="append", default=[], metavar="/from:=/to",
-                        help="ROS-style topic remapping of the nodes' topics; repeatable")
-    parser.add_argument("--output", type=Path, required=True, help="output rosbag2 directory (must not exist)")
+    parser.add_argument(
+        "--gps-topic", default="/fix", help="navsat's gps/fix topic in the bag (default /fix)"
+    )
+    parser.add_argument(
+        "--static-tf",
+        action="append",
+        default=[],
+        metavar='"PARENT CHILD x y z yaw pitch roll"',
+        help="a static transform (static_transform_publisher order); repeatable",
+    )
+    parser.add_argument(
+        "--remap",
+        action="append",
+        default=[],
+        metavar="/from:=/to",
+        help="ROS-style topic remapping of the nodes' topics; repeatable",
+    )
+    parser.add_argument(
+        "--output", type=Path, required=True, help="output rosbag2 directory (must not exist)"
+    )
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT when complete")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -77,24 +92,37 @@ def run(args) -> int:
                 continue  # produced by the judge itself (navsat's /odometry/gps)
             where = f"{sensor.name} ({sensor.topic}) of {args.config}"
             if topic not in topics:
-                raise UserError(f"topic {topic}, {where}, is not in {args.bag} "
-                                f"(topics: {', '.join(sorted(topics)) or 'none'})")
+                raise UserError(
+                    f"topic {topic}, {where}, is not in {args.bag} "
+                    f"(topics: {', '.join(sorted(topics)) or 'none'})"
+                )
             if topics[topic].msgtype != EXPECTED_TYPES[sensor.kind]:
-                raise UserError(f"topic {topic} in {args.bag} is {topics[topic].msgtype}; {where} needs "
-                                f"{EXPECTED_TYPES[sensor.kind]}")
+                raise UserError(
+                    f"topic {topic} in {args.bag} is {topics[topic].msgtype}; {where} needs "
+                    f"{EXPECTED_TYPES[sensor.kind]}"
+                )
             wanted.append(topic)
         if navsat_params is not None:
             gps = judge.gps_topic
             if gps not in topics:
-                raise UserError(f"GPS topic {gps} (navsat gps/fix) is not in {args.bag} "
-                                f"(topics: {', '.join(sorted(topics))})")
+                raise UserError(
+                    f"GPS topic {gps} (navsat gps/fix) is not in {args.bag} "
+                    f"(topics: {', '.join(sorted(topics))})"
+                )
             if topics[gps].msgtype != NAVSATFIX:
-                raise UserError(f"topic {gps} in {args.bag} is {topics[gps].msgtype}; navsat needs {NAVSATFIX}")
+                raise UserError(
+                    f"topic {gps} in {args.bag} is {topics[gps].msgtype}; navsat needs {NAVSATFIX}"
+                )
             wanted.append(gps)
-            if judge.navsat_imu_topic in topics and not navsat_params.use_odometry_yaw \
-                    and not navsat_params.wait_for_datum:
+            if (
+                judge.navsat_imu_topic in topics
+                and not navsat_params.use_odometry_yaw
+                and not navsat_params.wait_for_datum
+            ):
                 if topics[judge.navsat_imu_topic].msgtype != EXPECTED_TYPES["imu"]:
-                    raise UserError(f"topic {judge.navsat_imu_topic} in {args.bag} is not sensor_msgs/msg/Imu")
+                    raise UserError(
+                        f"topic {judge.navsat_imu_topic} in {args.bag} is not sensor_msgs/msg/Imu"
+                    )
                 wanted.append(judge.navsat_imu_topic)
         if ekf_params.use_control and judge.cmd_vel_topic in topics:
             wanted.append(judge.cmd_vel_topic)
@@ -102,9 +130,10 @@ def run(args) -> int:
         stream = ((m.recv_ns, m.topic, m.msg) for m in bag.messages(wanted, allow_empty=True))
         result = _run_with_progress(judge, stream, bag.start_ns, bag.end_ns, not args.no_progress)
         if result.published == 0:
-            raise UserError(f"{args.bag}: the filter never initialised (no usable measurement on "
-                            f"{', '.join(wanted)}); dropped: {result.dropped}")
-        typestore = bag.typestore if not getattr(bag, "_is_ros1", False) else None
+            raise UserError(
+                f"{args.bag}: the filter never initialised (no usable measurement on "
+                f"{', '.join(wanted)}); dropped: {result.dropped}"
+            )
 
     summary = {
         "bag": str(args.bag),
@@ -120,16 +149,28 @@ def run(args) -> int:
         "remaps": remaps,
     }
     if navsat_params is not None:
-        summary["config"].update({"navsat": str(args.navsat), "navsat_sha256": _sha256(args.navsat),
-                                  "navsat_node": navsat_params.node})
-    messages = list(odometry_messages(result.filtered, judge.filtered_topic, typestore))
+        summary["config"].update(
+            {
+                "navsat": str(args.navsat),
+                "navsat_sha256": _sha256(args.navsat),
+                "navsat_node": navsat_params.node,
+            }
+        )
+    messages = list(odometry_messages(result.filtered, judge.filtered_topic))
     if result.gps_odometry is not None:
-        messages += list(odometry_messages(result.gps_odometry, judge.gps_odometry_topic, typestore))
+        messages += list(odometry_messages(result.gps_odometry, judge.gps_odometry_topic))
         messages.sort(key=lambda m: m[0])
-    write_bag(args.output, messages, storage=args.storage,
-              extra_files={"summary.json": json.dumps(summary, indent=2) + "\n"}, overwrite=args.overwrite)
-    print(f"{args.output}: {result.published} /odometry/filtered, final position "
-          f"({', '.join(f'{v:.4f}' for v in result.final_position)})")
+    write_bag(
+        args.output,
+        messages,
+        storage=args.storage,
+        extra_files={"summary.json": json.dumps(summary, indent=2) + "\n"},
+        overwrite=args.overwrite,
+    )
+    print(
+        f"{args.output}: {result.published} /odometry/filtered, final position "
+        f"({', '.join(f'{v:.4f}' for v in result.final_position)})"
+    )
     return 0
 
 
@@ -139,8 +180,13 @@ def _run_with_progress(judge, stream, start_ns, end_ns, show: bool):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     span = (end_ns - start_ns) * 1e-9
-    with Progress(TextColumn("judge"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} s bag time"),
-                  TimeRemainingColumn(), transient=True) as progress:
+    with Progress(
+        TextColumn("judge"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} s bag time"),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as progress:
         task = progress.add_task("judge", total=span)
         state = {"last": start_ns}
 

@@ -3,6 +3,7 @@
 Public API (docs/architecture.md "judge"): load_ekf_params, load_navsat_params, parse_static_tf, Judge,
 JudgeResult, OdometrySeries.  Behaviour follows ../shared/spec/judge.md; see docs/judge.md.
 """
+
 from __future__ import annotations
 
 from .params import EkfParams, NavsatParams, SensorConfig, load_ekf_params, load_navsat_params
@@ -10,6 +11,14 @@ from .runner import Judge, JudgeResult, OdometrySeries
 from .tf import StaticTransform, parse_static_tf
 
 __all__ = [
-    "EkfParams", "NavsatParams", "SensorConfig", "load_ekf_params", "load_navsat_params", "Judge",
-    "JudgeResult", "OdometrySeries", "StaticTransform", "parse_static_tf",
+    "EkfParams",
+    "NavsatParams",
+    "SensorConfig",
+    "load_ekf_params",
+    "load_navsat_params",
+    "Judge",
+    "JudgeResult",
+    "OdometrySeries",
+    "StaticTransform",
+    "parse_static_tf",
 ]

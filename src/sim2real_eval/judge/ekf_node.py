@@ -1,5 +1,6 @@
 """ekf_node's behaviour around the filter (ros_filter.cpp): callbacks, sub-measurement split, stale-stamp
 gates, the stamp-ordered queue, the periodic update and the published odometry."""
+
 from __future__ import annotations
 
 import heapq
@@ -44,22 +45,31 @@ def _parts(sensor: SensorConfig, params: EkfParams, warnings: List[str]) -> _Inp
     name = sensor.name
     if sensor.kind == "odom":
         pose = config.copy()
-        pose[6:12] = False          # pose part: 0-5 (+ accel flags, fused as zero)
+        pose[6:12] = False  # pose part: 0-5 (+ accel flags, fused as zero)
         twist = config.copy()
-        twist[0:6] = False          # twist part: 6-14
-        return _Input(sensor, _Part(f"{name}_pose", pose, sensor.pose_threshold),
-                      _Part(f"{name}_twist", twist, sensor.twist_threshold))
+        twist[0:6] = False  # twist part: 6-14
+        return _Input(
+            sensor,
+            _Part(f"{name}_pose", pose, sensor.pose_threshold),
+            _Part(f"{name}_twist", twist, sensor.twist_threshold),
+        )
     if sensor.kind == "pose":
         pose = config.copy()
         pose[6:] = False
-        return _Input(sensor, _Part(name, pose, sensor.pose_threshold),
-                      _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf))
+        return _Input(
+            sensor,
+            _Part(name, pose, sensor.pose_threshold),
+            _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf),
+        )
     if sensor.kind == "twist":
         twist = config.copy()
         twist[:6] = False
         twist[12:] = False
-        return _Input(sensor, _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf),
-                      _Part(name, twist, sensor.twist_threshold))
+        return _Input(
+            sensor,
+            _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf),
+            _Part(name, twist, sensor.twist_threshold),
+        )
     # imu
     if config[0:3].any() or config[6:9].any():
         warnings.append(f"{params.source}: {name}_config: IMU position/linear-velocity flags are ignored")
@@ -69,9 +79,12 @@ def _parts(sensor: SensorConfig, params: EkfParams, warnings: List[str]) -> _Inp
     twist[9:12] = config[9:12]
     accel = np.zeros(STATE_SIZE, bool)
     accel[12:15] = config[12:15]
-    return _Input(sensor, _Part(f"{name}_pose", pose, sensor.pose_threshold),
-                  _Part(f"{name}_twist", twist, sensor.twist_threshold),
-                  _Part(f"{name}_acceleration", accel, sensor.acceleration_threshold))
+    return _Input(
+        sensor,
+        _Part(f"{name}_pose", pose, sensor.pose_threshold),
+        _Part(f"{name}_twist", twist, sensor.twist_threshold),
+        _Part(f"{name}_acceleration", accel, sensor.acceleration_threshold),
+    )
 
 
 @dataclass
@@ -90,20 +103,27 @@ class Odometry:
 
     def as_message(self):
         """A duck-typed nav_msgs/Odometry carrying this content (for feeding another node)."""
+
         def vec(v):
             return SimpleNamespace(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+
         sec, nanosec = divmod(int(self.stamp_ns), 1_000_000_000)
         q = self.orientation
         return SimpleNamespace(
             header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=nanosec), frame_id=self.frame_id),
             child_frame_id=self.child_frame_id,
-            pose=SimpleNamespace(pose=SimpleNamespace(
-                position=vec(self.position),
-                orientation=SimpleNamespace(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))),
-                covariance=self.pose_covariance),
-            twist=SimpleNamespace(twist=SimpleNamespace(linear=vec(self.linear_velocity),
-                                                        angular=vec(self.angular_velocity)),
-                                  covariance=self.twist_covariance))
+            pose=SimpleNamespace(
+                pose=SimpleNamespace(
+                    position=vec(self.position),
+                    orientation=SimpleNamespace(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3])),
+                ),
+                covariance=self.pose_covariance,
+            ),
+            twist=SimpleNamespace(
+                twist=SimpleNamespace(linear=vec(self.linear_velocity), angular=vec(self.angular_velocity)),
+                covariance=self.twist_covariance,
+            ),
+        )
 
 
 def _xyz(v) -> np.ndarray:
@@ -118,11 +138,17 @@ def check_message(topic: str, kind: str, msg) -> None:
         "twist": ("header", "twist"),
         "imu": ("header", "orientation", "angular_velocity", "linear_acceleration"),
     }[kind]
-    expected = {"odom": "nav_msgs/msg/Odometry", "pose": "geometry_msgs/msg/PoseWithCovarianceStamped",
-                "twist": "geometry_msgs/msg/TwistWithCovarianceStamped", "imu": "sensor_msgs/msg/Imu"}[kind]
-    if not all(hasattr(msg, name) for name in required) or \
-            (kind in ("pose", "odom") and not hasattr(msg.pose, "covariance")) or \
-            (kind in ("twist", "odom") and not hasattr(msg.twist, "covariance")):
+    expected = {
+        "odom": "nav_msgs/msg/Odometry",
+        "pose": "geometry_msgs/msg/PoseWithCovarianceStamped",
+        "twist": "geometry_msgs/msg/TwistWithCovarianceStamped",
+        "imu": "sensor_msgs/msg/Imu",
+    }[kind]
+    if (
+        not all(hasattr(msg, name) for name in required)
+        or (kind in ("pose", "odom") and not hasattr(msg.pose, "covariance"))
+        or (kind in ("twist", "odom") and not hasattr(msg.twist, "covariance"))
+    ):
         got = getattr(msg, "__msgtype__", type(msg).__name__)
         raise UserError(f"topic {topic}: expected {expected}, got {got}")
 
@@ -148,8 +174,13 @@ class EkfNode:
         self.subscriptions: Dict[str, List[_Input]] = {}
         for item in self.inputs:
             self.subscriptions.setdefault(topic_of(_absolute(item.sensor.topic)), []).append(item)
-        self.preparer = Preparer(tf, params.world_frame, params.base_link_frame, params.two_d_mode,
-                                 params.gravitational_acceleration)
+        self.preparer = Preparer(
+            tf,
+            params.world_frame,
+            params.base_link_frame,
+            params.two_d_mode,
+            params.gravitational_acceleration,
+        )
         self.queue: List[Measurement] = []
         self.last_message_ns: Dict[str, int] = {}
         self.last_set_pose_ns = 0
@@ -203,8 +234,14 @@ class EkfNode:
                 cov = np.zeros(36)
                 oc = np.asarray(msg.orientation_covariance, dtype=float).reshape(3, 3)
                 cov.reshape(6, 6)[3:, 3:] = oc
-                self._pose(item.pose, msg, _ImuPose(msg.orientation, cov), self.params.base_link_frame,
-                           item.sensor, True)
+                self._pose(
+                    item.pose,
+                    msg,
+                    _ImuPose(msg.orientation, cov),
+                    self.params.base_link_frame,
+                    item.sensor,
+                    True,
+                )
         if item.twist.update_sum > 0:
             if abs(float(msg.angular_velocity_covariance[0]) + 1.0) < 1e-9:
                 self.dropped["imu_angular_velocity_not_provided"] += 1
@@ -212,16 +249,16 @@ class EkfNode:
                 cov = np.zeros(36)
                 gc = np.asarray(msg.angular_velocity_covariance, dtype=float).reshape(3, 3)
                 cov.reshape(6, 6)[3:, 3:] = gc
-                self._twist(item.twist, msg.header, msg.header.frame_id,
-                            _ImuTwist(msg.angular_velocity, cov))
+                self._twist(item.twist, msg.header, msg.header.frame_id, _ImuTwist(msg.angular_velocity, cov))
         if item.acceleration is not None and item.acceleration.update_sum > 0:
             if abs(float(msg.linear_acceleration_covariance[0]) + 1.0) < 1e-9:
                 self.dropped["imu_acceleration_not_provided"] += 1
             else:
                 self._acceleration(item.acceleration, msg, item.sensor)
 
-    def _pose(self, part: _Part, msg, pose_with_cov, target_frame: str, sensor: SensorConfig,
-              imu_data: bool) -> None:
+    def _pose(
+        self, part: _Part, msg, pose_with_cov, target_frame: str, sensor: SensorConfig, imu_data: bool
+    ) -> None:
         header = msg.header
         stamp = stamp_ns(header)
         if not imu_data and self.last_set_pose_ns >= stamp:
@@ -234,10 +271,22 @@ class EkfNode:
         update = part.update.copy()
         last_seconds = self._last_seconds(part.key, header)
         had_previous = part.key in self.preparer.memory.previous
-        ok = self.preparer.prepare_pose(header, pose_with_cov.pose.position, pose_with_cov.pose.orientation,
-                                        pose_with_cov.covariance, part.key, target_frame, sensor.differential,
-                                        sensor.relative, imu_data, update, z, cov, self.filter.state,
-                                        last_seconds)
+        ok = self.preparer.prepare_pose(
+            header,
+            pose_with_cov.pose.position,
+            pose_with_cov.pose.orientation,
+            pose_with_cov.covariance,
+            part.key,
+            target_frame,
+            sensor.differential,
+            sensor.relative,
+            imu_data,
+            update,
+            z,
+            cov,
+            self.filter.state,
+            last_seconds,
+        )
         if ok:
             self._enqueue(part, z, cov, update, stamp)
         elif sensor.differential and not had_previous and part.key in self.preparer.memory.previous:
@@ -262,9 +311,18 @@ class EkfNode:
         cov = np.zeros((STATE_SIZE, STATE_SIZE))
         update = part.update.copy()
         t = twist_with_cov.twist
-        ok = self.preparer.prepare_twist(header, frame_id, _xyz(t.linear), _xyz(t.angular),
-                                         twist_with_cov.covariance, self.params.base_link_frame, update, z,
-                                         cov, self.filter.state)
+        ok = self.preparer.prepare_twist(
+            header,
+            frame_id,
+            _xyz(t.linear),
+            _xyz(t.angular),
+            twist_with_cov.covariance,
+            self.params.base_link_frame,
+            update,
+            z,
+            cov,
+            self.filter.state,
+        )
         if ok:
             self._enqueue(part, z, cov, update, stamp)
         else:
@@ -279,9 +337,15 @@ class EkfNode:
         z = np.zeros(STATE_SIZE)
         cov = np.zeros((STATE_SIZE, STATE_SIZE))
         update = part.update.copy()
-        ok = self.preparer.prepare_acceleration(msg, self.params.base_link_frame,
-                                                sensor.remove_gravitational_acceleration, update, z, cov,
-                                                self.filter.state)
+        ok = self.preparer.prepare_acceleration(
+            msg,
+            self.params.base_link_frame,
+            sensor.remove_gravitational_acceleration,
+            update,
+            z,
+            cov,
+            self.filter.state,
+        )
         if ok:
             self._enqueue(part, z, cov, update, stamp)
         else:
@@ -290,8 +354,19 @@ class EkfNode:
         self._last_header_seconds[part.key] = stamp_seconds(msg.header)
 
     def _enqueue(self, part: _Part, z, cov, update, stamp: int) -> None:
-        heapq.heappush(self.queue, Measurement(stamp, part.key, z, cov, update, part.threshold,
-                                               self.filter.latest_control.copy(), self.filter.latest_control_ns))
+        heapq.heappush(
+            self.queue,
+            Measurement(
+                stamp,
+                part.key,
+                z,
+                cov,
+                update,
+                part.threshold,
+                self.filter.latest_control.copy(),
+                self.filter.latest_control_ns,
+            ),
+        )
 
     def set_control(self, linear, angular, now_ns: int) -> None:
         """cmd_vel (geometry_msgs/Twist): stamped with the node's now(), pushed into the filter."""
@@ -331,18 +406,28 @@ class EkfNode:
         odom = self.odometry()
         if self.params.publish_tf and self.params.world_frame == self.params.odom_frame:
             rotation = matrix_from_rpy(*self.filter.state[3:6])
-            self.tf.add_dynamic(self.params.odom_frame, self.params.base_link_frame_output,
-                                stamp + int(round(self.params.transform_time_offset * 1e9)),
-                                Transform(rotation, self.filter.state[0:3].copy()))
+            self.tf.add_dynamic(
+                self.params.odom_frame,
+                self.params.base_link_frame_output,
+                stamp + int(round(self.params.transform_time_offset * 1e9)),
+                Transform(rotation, self.filter.state[0:3].copy()),
+            )
         return odom
 
     def odometry(self) -> Odometry:
         x = self.filter.state
         p = self.filter.covariance
-        return Odometry(self.filter.last_measurement_ns, self.params.world_frame,
-                        self.params.base_link_frame_output, x[0:3].copy(),
-                        quaternion_from_rpy(x[3], x[4], x[5]), p[0:6, 0:6].reshape(36).copy(),
-                        x[6:9].copy(), x[9:12].copy(), p[6:12, 6:12].reshape(36).copy())
+        return Odometry(
+            self.filter.last_measurement_ns,
+            self.params.world_frame,
+            self.params.base_link_frame_output,
+            x[0:3].copy(),
+            quaternion_from_rpy(x[3], x[4], x[5]),
+            p[0:6, 0:6].reshape(36).copy(),
+            x[6:9].copy(),
+            x[9:12].copy(),
+            p[6:12, 6:12].reshape(36).copy(),
+        )
 
 
 def _absolute(topic: str) -> str:

@@ -4,6 +4,7 @@ Each function fills a 15-vector ``z``, a 15×15 covariance and 15 update flags i
 False when the transform lookup fails (the caller drops the message), as preparePose /
 prepareTwist / prepareAcceleration do upstream.  Messages are duck-typed ROS messages.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,6 +17,7 @@ from .tf import TfBuffer, Transform, matrix_from_quaternion, matrix_from_rpy, rp
 
 # Indices forced by two_d_mode (z, roll, pitch, vz, vroll, vpitch, az).
 TWO_D_INDICES = (2, 3, 4, 8, 9, 10, 14)
+_TWO_D = np.array(TWO_D_INDICES)
 MASK_NORM = 1e-6
 
 
@@ -31,16 +33,38 @@ def stamp_seconds(header) -> float:
 def force_two_d(z: np.ndarray, cov: np.ndarray, update: np.ndarray) -> None:
     """RosFilter::forceTwoD: the 7 out-of-plane variables become zero pseudo-measurements with
     variance 1e-6 and their flags true; off-diagonals are left as they are (3.5.2)."""
-    for i in TWO_D_INDICES:
-        z[i] = 0.0
-        cov[i, i] = 1e-6
-        update[i] = True
+    z[_TWO_D] = 0.0
+    cov[_TWO_D, _TWO_D] = 1e-6
+    update[_TWO_D] = True
 
 
 def _masked(rotation: np.ndarray, flags) -> np.ndarray:
     """Update-mask propagation: rows of R·diag(flags) with norm ≥ 1e-6 become true."""
-    rotated = rotation * np.asarray(flags, dtype=float)[None, :]
-    return np.sqrt(np.sum(rotated * rotated, axis=1)) >= MASK_NORM
+    # row norm of R·diag(f) = sqrt(Σ_j R_ij² f_j) for 0/1 flags
+    return np.sqrt((rotation * rotation) @ np.asarray(flags, dtype=float)) >= MASK_NORM
+
+
+def _frame_terms(target: Transform, imu_data: bool):
+    """(rotation for masks/covariance, its 6×6 block form, RPY of the transform), memoised on the
+    transform: static transforms are looked up once and reused for every message."""
+    key = "imu" if imu_data else "plain"
+    found = target.memo.get(key)
+    if found is None:
+        rpy = rpy_from_matrix(target.rotation)
+        # IMU orientation: masks and covariance rotate by the mounting yaw only (getRPY yaw).
+        rotation = matrix_from_rpy(0.0, 0.0, rpy[2]) if imu_data else target.rotation
+        found = (rotation, _rot6(rotation), rpy, {})
+        target.memo[key] = found
+    return found
+
+
+def _masked_memo(masks: dict, rotation: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    key = flags.tobytes()
+    found = masks.get(key)
+    if found is None:
+        found = _masked(rotation, flags)
+        masks[key] = found
+    return found
 
 
 def _rot6(rotation: np.ndarray) -> np.ndarray:
@@ -77,8 +101,9 @@ class PoseMemory:
 class Preparer:
     """The prepare* functions of RosFilter bound to a TF buffer, frames and the filter state."""
 
-    def __init__(self, tf: TfBuffer, world_frame: str, base_link_frame: str, two_d_mode: bool,
-                 gravity: float):
+    def __init__(
+        self, tf: TfBuffer, world_frame: str, base_link_frame: str, two_d_mode: bool, gravity: float
+    ):
         self.tf = tf
         self.world_frame = world_frame
         self.base_link_frame = base_link_frame
@@ -87,9 +112,23 @@ class Preparer:
         self.memory = PoseMemory()
 
     # ------------------------------------------------------------------------------------------------
-    def prepare_pose(self, header, position, orientation, covariance36, key: str, target_frame: str,
-                     differential: bool, relative: bool, imu_data: bool, update: np.ndarray,
-                     z: np.ndarray, cov: np.ndarray, state: np.ndarray, last_stamp_seconds: float) -> bool:
+    def prepare_pose(
+        self,
+        header,
+        position,
+        orientation,
+        covariance36,
+        key: str,
+        target_frame: str,
+        differential: bool,
+        relative: bool,
+        imu_data: bool,
+        update: np.ndarray,
+        z: np.ndarray,
+        cov: np.ndarray,
+        state: np.ndarray,
+        last_stamp_seconds: float,
+    ) -> bool:
         """RosFilter::preparePose.  ``last_stamp_seconds`` is last_message_times_[key] (differential Δt)."""
         frame_id = header.frame_id
         if target_frame == "" and frame_id == "":
@@ -101,27 +140,28 @@ class Preparer:
         else:
             final_target = target_frame
             pose_frame = final_target if (differential and not imu_data) else frame_id
-        pose = Transform(_quaternion_matrix(orientation),
-                         np.array([float(position.x), float(position.y), float(position.z)]))
+        pose = Transform(
+            _quaternion_matrix(orientation),
+            np.array([float(position.x), float(position.y), float(position.z)]),
+        )
         target = self.tf.lookup_safe(final_target, pose_frame, stamp_ns(header))
         if target is None:
             return False
-        if imu_data:
-            # Masks and covariance of IMU orientation rotate by the mounting yaw only.
-            mount_yaw = rpy_from_matrix(target.rotation)[2]
-            rotation = matrix_from_rpy(0.0, 0.0, mount_yaw)
-        else:
-            rotation = target.rotation
-        update[0:3] = _masked(rotation, update[0:3])
-        update[3:6] = _masked(rotation, update[3:6])
+        rotation, rot6, target_rpy, masks = _frame_terms(target, imu_data)
+        update[0:3] = _masked_memo(masks, rotation, update[0:3])
+        update[3:6] = _masked_memo(masks, rotation, update[3:6])
         raw_cov = np.array(covariance36, dtype=float).reshape(6, 6)
-        rot6 = _rot6(rotation)
         cov_rotated = rot6 @ raw_cov @ rot6.T
         if imu_data:
-            roll_offset, pitch_offset, yaw_offset = rpy_from_matrix(target.rotation)
+            roll_offset, pitch_offset, yaw_offset = target_rpy
             roll, pitch, yaw = rpy_from_matrix(pose.rotation)
-            angles = np.array([clamp_rotation(roll - roll_offset), clamp_rotation(pitch - pitch_offset),
-                               clamp_rotation(yaw - yaw_offset)])
+            angles = np.array(
+                [
+                    clamp_rotation(roll - roll_offset),
+                    clamp_rotation(pitch - pitch_offset),
+                    clamp_rotation(yaw - yaw_offset),
+                ]
+            )
             angles = matrix_from_rpy(0.0, 0.0, yaw_offset) @ angles
             pose = Transform(matrix_from_rpy(angles[0], angles[1], angles[2]), pose.translation)
             target = Transform.identity()
@@ -141,8 +181,18 @@ class Preparer:
                 twist_update[6:12] = update[0:6]
                 update[:] = twist_update
                 twist_cov = (cov_rotated + rot6 @ prev_cov @ rot6.T) * dt
-                success = self.prepare_twist(header, self.base_link_frame, linear, angular, twist_cov,
-                                             self.base_link_frame, update, z, cov, state)
+                success = self.prepare_twist(
+                    header,
+                    self.base_link_frame,
+                    linear,
+                    angular,
+                    twist_cov,
+                    self.base_link_frame,
+                    update,
+                    z,
+                    cov,
+                    state,
+                )
             self.memory.previous[key] = (current, raw_cov)
             return success
         if relative:
@@ -157,29 +207,49 @@ class Preparer:
         return True
 
     # ------------------------------------------------------------------------------------------------
-    def prepare_twist(self, header, frame_id: Optional[str], linear, angular, covariance, target_frame: str,
-                      update: np.ndarray, z: np.ndarray, cov: np.ndarray, state: np.ndarray) -> bool:
+    def prepare_twist(
+        self,
+        header,
+        frame_id: Optional[str],
+        linear,
+        angular,
+        covariance,
+        target_frame: str,
+        update: np.ndarray,
+        z: np.ndarray,
+        cov: np.ndarray,
+        state: np.ndarray,
+    ) -> bool:
         """RosFilter::prepareTwist: ω_b = R·ω, v_b = R·v + t × ω_state, covariance rotated blockwise."""
         msg_frame = target_frame if not frame_id else frame_id
         target = self.tf.lookup_safe(target_frame, msg_frame, stamp_ns(header))
         if target is None:
             return False
-        rotation = target.rotation
+        rotation, rot6, _rpy, masks = _frame_terms(target, False)
         linear = np.asarray(linear, dtype=float)
         angular = np.asarray(angular, dtype=float)
         z[9:12] = rotation @ angular
-        z[6:9] = rotation @ linear + np.cross(target.translation, state[9:12])
-        update[6:9] = _masked(rotation, update[6:9])
-        update[9:12] = _masked(rotation, update[9:12])
-        rot6 = _rot6(rotation)
+        t, w = target.translation, state[9:12]
+        lever = np.array([t[1] * w[2] - t[2] * w[1], t[2] * w[0] - t[0] * w[2], t[0] * w[1] - t[1] * w[0]])
+        z[6:9] = rotation @ linear + lever  # t × ω_state
+        update[6:9] = _masked_memo(masks, rotation, update[6:9])
+        update[9:12] = _masked_memo(masks, rotation, update[9:12])
         cov[6:12, 6:12] = rot6 @ np.asarray(covariance, dtype=float).reshape(6, 6) @ rot6.T
         if self.two_d_mode:
             force_two_d(z, cov, update)
         return True
 
     # ------------------------------------------------------------------------------------------------
-    def prepare_acceleration(self, msg, target_frame: str, remove_gravity: bool, update: np.ndarray,
-                             z: np.ndarray, cov: np.ndarray, state: np.ndarray) -> bool:
+    def prepare_acceleration(
+        self,
+        msg,
+        target_frame: str,
+        remove_gravity: bool,
+        update: np.ndarray,
+        z: np.ndarray,
+        cov: np.ndarray,
+        state: np.ndarray,
+    ) -> bool:
         """RosFilter::prepareAcceleration (humble order): gravity removed in the sensor frame using the
         message orientation (or the filter attitude ∘ mounting when orientation_covariance[0] = −1),
         then a_b = R·a_s; covariance R·C·Rᵀ; no lever-arm term."""
@@ -196,9 +266,9 @@ class Preparer:
             else:
                 attitude = _quaternion_matrix(msg.orientation)
             acc = acc - attitude.T @ np.array([0.0, 0.0, self.gravity])
-        rotation = target.rotation
+        rotation, _rot6_unused, _rpy, masks = _frame_terms(target, False)
         z[12:15] = rotation @ acc
-        update[12:15] = _masked(rotation, update[12:15])
+        update[12:15] = _masked_memo(masks, rotation, update[12:15])
         raw = np.array(msg.linear_acceleration_covariance, dtype=float).reshape(3, 3)
         cov[12:15, 12:15] = rotation @ raw @ rotation.T
         if self.two_d_mode:

@@ -5,6 +5,7 @@ the moment the transform is built; u are UTM (E, N, alt) coordinates of fixes (p
 the standard zone, γ = meridian convergence).  The upstream wall timer is replaced by ticks at
 k·round(1e9/frequency) ns on the data clock (see runner.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -142,8 +143,11 @@ class NavsatNode:
 
     def imu(self, msg) -> None:
         """imuCallback (only while the transform is not computed)."""
-        self._imu_orientation((msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w),
-                              msg.header.frame_id, stamp_ns(msg.header))
+        self._imu_orientation(
+            (msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w),
+            msg.header.frame_id,
+            stamp_ns(msg.header),
+        )
 
     def _imu_orientation(self, quaternion, frame_id: str, stamp: int) -> None:
         if not self.has_odom:
@@ -155,8 +159,13 @@ class NavsatNode:
             return
         roll_offset, pitch_offset, yaw_offset = rpy_from_matrix(mount.rotation)
         roll, pitch, yaw = rpy_from_matrix(self.transform_orientation)
-        angles = np.array([clamp_rotation(roll - roll_offset), clamp_rotation(pitch - pitch_offset),
-                           clamp_rotation(yaw - yaw_offset)])
+        angles = np.array(
+            [
+                clamp_rotation(roll - roll_offset),
+                clamp_rotation(pitch - pitch_offset),
+                clamp_rotation(yaw - yaw_offset),
+            ]
+        )
         angles = matrix_from_rpy(0.0, 0.0, yaw_offset) @ angles
         self.transform_orientation = matrix_from_rpy(*angles)
         self.has_imu = True
@@ -178,8 +187,11 @@ class NavsatNode:
             return
         p = self.params
         heading_offset = p.magnetic_declination_radians + p.yaw_offset + self.convergence
-        utm_origin = (self.transform_utm_pose.copy() if self.use_manual_datum
-                      else self._robot_origin_utm(self.transform_utm_pose, heading_offset))
+        utm_origin = (
+            self.transform_utm_pose.copy()
+            if self.use_manual_datum
+            else self._robot_origin_utm(self.transform_utm_pose, heading_offset)
+        )
         _r, _p, imu_yaw = rpy_from_matrix(self.transform_orientation)
         utm_pose = Transform(matrix_from_rpy(0.0, 0.0, imu_yaw + heading_offset), utm_origin)
         _r, _p, odom_yaw = rpy_from_matrix(self.transform_world_pose.rotation)
@@ -210,8 +222,17 @@ class NavsatNode:
         rot6[3:, 3:] = self.utm_world.rotation
         self.latest_utm_covariance = rot6 @ self.latest_utm_covariance @ rot6.T
         self.gps_updated = False
-        return Odometry(self.gps_stamp_ns, self.world_frame, "", position, np.array([0.0, 0.0, 0.0, 1.0]),
-                        self.latest_utm_covariance.reshape(36).copy(), np.zeros(3), np.zeros(3), np.zeros(36))
+        return Odometry(
+            self.gps_stamp_ns,
+            self.world_frame,
+            "",
+            position,
+            np.array([0.0, 0.0, 0.0, 1.0]),
+            self.latest_utm_covariance.reshape(36).copy(),
+            np.zeros(3),
+            np.zeros(3),
+            np.zeros(36),
+        )
 
     def _robot_origin_world(self, gps_world: np.ndarray, stamp: int) -> np.ndarray:
         """getRobotOriginWorldPose: (0,0,0) when either TF lookup fails, as upstream."""

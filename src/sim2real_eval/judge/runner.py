@@ -8,6 +8,7 @@ Scheduling (deterministic replacement for ROS timers; see docs/judge.md):
   (it is processed at the next EKF tick).
 - Ticks run from the first message until the first EKF tick at or after the last message.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -40,7 +41,9 @@ class OdometrySeries:
         return int(self.stamp_ns.shape[0])
 
     @staticmethod
-    def from_messages(items: Sequence[Odometry], frame_id: str = "", child_frame_id: str = "") -> OdometrySeries:
+    def from_messages(
+        items: Sequence[Odometry], frame_id: str = "", child_frame_id: str = ""
+    ) -> OdometrySeries:
         n = len(items)
         if n:
             frame_id, child_frame_id = items[0].frame_id, items[0].child_frame_id
@@ -50,10 +53,17 @@ class OdometrySeries:
                 return np.zeros((0, width))
             return np.array([getattr(item, name) for item in items], dtype=float).reshape(n, width)
 
-        return OdometrySeries(np.array([item.stamp_ns for item in items], dtype=np.int64), frame_id,
-                              child_frame_id, stack("position", 3), stack("orientation", 4),
-                              stack("pose_covariance", 36), stack("linear_velocity", 3),
-                              stack("angular_velocity", 3), stack("twist_covariance", 36))
+        return OdometrySeries(
+            np.array([item.stamp_ns for item in items], dtype=np.int64),
+            frame_id,
+            child_frame_id,
+            stack("position", 3),
+            stack("orientation", 4),
+            stack("pose_covariance", 36),
+            stack("linear_velocity", 3),
+            stack("angular_velocity", 3),
+            stack("twist_covariance", 36),
+        )
 
 
 @dataclass
@@ -77,9 +87,14 @@ class Judge:
     ``gps_topic`` is navsat's ``gps/fix`` subscription.
     """
 
-    def __init__(self, ekf_params: EkfParams, navsat_params: Optional[NavsatParams] = None,
-                 static_tfs: Iterable[StaticTransform] = (), gps_topic: str = "/fix",
-                 remaps: Optional[Mapping[str, str]] = None):
+    def __init__(
+        self,
+        ekf_params: EkfParams,
+        navsat_params: Optional[NavsatParams] = None,
+        static_tfs: Iterable[StaticTransform] = (),
+        gps_topic: str = "/fix",
+        remaps: Optional[Mapping[str, str]] = None,
+    ):
         self.ekf_params = ekf_params
         self.navsat_params = navsat_params
         self.static_tfs = tuple(static_tfs)
@@ -191,8 +206,16 @@ class Judge:
             dropped.update({f"navsat_{k}": v for k, v in navsat.dropped.items()})
         warnings = list(ekf.warnings) + (list(navsat.warnings) if navsat is not None else [])
         return JudgeResult(
-            filtered=OdometrySeries.from_messages(filtered, self.ekf_params.world_frame,
-                                                  self.ekf_params.base_link_frame_output),
-            gps_odometry=(OdometrySeries.from_messages(gps_odometry, self.ekf_params.world_frame, "")
-                          if navsat is not None else None),
-            inputs=dict(inputs), dropped=dict(dropped), published=len(filtered), warnings=warnings)
+            filtered=OdometrySeries.from_messages(
+                filtered, self.ekf_params.world_frame, self.ekf_params.base_link_frame_output
+            ),
+            gps_odometry=(
+                OdometrySeries.from_messages(gps_odometry, self.ekf_params.world_frame, "")
+                if navsat is not None
+                else None
+            ),
+            inputs=dict(inputs),
+            dropped=dict(dropped),
+            published=len(filtered),
+            warnings=warnings,
+        )

@@ -6,6 +6,7 @@ v(t) = min(accel·t, top_speed).  IMU frame ``imu`` is mounted as ART's base_lin
 in ENU.  GPS frame ``gps`` sits at base_link; positions become lat/lon on a local sphere around the datum.
 Messages are duck-typed ROS messages (SimpleNamespace) in receive order.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,10 @@ import numpy as np
 
 from .tf import StaticTransform, quaternion_from_matrix
 
-ART_STATIC_TFS = (StaticTransform("base_link", "gps", (0.0, 0.0, 0.0), 0.0, 0.0, 0.0),
-                  StaticTransform("base_link", "imu", (0.0, 0.0, 0.0), 3.1416, -1.5708, 0.0))
+ART_STATIC_TFS = (
+    StaticTransform("base_link", "gps", (0.0, 0.0, 0.0), 0.0, 0.0, 0.0),
+    StaticTransform("base_link", "imu", (0.0, 0.0, 0.0), 3.1416, -1.5708, 0.0),
+)
 EARTH_RADIUS = 6378137.0
 GRAVITY = 9.80665
 
@@ -35,11 +38,22 @@ def _quat(q):
     return SimpleNamespace(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))
 
 
-def art_like_samples(duration: float = 30.0, imu_rate: float = 100.0, gps_rate: float = 10.0,
-                     start: float = 10.0, accel: float = 0.5, top_speed: float = 3.0,
-                     heading_rate: float = 0.0, seed: int = 0, datum=(43.070, -89.400, 260.0),
-                     gyro_sigma: float = 0.01, accel_sigma: float = 0.05, gps_sigma: float = 0.5,
-                     imu_latency: float = 0.0, gps_latency: float = 0.05):
+def art_like_samples(
+    duration: float = 30.0,
+    imu_rate: float = 100.0,
+    gps_rate: float = 10.0,
+    start: float = 10.0,
+    accel: float = 0.5,
+    top_speed: float = 3.0,
+    heading_rate: float = 0.0,
+    seed: int = 0,
+    datum=(43.070, -89.400, 260.0),
+    gyro_sigma: float = 0.01,
+    accel_sigma: float = 0.05,
+    gps_sigma: float = 0.5,
+    imu_latency: float = 0.0,
+    gps_latency: float = 0.05,
+):
     """(ImuSamples, GpsSamples) of the synthetic drive over ``duration`` s starting at ``start`` s."""
     from ..models.samples import GpsSamples, ImuSamples
 
@@ -68,16 +82,31 @@ def art_like_samples(duration: float = 30.0, imu_rate: float = 100.0, gps_rate: 
     omega[:, 2] = heading_rate
     accel_s = specific_force @ mount + rng.normal(0.0, accel_sigma, (len(tau), 3))  # rows: mountᵀ·f
     gyro_s = omega @ mount + rng.normal(0.0, gyro_sigma, (len(tau), 3))
-    orientation = np.array([quaternion_from_matrix(
-        np.array([[math.cos(y), -math.sin(y), 0.0], [math.sin(y), math.cos(y), 0.0], [0.0, 0.0, 1.0]]) @ mount)
-        for y in yaw])
+    orientation = np.array(
+        [
+            quaternion_from_matrix(
+                np.array([[math.cos(y), -math.sin(y), 0.0], [math.sin(y), math.cos(y), 0.0], [0.0, 0.0, 1.0]])
+                @ mount
+            )
+            for y in yaw
+        ]
+    )
     n = len(tau)
 
     def diag(var):
         return np.tile(np.diag(var).reshape(9), (n, 1))
 
-    imu = ImuSamples(imu_stamps, imu_stamps + int(round(imu_latency * 1e9)), orientation, diag([1e-3] * 3),
-                     gyro_s, diag([gyro_sigma ** 2] * 3), accel_s, diag([accel_sigma ** 2] * 3), frame_id="imu")
+    imu = ImuSamples(
+        imu_stamps,
+        imu_stamps + int(round(imu_latency * 1e9)),
+        orientation,
+        diag([1e-3] * 3),
+        gyro_s,
+        diag([gyro_sigma**2] * 3),
+        accel_s,
+        diag([accel_sigma**2] * 3),
+        frame_id="imu",
+    )
 
     gps_stamps = ticks(gps_rate)
     tau = gps_stamps * 1e-9 - start
@@ -87,11 +116,20 @@ def art_like_samples(duration: float = 30.0, imu_rate: float = 100.0, gps_rate: 
     lat0, lon0, alt0 = datum
     latitude = lat0 + np.degrees(north / EARTH_RADIUS)
     longitude = lon0 + np.degrees(east / (EARTH_RADIUS * math.cos(math.radians(lat0))))
-    var = gps_sigma ** 2
-    gps = GpsSamples(gps_stamps, gps_stamps + int(round(gps_latency * 1e9)), latitude, longitude,
-                     np.full(m, alt0), np.zeros(m, np.int8), np.ones(m, np.uint16),
-                     np.tile([var, 0, 0, 0, var, 0, 0, 0, 4 * var], (m, 1)), np.full(m, 2, np.uint8),
-                     np.zeros((m, 3)), frame_id="gps")
+    var = gps_sigma**2
+    gps = GpsSamples(
+        gps_stamps,
+        gps_stamps + int(round(gps_latency * 1e9)),
+        latitude,
+        longitude,
+        np.full(m, alt0),
+        np.zeros(m, np.int8),
+        np.ones(m, np.uint16),
+        np.tile([var, 0, 0, 0, var, 0, 0, 0, 4 * var], (m, 1)),
+        np.full(m, 2, np.uint8),
+        np.zeros((m, 3)),
+        frame_id="gps",
+    )
     return imu, gps
 
 
@@ -102,19 +140,24 @@ def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
     for i in range(len(imu)):
         msg = SimpleNamespace(
             header=SimpleNamespace(stamp=_stamp(imu.stamp_ns[i]), frame_id=imu.frame_id),
-            orientation=_quat(imu.orientation[i]), orientation_covariance=list(imu.orientation_covariance[i]),
+            orientation=_quat(imu.orientation[i]),
+            orientation_covariance=list(imu.orientation_covariance[i]),
             angular_velocity=_vec(imu.angular_velocity[i]),
             angular_velocity_covariance=list(imu.angular_velocity_covariance[i]),
             linear_acceleration=_vec(imu.linear_acceleration[i]),
-            linear_acceleration_covariance=list(imu.linear_acceleration_covariance[i]))
+            linear_acceleration_covariance=list(imu.linear_acceleration_covariance[i]),
+        )
         out.append((int(imu.receive_ns[i]), "/imu", msg))
     for i in range(len(gps)):
         msg = SimpleNamespace(
             header=SimpleNamespace(stamp=_stamp(gps.stamp_ns[i]), frame_id=gps.frame_id),
             status=SimpleNamespace(status=int(gps.status[i]), service=int(gps.service[i])),
-            latitude=float(gps.latitude[i]), longitude=float(gps.longitude[i]), altitude=float(gps.altitude[i]),
+            latitude=float(gps.latitude[i]),
+            longitude=float(gps.longitude[i]),
+            altitude=float(gps.altitude[i]),
             position_covariance=list(gps.position_covariance[i]),
-            position_covariance_type=int(gps.position_covariance_type[i]))
+            position_covariance_type=int(gps.position_covariance_type[i]),
+        )
         out.append((int(gps.receive_ns[i]), "/fix", msg))
     out.sort(key=lambda item: item[0])  # stable: IMU before GPS at equal receive times
     return out

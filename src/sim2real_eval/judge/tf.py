@@ -4,10 +4,11 @@ Conventions (tf2 LinearMath): ``setRPY(r, p, y)`` builds R = Rz(y)·Ry(p)·Rx(r)
 solution 1 including its gimbal-lock branch; a transform T(target←source) maps source coordinates
 into target coordinates: p_target = R·p_source + t.
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -21,9 +22,13 @@ def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     ci, cj, ch = math.cos(roll), math.cos(pitch), math.cos(yaw)
     si, sj, sh = math.sin(roll), math.sin(pitch), math.sin(yaw)
     cc, cs, sc, ss = ci * ch, ci * sh, si * ch, si * sh
-    return np.array([[cj * ch, sj * sc - cs, sj * cc + ss],
-                     [cj * sh, sj * ss + cc, sj * cs - sc],
-                     [-sj, cj * si, cj * ci]])
+    return np.array(
+        [
+            [cj * ch, sj * sc - cs, sj * cc + ss],
+            [cj * sh, sj * ss + cc, sj * cs - sc],
+            [-sj, cj * si, cj * ci],
+        ]
+    )
 
 
 def rpy_from_matrix(m: np.ndarray) -> Tuple[float, float, float]:
@@ -49,9 +54,13 @@ def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray
     wx, wy, wz = w * xs, w * ys, w * zs
     xx, xy, xz = x * xs, x * ys, x * zs
     yy, yz, zz = y * ys, y * zs, z * zs
-    return np.array([[1.0 - (yy + zz), xy - wz, xz + wy],
-                     [xy + wz, 1.0 - (xx + zz), yz - wx],
-                     [xz - wy, yz + wx, 1.0 - (xx + yy)]])
+    return np.array(
+        [
+            [1.0 - (yy + zz), xy - wz, xz + wy],
+            [xy + wz, 1.0 - (xx + zz), yz - wx],
+            [xz - wy, yz + wx, 1.0 - (xx + yy)],
+        ]
+    )
 
 
 def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
@@ -88,6 +97,8 @@ class Transform:
 
     rotation: np.ndarray
     translation: np.ndarray
+    # Quantities derived from a (static, reused) transform, memoised by the measurement code.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def identity() -> Transform:
@@ -120,16 +131,19 @@ class StaticTransform:
     @property
     def transform(self) -> Transform:
         """T(parent←child)."""
-        return Transform(matrix_from_quaternion(*quaternion_from_rpy(self.roll, self.pitch, self.yaw)),
-                         np.array(self.translation, dtype=float))
+        return Transform(
+            matrix_from_quaternion(*quaternion_from_rpy(self.roll, self.pitch, self.yaw)),
+            np.array(self.translation, dtype=float),
+        )
 
 
 def parse_static_tf(spec: str) -> StaticTransform:
     """Parse ``"PARENT CHILD x y z yaw pitch roll"`` (static_transform_publisher's positional order)."""
     fields = str(spec).split()
     if len(fields) != 8:
-        raise UserError(f"static TF {spec!r}: expected 'PARENT CHILD x y z yaw pitch roll' (8 fields), "
-                        f"got {len(fields)}")
+        raise UserError(
+            f"static TF {spec!r}: expected 'PARENT CHILD x y z yaw pitch roll' (8 fields), got {len(fields)}"
+        )
     parent, child = fields[0], fields[1]
     try:
         numbers = [float(value) for value in fields[2:]]
@@ -211,10 +225,13 @@ class TfBuffer:
             return b
         fraction = (stamp_ns - t0) / (t1 - t0)
         from ..rotations import slerp  # local: only dynamic interpolation needs it
+
         qa = quaternion_from_matrix(a.rotation)
         qb = quaternion_from_matrix(b.rotation)
         q = slerp(qa, qb, fraction)
-        return Transform(matrix_from_quaternion(*q), a.translation + fraction * (b.translation - a.translation))
+        return Transform(
+            matrix_from_quaternion(*q), a.translation + fraction * (b.translation - a.translation)
+        )
 
     def _ancestors(self, frame: str) -> List[str]:
         out = [frame]
@@ -245,8 +262,8 @@ class TfBuffer:
         common = next((f for f in source_up if f in target_set), None)
         if common is None:
             return None, False
-        source_path = source_up[:source_up.index(common) + 1]
-        target_path = target_up[:target_up.index(common) + 1]
+        source_path = source_up[: source_up.index(common) + 1]
+        target_path = target_up[: target_up.index(common) + 1]
         dynamic = any(f in self.dynamic for f in source_path[:-1] + target_path[:-1])
         common_from_source = self._up(source_path, stamp_ns)
         common_from_target = self._up(target_path, stamp_ns)

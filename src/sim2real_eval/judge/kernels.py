@@ -1,0 +1,207 @@
+"""The EKF's numerical kernels (ekf.cpp predict/correct), one implementation for two hosts.
+
+Written in the numpy subset numba compiles: with numba installed they are compiled once (cached on
+disk); without it (or with NUMBA_DISABLE_JIT=1) the very same functions run as plain numpy code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:  # numba is optional: it only makes the judge faster
+    from numba import njit
+except ImportError:  # pragma: no cover - exercised where numba is absent
+
+    def njit(*_args, **_kwargs):
+        def wrap(function):
+            return function
+
+        return wrap
+
+
+PI = math.pi
+TAU = 2.0 * math.pi
+
+
+@njit(cache=True)
+def clamp_rotation(angle: float) -> float:
+    """filter_utilities::clampRotation (3.5.2): subtract 2π while > π, add 2π while < −π; ±π unchanged."""
+    while angle > PI:
+        angle -= TAU
+    while angle < -PI:
+        angle += TAU
+    return angle
+
+
+@njit(cache=True)
+def transition(state: np.ndarray, delta: float):
+    """(F, J): the transfer function F (x⁺ = F·x) and its Jacobian J from the current angles/rates.
+
+    p⁺ = p + R·(vΔ + ½aΔ²) with R = Rz(ψ)Ry(θ)Rx(φ); Euler rates from body rates; v⁺ = v + aΔ.
+    J = F with the analytic partials of p⁺ and of the Euler angles w.r.t. (φ, θ, ψ).
+    """
+    sr, cr = math.sin(state[3]), math.cos(state[3])
+    sp, cp = math.sin(state[4]), math.cos(state[4])
+    sy, cy = math.sin(state[5]), math.cos(state[5])
+    cpi = 1.0 / cp
+    tp = sp * cpi
+    d = delta
+    half_d2 = 0.5 * d * d
+    r = np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
+    f = np.eye(15)
+    for i in range(3):
+        for j in range(3):
+            f[i, 6 + j] = r[i, j] * d
+            f[i, 12 + j] = 0.5 * f[i, 6 + j] * d
+    f[3, 9] = d
+    f[3, 10] = sr * tp * d
+    f[3, 11] = cr * tp * d
+    f[4, 10] = cr * d
+    f[4, 11] = -sr * d
+    f[5, 10] = sr * cpi * d
+    f[5, 11] = cr * cpi * d
+    f[6, 12] = d
+    f[7, 13] = d
+    f[8, 14] = d
+
+    v = state[6:9]
+    a = state[12:15]
+    wy, wz = state[10], state[11]
+    # ∂R/∂roll, ∂R/∂pitch, ∂R/∂yaw applied to (vΔ + ½aΔ²): rows x, y, z
+    dr = np.array(
+        [
+            [
+                [0.0, cy * sp * cr + sy * sr, -cy * sp * sr + sy * cr],
+                [-cy * sp, cy * cp * sr, cy * cp * cr],
+                [-sy * cp, -sy * sp * sr - cy * cr, -sy * sp * cr + cy * sr],
+            ],
+            [
+                [0.0, sy * sp * cr - cy * sr, -sy * sp * sr - cy * cr],
+                [-sy * sp, sy * cp * sr, sy * cp * cr],
+                [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            ],
+            [[0.0, cp * cr, -cp * sr], [-cp, -sp * sr, -sp * cr], [0.0, 0.0, 0.0]],
+        ]
+    )
+    j = f.copy()
+    for row in range(3):
+        for angle in range(3):
+            c = dr[row, angle]
+            j[row, 3 + angle] = (c[0] * v[0] + c[1] * v[1] + c[2] * v[2]) * d + (
+                c[0] * a[0] + c[1] * a[1] + c[2] * a[2]
+            ) * half_d2
+    j[3, 3] = 1.0 + (cr * tp * wy - sr * tp * wz) * d
+    j[3, 4] = (cpi * cpi * sr * wy + cpi * cpi * cr * wz) * d
+    j[4, 3] = (-sr * wy - cr * wz) * d
+    j[5, 3] = (cr * cpi * wy - sr * cpi * wz) * d
+    j[5, 4] = (sr * tp * cpi * wy + cr * tp * cpi * wz) * d
+    return f, j
+
+
+@njit(cache=True)
+def predict(
+    state: np.ndarray,
+    covariance: np.ndarray,
+    process_noise: np.ndarray,
+    delta: float,
+    dynamic_noise: bool,
+    control_acceleration: np.ndarray,
+    control_update: np.ndarray,
+    use_control: bool,
+):
+    """Ekf::predict: F, J from the pre-update state; Q′ (dynamic: pose block × ‖(v, ω)‖²); control
+    (ω += aΔ, enabled linear accelerations replaced); x ← F·x; wrap angles; P ← J P Jᵀ + Δ·Q.
+    Returns (state, covariance)."""
+    f, j = transition(state, delta)
+    q = process_noise
+    if dynamic_noise:
+        q = process_noise.copy()
+        speed2 = 0.0
+        for i in range(6, 12):
+            speed2 += state[i] * state[i]
+        q[:6, :6] *= speed2
+    x = state.copy()
+    if use_control:
+        for i in range(3):
+            x[9 + i] += control_acceleration[3 + i] * delta
+            if control_update[i]:
+                x[12 + i] = control_acceleration[i]
+    x = f @ x
+    for i in range(3, 6):
+        x[i] = clamp_rotation(x[i])
+    return x, j @ covariance @ j.T + delta * q
+
+
+@njit(cache=True)
+def correct(
+    state: np.ndarray,
+    covariance: np.ndarray,
+    z: np.ndarray,
+    measurement_covariance: np.ndarray,
+    update: np.ndarray,
+    threshold: float,
+):
+    """Ekf::correct + checkMahalanobisThreshold.  Returns (applied, state, covariance).
+
+    idx = flagged entries with finite z; R = cov[idx, idx] with |diag| floored at 1e-9;
+    S = P[idx, idx] + R, K = P[:, idx]·S⁻¹, ν = z − x[idx] (angles wrapped); reject when νᵀS⁻¹ν ≥ thr²;
+    else x += Kν and the Joseph form (I−KH)P(I−KH)ᵀ + KRKᵀ, evaluated as A = P − K·P[idx, :],
+    A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection), then angles wrapped.
+    """
+    count = 0
+    for i in range(15):
+        if update[i] and np.isfinite(z[i]):
+            count += 1
+    if count == 0:
+        return False, state, covariance
+    idx = np.empty(count, dtype=np.int64)
+    n = 0
+    for i in range(15):
+        if update[i] and np.isfinite(z[i]):
+            idx[n] = i
+            n += 1
+    r = np.empty((count, count))
+    s = np.empty((count, count))
+    for a in range(count):
+        for b in range(count):
+            r[a, b] = measurement_covariance[idx[a], idx[b]]
+        value = abs(r[a, a])  # negative variance → absolute value
+        r[a, a] = value if value >= 1e-9 else 1e-9  # the only floor
+    for a in range(count):
+        for b in range(count):
+            s[a, b] = covariance[idx[a], idx[b]] + r[a, b]
+    p_cols = np.empty((15, count))
+    p_rows = np.empty((count, 15))
+    innovation = np.empty(count)
+    for a in range(count):
+        p_cols[:, a] = covariance[:, idx[a]]
+        p_rows[a, :] = covariance[idx[a], :]
+        value = z[idx[a]] - state[idx[a]]
+        if 3 <= idx[a] <= 5:
+            while value < -PI:
+                value += TAU
+            while value > PI:
+                value -= TAU
+        innovation[a] = value
+    s_inv = np.linalg.inv(s)
+    k = p_cols @ s_inv
+    d2 = innovation @ (s_inv @ innovation)
+    if d2 >= threshold * threshold:
+        return False, state, covariance
+    x = state + k @ innovation
+    a_mat = covariance - k @ p_rows
+    a_cols = np.empty((15, count))
+    for a in range(count):
+        a_cols[:, a] = a_mat[:, idx[a]]
+    p_new = a_mat - a_cols @ k.T + k @ r @ k.T
+    for i in range(3, 6):
+        x[i] = clamp_rotation(x[i])
+    return True, x, p_new
