@@ -345,14 +345,19 @@ class GpsModel:
         stamps = (
             self.default_stamps(truth) if stamps_ns is None else check_stamps(stamps_ns, truth, self.source)
         )
-        return self._measure(stamps, truth.interpolate(stamps_to_seconds(stamps)))
+        return self.measure(stamps, truth.interpolate(stamps_to_seconds(stamps)))
 
     def step(self, stamp_ns: int, truth_at_stamp: GroundTruth) -> S.GpsSamples:
         """Streaming: the fix at one stamp (length 0 when dropped), state kept in the model."""
         stamps = np.array([int(stamp_ns)], dtype=np.int64)
-        return self._measure(stamps, single_truth(truth_at_stamp, int(stamp_ns), self.source))
+        return self.measure(stamps, single_truth(truth_at_stamp, int(stamp_ns), self.source))
 
-    def _measure(self, stamps: np.ndarray, truth: GroundTruth) -> S.GpsSamples:
+    def measure(self, stamps: np.ndarray, truth: GroundTruth) -> S.GpsSamples:
+        """The fixes at int64 ``stamps`` given the truth already at those stamps (one row each).
+
+        ``sample`` and ``step`` both end here; call it directly when the truth is already on the ticks.
+        Stamps must be later than every stamp measured before (the model's state moves forward).
+        """
         n = len(stamps)
         dt, since_first = self.clock.advance(stamps)
         error = self.noise.apply(np.zeros((n, 3)), dt)

@@ -142,12 +142,12 @@ class ImuModel:
         stamps = (
             self.default_stamps(truth) if stamps_ns is None else check_stamps(stamps_ns, truth, self.source)
         )
-        return self._measure(stamps, truth.interpolate(stamps_to_seconds(stamps)))
+        return self.measure(stamps, truth.interpolate(stamps_to_seconds(stamps)))
 
     def step(self, stamp_ns: int, truth_at_stamp: GroundTruth) -> S.ImuSamples:
         """Streaming: the sample at one stamp, state kept in the model."""
         stamps = np.array([int(stamp_ns)], dtype=np.int64)
-        return self._measure(stamps, single_truth(truth_at_stamp, int(stamp_ns), self.source))
+        return self.measure(stamps, single_truth(truth_at_stamp, int(stamp_ns), self.source))
 
     def sensor_frame(self, truth: GroundTruth):
         """True (orientation q_ws, angular velocity ω_s, specific force f_s) in the sensor frame."""
@@ -159,14 +159,19 @@ class ImuModel:
             rotations.rotate_inverse(self.mounting, truth.specific_force),
         )
 
-    def _measure(self, stamps: np.ndarray, truth: GroundTruth) -> S.ImuSamples:
+    def measure(self, stamps: np.ndarray, truth: GroundTruth) -> S.ImuSamples:
+        """The samples at int64 ``stamps`` given the truth already at those stamps (one row each).
+
+        ``sample`` and ``step`` both end here; call it directly when the truth is already on the ticks.
+        Stamps must be later than every stamp measured before (the model's state moves forward).
+        """
         n = len(stamps)
         dt, _ = self.clock.advance(stamps)
         orientation, rates, force = self.sensor_frame(truth)
         accel = self.accelerometer.apply(force, dt)
         gyro = self.gyroscope.apply(rates, dt)
-        tilt = self.orientation_rng.standard_normal((n, 3)) * self.orientation_sigma
-        if self.orientation_sigma.any():
+        if self.orientation_sigma.any():  # configuration decides: both hosts draw or both skip
+            tilt = self.orientation_rng.standard_normal((n, 3)) * self.orientation_sigma
             orientation = rotations.multiply(
                 orientation, rotations.from_rpy(tilt[:, 0], tilt[:, 1], tilt[:, 2])
             )

@@ -29,8 +29,13 @@ def _vec(values) -> List[float]:
 
 
 def _cumsum_from(state: np.ndarray, increments: np.ndarray) -> np.ndarray:
-    """[state + inc0, (state + inc0) + inc1, …] — sequential, so chunking never changes the bits."""
-    return np.cumsum(np.vstack([state[None, :], increments]), axis=0)[1:]
+    """[state + inc0, (state + inc0) + inc1, …] — sequential, so chunking never changes the bits.
+
+    ``increments`` is consumed (overwritten).
+    """
+    if len(increments):
+        increments[0] += state
+    return np.cumsum(increments, axis=0, out=increments)
 
 
 class NoiseProcess:
@@ -94,12 +99,18 @@ class ChronoDriftNoise(NoiseProcess):
 
     def apply(self, x, dt):
         n = len(dt)
-        white = self.mean + self.sigma * self.white_rng.standard_normal((n, 3))
-        increments = self.bias_mean + self.bias_step_std * self.bias_rng.standard_normal((n, 3))
+        white = self.white_rng.standard_normal((n, 3))
+        white *= self.sigma
+        white += self.mean
+        increments = self.bias_rng.standard_normal((n, 3))
+        increments *= self.bias_step_std
+        increments += self.bias_mean
         bias = _cumsum_from(self.bias, increments)
         if n:
             self.bias = bias[-1].copy()
-        return x + white + bias
+        out = x + white
+        out += bias
+        return out
 
     def white_variance(self, dt):
         return self.sigma**2
@@ -213,13 +224,16 @@ class MavsNoise(NoiseProcess):
         w2 = self.rng_white.uniform(-1.0, 1.0, (n, 3))
         w3 = self.rng_walk.uniform(-1.0, 1.0, (n, 3))
         half_rate = math.sqrt(self.rate / 2.0)
-        beta1 = np.empty((n, 3))
-        state = self.beta1
-        drive = w1 * self.bias_instability
-        for k in range(n):  # IIR low-pass: row by row in both hosts
-            state = drive[k] - self.f1_pole * state
-            beta1[k] = state
-        self.beta1 = state.copy() if n else self.beta1
+        if self.bias_instability.any():
+            beta1 = np.empty((n, 3))
+            state = self.beta1
+            drive = w1 * self.bias_instability
+            for k in range(n):  # IIR low-pass: row by row in both hosts
+                state = drive[k] - self.f1_pole * state
+                beta1[k] = state
+            self.beta1 = state.copy() if n else self.beta1
+        else:  # β_i = 0: the filter state stays exactly 0 (configuration decides, same in both hosts)
+            beta1 = np.zeros((n, 3))
         beta2 = w2 * half_rate * self.noise_density
         beta3 = _cumsum_from(self.beta3, self.random_walk * w3 / half_rate)
         if n:
