@@ -188,6 +188,8 @@ def test_bad_inputs(tmp_path, capsys):
     backwards = make_art_bag(tmp_path / "backwards", truth, backwards_imu=True)
     assert "topic /imu: header stamps go backwards at message 50" in _bad(tmp_path, capsys, backwards)
     assert "no such bag" in _bad(tmp_path, capsys, tmp_path / "absent")
+    assert "--scenario '../x'" in _bad(tmp_path, capsys, no_imu, "--scenario", "../x")
+    assert "--replace 'imu'" in _bad(tmp_path, capsys, no_imu, "--replace", "imu")
 
 
 def test_corrupt_bag_and_unwritable_out(art_bag, tmp_path, capsys):

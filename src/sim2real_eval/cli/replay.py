@@ -36,7 +36,7 @@ def run(args) -> int:
     from ..errors import UserError
     from ..pipeline.replay import ReplaySpec, parse_replace, replay
     from ..pipeline.run import ART_STATIC_TFS, DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
-    from ..pipeline.study import DEFAULT_EKF, DEFAULT_NAVSAT, parse_static_tf_text
+    from ..pipeline.study import DEFAULT_EKF, DEFAULT_NAVSAT, NAME_PATTERN, parse_static_tf_text
     from ..resources import config_path
 
     bag = Path(args.bag)
@@ -59,6 +59,8 @@ def run(args) -> int:
     if not rate > 0:
         raise UserError(f"--ground-truth-rate must be > 0, got {rate}")
     scenario = args.scenario or bag.resolve().name.split(".")[0]
+    if not NAME_PATTERN.match(scenario):
+        raise UserError(f"--scenario {scenario!r}: use letters, digits, '_', '.', '+', '-' (it names a directory)")
     spec = ReplaySpec(bag=str(bag), replace=parse_replace(args.replace), judge=judge, scenario=scenario,
                       k=args.k, seed=args.seed, storage=args.storage, ground_truth_rate=rate,
                       truth_source=args.truth, msg_path=args.msg_path, imu_topic=args.imu_topic,

@@ -42,7 +42,7 @@ TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge
 JUDGE_KEYS = ("ekf", "navsat", "static_tfs")
 
 # Names become directory components: keep them portable and unambiguous.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Study:
 
 
 def check_name(section: Section, key: str, value: Any, what: str) -> str:
-    if not isinstance(value, str) or not _NAME.match(value):
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
         raise section.error(key, f"{what} {value!r} must be a string of letters, digits, '_', '.', '+', '-'")
     return value
 
