@@ -44,10 +44,15 @@ def test_sim_imu_hides_the_real_imu_and_starts_only_the_imu_node(bag, tmp_path):
     assert (imu.package, imu.executable) == ("sim2real_eval", "imu_noise_node")
     assert imu.parameters == [{"use_sim_time": True, "seed": 7, "rate": 200.0,
                                "truth_topic": "/ground_truth/odom", "twist_frame": "child",
-                               "seed_keys": ["sim_imu", "lot17", "0"], "model": "mavs_mems"}]
+                               "seed_keys": ["sim_imu", "lot17", "0"], "model": "mavs_mems",
+                               # base_link→imu "0 0 0 3.1416 -1.5708 0" (yaw pitch roll) as roll, pitch, yaw
+                               "model_params.mounting_rpy": [0.0, -1.5708, 3.1416]}]
     # The node parses exactly what the launch passes (same keys, same validation).
     config = node_core.parse_noise_node_params("imu", imu.parameters[0])
-    assert config.seed_keys == ["sim_imu", "lot17", 0] and config.model_spec == "mavs_mems"
+    assert config.seed_keys == ["sim_imu", "lot17", 0]
+    assert config.model_spec == {"preset": "mavs_mems", "mounting_rpy": [0.0, -1.5708, 3.1416]}
+    assert config.load_model().mounting_rpy == [0.0, -1.5708, 3.1416]
+    assert p.run_record["imu"] == {"model": "mavs_mems", "mounting_rpy": [0.0, -1.5708, 3.1416]}
 
 
 def test_sim_both_and_real_modes(bag, tmp_path):
@@ -83,6 +88,7 @@ def test_judge_static_tfs_ground_truth_and_recorder(bag, tmp_path):
     assert recorder["storage"] == "mcap" and recorder["output"] == str(tmp_path / "out" / "run")
     record = yaml.safe_load(recorder["run_yaml"])
     assert record["gps"] == {"model": "ch_gauss"} and record["imu"] == {"model": "real"}
+    assert "model_params.mounting_rpy" not in nodes["gps_noise_node"].parameters[0]
     assert record["topics"] == {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom",
                                 "gps": "/fix", "imu": "/imu"}
     assert len(record["judge"]["ekf_sha256"]) == 64 and record["scenario"] == "lot17_run1"

@@ -737,18 +737,34 @@ def _model_parameters(spec: str) -> Dict[str, Any]:
     return {"model": str(spec).strip()}
 
 
+def parse_static_tf_text(text: str) -> Tuple[str, str, float, float, float, float, float, float]:
+    """"PARENT CHILD x y z yaw pitch roll" (static_transform_publisher order) → its 8 fields."""
+    parts = str(text).split()
+    if len(parts) != 8:
+        raise UserError(f"static TF {text!r}: expected 'PARENT CHILD x y z yaw pitch roll'")
+    try:
+        x, y, z, yaw, pitch, roll = (float(v) for v in parts[2:])
+    except ValueError:
+        raise UserError(f"static TF {text!r}: x y z yaw pitch roll must be numbers") from None
+    return parts[0], parts[1], x, y, z, yaw, pitch, roll
+
+
+def imu_mounting_rpy(static_tfs: Sequence[str] = ART_STATIC_TFS,
+                     imu_frame: str = "imu") -> Optional[List[float]]:
+    """[roll, pitch, yaw] of base_link→``imu_frame``: the IMU model's ``mounting_rpy``, so simulated
+    data is expressed in the frame the judge's TF says (as the offline pipeline does)."""
+    for text in static_tfs:
+        parent, child, _x, _y, _z, yaw, pitch, roll = parse_static_tf_text(text)
+        if parent == "base_link" and child == imu_frame:
+            return [roll, pitch, yaw]
+    return None
+
+
 def static_tf_nodes(static_tfs: Sequence[str] = ART_STATIC_TFS) -> List[ProcessSpec]:
     """tf2_ros static_transform_publisher for each "PARENT CHILD x y z yaw pitch roll" string."""
     nodes = []
     for text in static_tfs:
-        parts = text.split()
-        if len(parts) != 8:
-            raise UserError(f"static TF {text!r}: expected 'PARENT CHILD x y z yaw pitch roll'")
-        parent, child = parts[:2]
-        try:
-            x, y, z, yaw, pitch, roll = (float(v) for v in parts[2:])
-        except ValueError:
-            raise UserError(f"static TF {text!r}: x y z yaw pitch roll must be numbers") from None
+        parent, child, x, y, z, yaw, pitch, roll = parse_static_tf_text(text)
         args = ["--x", repr(x), "--y", repr(y), "--z", repr(z), "--yaw", repr(yaw), "--pitch", repr(pitch),
                 "--roll", repr(roll), "--frame-id", parent, "--child-frame-id", child]
         nodes.append(ProcessSpec(name=f"static_tf_{parent}_to_{child}", package="tf2_ros",
@@ -830,7 +846,8 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
 
     Replays ``bag`` with ``--clock`` (all nodes on use_sim_time); in a simulated mode the replaced
     real topic is remapped to ``/real/<topic>`` so only the simulated one reaches the judge; starts
-    ground_truth_node (sbg_driver → /ground_truth/odom), the noise nodes, the ART static TFs,
+    ground_truth_node (sbg_driver → /ground_truth/odom), the noise nodes (the IMU model mounted as the
+    base_link→imu TF says: ``model_params.mounting_rpy``), the ART static TFs,
     ekf_node + navsat_transform_node and the recorder.  Missing files fail here, naming the path.
     """
     unknown = sorted(set(args) - set(EVALUATE_ARGUMENTS))
@@ -876,7 +893,9 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     if sim_gps:
         nodes.append(noise_node("gps", get["gps_model"], seed, keys, gps_rate))
     if sim_imu:
-        nodes.append(noise_node("imu", get["imu_model"], seed, keys, imu_rate))
+        imu = noise_node("imu", get["imu_model"], seed, keys, imu_rate)
+        imu.parameters[0]["model_params.mounting_rpy"] = imu_mounting_rpy(ART_STATIC_TFS)
+        nodes.append(imu)
     nodes += static_tf_nodes()
     ekf = get["ekf_config"] or default_config("ekf_art_iros2024.yaml")
     navsat = get["navsat_config"] or default_config("navsat_art_iros2024.yaml")
@@ -910,7 +929,8 @@ def run_record(mode: str, bag: str, gps_model: Optional[str], imu_model: Optiona
         "seed_keys": list(keys),
         "source": str(Path(bag).resolve()),
         "gps": {"model": gps_model} if gps_model else {"model": "real"},
-        "imu": {"model": imu_model} if imu_model else {"model": "real"},
+        "imu": ({"model": imu_model, "mounting_rpy": imu_mounting_rpy(ART_STATIC_TFS)} if imu_model
+                else {"model": "real"}),
         "judge": {"ekf": ekf, "ekf_sha256": _sha256(ekf), "navsat": navsat, "navsat_sha256": _sha256(navsat),
                   "static_tfs": list(ART_STATIC_TFS)},
         "topics": dict(TOPICS),
