@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim2real_eval.bags import get_typestore, write_bag
+from sim2real_eval.bags.messages import default_message
 from sim2real_eval.cli import main
 from sim2real_eval.metrics import ScoreOptions, score_run
-from sim2real_eval.metrics.inputs import decode_cdr_fast
+from sim2real_eval.metrics.inputs import decode_cdr_batch, decode_cdr_fast
 
 ODOM, TWIST = "nav_msgs/msg/Odometry", "geometry_msgs/msg/TwistStamped"
 T0_NS = 1_700_000_000_000_000_000      # absolute epoch stamps, as on a robot
@@ -190,3 +191,34 @@ def test_fast_cdr_decoder_matches_rosbags(frame, child, vel, yaw, stamp):
     assert decode_cdr_fast(raw, TWIST)[1] == tuple(vel)
     big_endian = store.serialize_cdr(odometry(stamp, vel, yaw, frame, child), ODOM, little_endian=False)
     assert decode_cdr_fast(big_endian, ODOM) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(frames=st.lists(st.sampled_from(["odom", "map", "o", "world_frame_x"]), min_size=1, max_size=6),
+       uniform=st.booleans(), data=st.data())
+def test_batch_decoder_matches_rosbags_for_uniform_and_mixed_layouts(frames, uniform, data):
+    store = get_typestore()
+    if uniform:
+        frames = [frames[0]] * len(frames)
+    vels = [data.draw(st.tuples(*[st.floats(-9, 9, allow_nan=False)] * 3)) for _ in frames]
+    raws = [store.serialize_cdr(odometry(T0_NS + i * 1000 + 7, v, 0.3 * i, f, "base_link"), ODOM)
+            for i, (f, v) in enumerate(zip(frames, vels))]
+    stamps, velocity, orientation = decode_cdr_batch(raws, ODOM, store.deserialize_cdr)
+    for i, raw in enumerate(raws):
+        msg = store.deserialize_cdr(raw, ODOM)
+        assert stamps[i] == msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        lin, q = msg.twist.twist.linear, msg.pose.pose.orientation
+        assert tuple(velocity[i]) == (lin.x, lin.y, lin.z)
+        assert tuple(orientation[i]) == (q.x, q.y, q.z, q.w)
+
+
+def test_batch_decoder_falls_back_to_rosbags_for_other_types():
+    store = get_typestore()
+    msgtype = "sbg_driver/msg/SbgGpsVel"
+    msg = default_message(msgtype, store)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 12, 345
+    msg.velocity.x, msg.velocity.y, msg.velocity.z = 1.0, -2.0, 0.5
+    raws = [store.serialize_cdr(msg, msgtype)] * 2
+    stamps, velocity, orientation = decode_cdr_batch(raws, msgtype, store.deserialize_cdr)
+    assert stamps.tolist() == [12_000_000_345] * 2
+    assert velocity.tolist() == [[1.0, -2.0, 0.5]] * 2 and orientation is None

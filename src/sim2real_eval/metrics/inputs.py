@@ -253,28 +253,18 @@ def _after_header(data) -> int:
 def decode_cdr_fast(data, msgtype: str):
     """(stamp_ns, (vx, vy, vz), (qx, qy, qz, qw) or None) straight from little-endian CDR bytes.
 
-    Only for nav_msgs/Odometry and geometry_msgs/TwistStamped, whose layouts are fixed: header
-    (int32 sec, uint32 nanosec, string frame_id), [string child_frame_id, PoseWithCovariance: 7 + 36
-    float64], twist.linear (3 float64).  Strings are uint32 length (incl. NUL) + bytes, aligned to 4;
-    float64 aligned to 8, offsets relative to the body.  Returns None for anything else (big-endian
-    CDR), which the caller then deserialises with rosbags.  ~10x faster than full deserialisation.
+    Only for nav_msgs/Odometry and geometry_msgs/TwistStamped, whose layouts are fixed (see
+    ``_field_offsets``).  Returns None for anything else (other types, big-endian CDR), which the
+    caller then deserialises with rosbags.  ~10x faster than full deserialisation.
     """
-    if data[:2] != _CDR_LE:
+    if data[:2] != _CDR_LE or msgtype not in (_ODOMETRY, _TWIST_STAMPED):
         return None
+    offsets = _field_offsets(data, msgtype)
     sec, nanosec = _HEADER_STAMP.unpack_from(data, 4)
-    offset = _after_header(data)                  # body-relative
     orientation = None
-    if msgtype == _ODOMETRY:
-        offset = (offset + 3) & ~3
-        offset += 4 + _UINT32.unpack_from(data, 4 + offset)[0]
-        offset = (offset + 7) & ~7
-        orientation = _QUATERNION.unpack_from(data, 4 + offset + 24)
-        offset += 56 + 288                        # pose (7 float64) + covariance (36 float64)
-    elif msgtype == _TWIST_STAMPED:
-        offset = (offset + 7) & ~7
-    else:
-        return None
-    return sec * 1_000_000_000 + nanosec, _VECTOR3.unpack_from(data, 4 + offset), orientation
+    if offsets["orientation"] is not None:
+        orientation = _QUATERNION.unpack_from(data, offsets["orientation"])
+    return sec * 1_000_000_000 + nanosec, _VECTOR3.unpack_from(data, offsets["velocity"]), orientation
 
 
 def read_bag_speeds(spec: RunSpec) -> RunSeries:
@@ -300,25 +290,110 @@ def read_bag_speeds(spec: RunSpec) -> RunSeries:
                                 f"{', '.join(VELOCITY_FIELDS)}")
             if reader.topics[topic].count == 0:
                 raise UserError(f"{where}: {role} topic {topic} has no messages")
-        collected = {topic: ([], [], []) for topic in topics}
         if Path(spec.source).suffix == ".bag":   # ROS 1 wire format: let rosbags decode it
+            collected = {topic: ([], [], []) for topic in topics}
             for item in reader.messages(topics=list(topics)):
                 _collect_message(collected[item.topic], item.msgtype, item.msg)
+            arrays = {topic: (np.asarray(st, dtype=np.int64), np.asarray(v, dtype=float),
+                              np.asarray(q, dtype=float)) for topic, (st, v, q) in collected.items()}
         else:
-            deserialize = reader.typestore.deserialize_cdr
-            for raw in reader.raw_messages(topics=list(topics)):
-                stamps, velocities, orientations = collected[raw.topic]
-                fast = decode_cdr_fast(raw.data, raw.msgtype)
-                if fast is None:
-                    _collect_message(collected[raw.topic], raw.msgtype, deserialize(raw.data, raw.msgtype))
-                    continue
-                stamps.append(fast[0])
-                velocities.append(fast[1])
-                if fast[2] is not None:
-                    orientations.append(fast[2])
-    return series_from_arrays(spec, {topic: (np.asarray(s, dtype=np.int64), np.asarray(v, dtype=float),
-                                             np.asarray(q, dtype=float))
-                                     for topic, (s, v, q) in collected.items()})
+            arrays = _read_cdr_topics(reader, topics, where)
+    return series_from_arrays(spec, arrays)
+
+
+BATCH = 4096   # messages decoded at once: bounded memory, numpy speed
+
+
+def _read_cdr_topics(reader, topics, where) -> dict:
+    """{topic: (stamps, velocities, orientations)} from a ROS 2 bag, decoding raw CDR in batches."""
+    pending = {topic: [] for topic in topics}
+    parts = {topic: [] for topic in topics}
+    types = {topic: reader.topics[topic].msgtype for topic in topics}
+    deserialize = reader.typestore.deserialize_cdr
+
+    def flush(topic):
+        raws, pending[topic] = pending[topic], []
+        if raws:
+            try:
+                parts[topic].append(decode_cdr_batch(raws, types[topic], deserialize))
+            except Exception as exc:  # noqa: BLE001 - any decoding failure is a damaged message
+                raise UserError(f"{where}: topic {topic}: cannot decode {types[topic]} ({exc})") from None
+
+    for raw in reader.raw_messages(topics=list(topics)):
+        queue = pending[raw.topic]
+        queue.append(raw.data)
+        if len(queue) >= BATCH:
+            flush(raw.topic)
+    out = {}
+    for topic in topics:
+        flush(topic)
+        stamps, velocities, orientations = zip(*parts[topic])
+        orientations = [q for q in orientations if q is not None]
+        out[topic] = (np.concatenate(stamps), np.concatenate(velocities),
+                      np.concatenate(orientations) if orientations else np.empty((0, 4)))
+    return out
+
+
+def decode_cdr_batch(raws: list, msgtype: str, deserialize=None):
+    """(stamps_ns (N,), velocities (N, 3), orientations (N, 4) or None) of many CDR messages.
+
+    When every message has the same size and string lengths (the usual case: fixed frame ids), the
+    fields sit at the same offsets in every message and are sliced out of one (N, size) byte array;
+    otherwise each message is decoded alone (``decode_cdr_fast``, then rosbags ``deserialize``).
+    """
+    size = len(raws[0])
+    first = decode_cdr_fast(raws[0], msgtype)
+    if first is not None and all(len(r) == size for r in raws):
+        block = np.frombuffer(b"".join(raws), dtype=np.uint8).reshape(len(raws), size)
+        offsets = _field_offsets(raws[0], msgtype)
+        same_layout = (block[:, :2] == block[0, :2]).all() and all(
+            (block[:, o:o + 4] == block[0, o:o + 4]).all() for o in offsets["string_lengths"])
+        if same_layout:
+            def column(start, count, dtype):
+                width = count * np.dtype(dtype).itemsize
+                return np.ascontiguousarray(block[:, start:start + width]).view(dtype)
+            sec = column(4, 1, "<i4")[:, 0].astype(np.int64)
+            nanosec = column(8, 1, "<u4")[:, 0].astype(np.int64)
+            velocity = column(offsets["velocity"], 3, "<f8")
+            orientation = None if offsets["orientation"] is None else column(offsets["orientation"], 4, "<f8")
+            return sec * 1_000_000_000 + nanosec, velocity, orientation
+    stamps, velocities, orientations = [], [], []
+    for raw in raws:
+        fast = decode_cdr_fast(raw, msgtype)
+        if fast is None:
+            lists = ([], [], [])
+            _collect_message(lists, msgtype, deserialize(raw, msgtype))
+            fast = (lists[0][0], lists[1][0], lists[2][0] if lists[2] else None)
+        stamps.append(fast[0])
+        velocities.append(fast[1])
+        if fast[2] is not None:
+            orientations.append(fast[2])
+    return (np.asarray(stamps, dtype=np.int64), np.asarray(velocities, dtype=float).reshape(-1, 3),
+            np.asarray(orientations, dtype=float).reshape(-1, 4) if orientations else None)
+
+
+def _field_offsets(data, msgtype: str) -> dict:
+    """Absolute byte offsets in one little-endian CDR message of the fields the scorer reads.
+
+    Layout after the 4-byte encapsulation header (offsets below are relative to the body, which
+    starts at byte 4): header = int32 sec, uint32 nanosec, string frame_id; Odometry then has string
+    child_frame_id and PoseWithCovariance (7 + 36 float64) before twist.twist.linear; TwistStamped
+    has twist.linear right after the header.  A string is a uint32 length (incl. NUL) + bytes,
+    aligned to 4; float64 are aligned to 8.
+    """
+    string_lengths = [12]
+    offset = _after_header(data)
+    orientation = None
+    if msgtype == _ODOMETRY:
+        offset = (offset + 3) & ~3
+        string_lengths.append(4 + offset)
+        offset += 4 + _UINT32.unpack_from(data, 4 + offset)[0]
+        offset = (offset + 7) & ~7
+        orientation = 4 + offset + 24
+        offset += 56 + 288
+    else:
+        offset = (offset + 7) & ~7
+    return {"string_lengths": string_lengths, "velocity": 4 + offset, "orientation": orientation}
 
 
 def _collect_message(lists, msgtype: str, msg) -> None:
