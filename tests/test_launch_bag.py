@@ -42,3 +42,10 @@ def test_art_bag_has_the_real_topics_and_its_sbg_truth_drives_ground_truth_node(
     assert len(outputs) == 300
     expected = truth.interpolate(np.array([o.stamp_ns for o in outputs]) / 1e9)
     assert np.abs(np.array([o.position for o in outputs]) - expected.position).max() < 1e-6
+
+
+def test_art_bag_with_the_sbg_3_2_layout(tmp_path):
+    path = make_art_bag(tmp_path / "art32", duration_s=2.0, sbg_layout="3.2")
+    with bags.open_bag(path, typestore=bags.get_typestore(sbg_layout="3.2")) as reader:
+        navs = [m.msg for m in reader.messages(["/sbg/ekf_nav"])]
+    assert len(navs) == 100 and navs[0].latitude == pytest.approx(DATUM[0], abs=1e-3)

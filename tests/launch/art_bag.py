@@ -27,16 +27,31 @@ def drive(duration_s: float = 20.0) -> GroundTruth:
                                        angular_velocity=np.stack([0 * t, 0 * t, yaw_rate], axis=1))
 
 
-def make_art_bag(path, duration_s: float = 20.0, seed: int = 5) -> Path:
+def make_art_bag(path, duration_s: float = 20.0, seed: int = 5, sbg_layout: str = "3.1") -> Path:
+    """``sbg_layout``: the sbg_driver message layout ("3.1" or "3.2"), which must match the driver
+    installed where the bag is played (the layouts differ on the wire)."""
+    from sim2real_eval.bags import get_typestore, write_bag
     from sim2real_eval.bags import messages as bm
-    from sim2real_eval.bags import write_bag
     from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 
     truth = drive(duration_s)
     gps = load_gps_model("ch_gauss", sensor_seed(seed, "real", "gps"), datum=DATUM).sample(truth)
     imu = load_imu_model({"preset": "chrono_paper_demo", "mounting_rpy": ART_IMU_MOUNTING_RPY},
                          sensor_seed(seed, "real", "imu")).sample(truth)
-    items = (list(bm.navsatfix_messages(gps)) + list(bm.imu_messages(imu))
-             + list(bm.sbg_ekf_nav_messages(truth, DATUM)) + list(bm.sbg_ekf_quat_messages(truth)))
+    store = get_typestore(sbg_layout=sbg_layout)
+    items = (list(bm.navsatfix_messages(gps, typestore=store)) + list(bm.imu_messages(imu, typestore=store))
+             + list(bm.sbg_ekf_nav_messages(truth, DATUM, typestore=store))
+             + list(bm.sbg_ekf_quat_messages(truth, typestore=store)))
     items.sort(key=lambda m: (m.recv_ns, m.topic))
-    return write_bag(path, items)
+    return write_bag(path, items, typestore=store)
+
+
+def installed_sbg_layout() -> str:
+    """The message layout of the sbg_driver found in the ament index (3.2 changed the messages)."""
+    import xml.etree.ElementTree as ElementTree
+
+    from ament_index_python.packages import get_package_share_directory
+    manifest = Path(get_package_share_directory("sbg_driver")) / "package.xml"
+    version = ElementTree.parse(manifest).findtext("version")
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return "3.2" if (major, minor) >= (3, 2) else "3.1"

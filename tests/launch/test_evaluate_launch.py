@@ -19,7 +19,7 @@ pytest.importorskip("sbg_driver", reason="sbg_driver (SBG-Systems/sbg_ros2_drive
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from art_bag import make_art_bag  # noqa: E402  (tests/launch is on sys.path: no __init__.py)
+from art_bag import installed_sbg_layout, make_art_bag  # noqa: E402  (tests/launch is on sys.path: no __init__.py)
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 
 import launch  # noqa: E402  (after the skips: these exist only in a ROS 2 environment)
@@ -31,7 +31,7 @@ OUTPUT = WORK / "runs" / "sim_imu_art_lot"
 
 @pytest.mark.launch_test
 def generate_test_description():
-    make_art_bag(BAG, duration_s=20.0)
+    make_art_bag(BAG, duration_s=20.0, sbg_layout=installed_sbg_layout())
     evaluate = Path(get_package_share_directory("sim2real_eval")) / "launch" / "evaluate.launch.py"
     include = launch.actions.IncludeLaunchDescription(
         PythonLaunchDescriptionSource(str(evaluate)),
