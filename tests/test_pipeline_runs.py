@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sim2real_eval.cli import main
+from sim2real_eval.errors import UserError
 
 pytest.importorskip("sim2real_eval.scenarios", reason="scenarios (issue 2) not in the tree yet")
 pytest.importorskip("sim2real_eval.judge", reason="judge (issue 3) not in the tree yet")
@@ -132,7 +133,7 @@ def test_crash_mid_run_leaves_no_half_directory(study_file, tmp_path, monkeypatc
 
     monkeypatch.setattr(pipeline_run, "judge_run", judge_run_real)
     monkeypatch.setattr(pipeline_run, "write_run", write_then_fail)
-    with pytest.raises(Exception):  # noqa: B017 - any failure mode: the point is what is left behind
+    with pytest.raises(UserError, match="no space left on device"):  # disk full in the middle of the bag
         pipeline_run.simulate_run(spec, tmp_path)
     assert not any(p.is_file() for p in tmp_path.rglob("*"))
     assert not spec.directory(tmp_path).exists()

@@ -60,12 +60,18 @@ def run(args) -> int:
         raise UserError(f"--ground-truth-rate must be > 0, got {rate}")
     scenario = args.scenario or bag.resolve().name.split(".")[0]
     if not NAME_PATTERN.match(scenario):
-        raise UserError(f"--scenario {scenario!r}: use letters, digits, '_', '.', '+', '-' (it names a directory)")
+        raise UserError(f"--scenario {scenario!r}: use letters, digits, '_', '.', '+', '-' "
+                        "(it names a directory)")
     spec = ReplaySpec(bag=str(bag), replace=parse_replace(args.replace), judge=judge, scenario=scenario,
                       k=args.k, seed=args.seed, storage=args.storage, ground_truth_rate=rate,
                       truth_source=args.truth, msg_path=args.msg_path, imu_topic=args.imu_topic,
                       gps_topic=args.gps_topic)
-    for outcome in replay(spec, args.out):
+    from rich.console import Console
+
+    # Two judged runs of a possibly long bag: show that work is going on.
+    with Console(stderr=True).status(f"replaying {bag.name}: real run + {spec.variant}"):
+        outcomes = replay(spec, args.out)
+    for outcome in outcomes:
         state = "already complete" if outcome.skipped else \
             ", ".join(f"{topic} {count}" for topic, count in sorted(outcome.messages.items()))
         print(f"{outcome.path}: {state}")
