@@ -114,9 +114,10 @@ class ReplaySpec:
     def real_record(self) -> dict:
         return {**self._common("real", "real"), "gps": "real", "imu": "real", **self._tail()}
 
-    def sim_record(self, datum) -> dict:
-        """run.yaml of the replayed run; ``datum`` is the real bag's (the simulated GPS is anchored there)."""
-        gps = model_parameters("gps", self.replace["gps"], datum=datum) if "gps" in self.replace else "real"
+    def sim_record(self, datum, gps_rate: float | None = None) -> dict:
+        """run.yaml of the replayed run; ``datum`` and ``gps_rate`` are the real bag's (see simulated_gps)."""
+        gps = (model_parameters("gps", self.replace["gps"], datum=datum, rate=gps_rate)
+               if "gps" in self.replace else "real")
         imu = model_parameters("imu", self.replace["imu"], self.judge) if "imu" in self.replace else "real"
         return {**self._common("sim", self.variant), "replaced": [s for s in SENSORS if s in self.replace],
                 "models": {sensor: plain(spec) for sensor, spec in self.replace.items()},
@@ -137,6 +138,18 @@ class RealStreams:
     datum: Any
     gps: list  # (recv_ns, topic, msgtype, msg)
     imu: list
+
+    @property
+    def gps_rate(self) -> float:
+        """Rate of the real GPS stream (Hz): 1 / median header-stamp interval, rounded to 0.01 Hz."""
+        import numpy as np
+
+        stamps = np.array([_stamp_ns(r[3]) for r in self.gps], dtype=np.int64)
+        steps = np.diff(stamps)
+        steps = steps[steps > 0]
+        if steps.size == 0:
+            raise UserError("real GPS stream: need two fixes with different stamps to know its rate")
+        return round(1e9 / float(np.median(steps)), 2)
 
 
 def _stamp_ns(msg) -> int:
@@ -211,9 +224,9 @@ def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
 def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:
     from ..models import sensor_seed
 
-    # Anchored at the real bag's datum, so simulated fixes land where the real ones do.
+    # Anchored at the real bag's datum and rate, so simulated fixes land where and when the real ones do.
     model = load_gps(spec.replace["gps"], sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "gps"),
-                     datum=streams.datum)
+                     datum=streams.datum, rate=streams.gps_rate)
     return gps_records(model.sample(streams.truth))
 
 
@@ -233,7 +246,8 @@ def replay(spec: ReplaySpec, out) -> tuple[RunOutcome, RunOutcome]:
     """Write (or find complete) the real run and the replayed sim run of one real bag."""
     streams = read_real_streams(spec)
     real_path, sim_path = spec.real_directory(out), spec.sim_directory(out)
-    real_record, sim_record = spec.real_record(), spec.sim_record(streams.datum)
+    gps_rate = streams.gps_rate if "gps" in spec.replace else None
+    real_record, sim_record = spec.real_record(), spec.sim_record(streams.datum, gps_rate)
     # Check both before writing either, so a refused pair leaves OUT as it was.
     real_done = existing_run(real_path, real_record)
     sim_done = existing_run(sim_path, sim_record)

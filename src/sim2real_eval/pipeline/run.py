@@ -157,11 +157,14 @@ def plain(value: Any) -> Any:
     return value
 
 
-def load_gps(spec: Any, seed_sequence=None, datum=None):
-    """The GPS model of a run; ``datum`` (lat, lon, alt) overrides the preset's (replay of real bags)."""
+def load_gps(spec: Any, seed_sequence=None, datum=None, rate: float | None = None):
+    """The GPS model of a run.  Replay of real bags overrides the preset's ``datum`` (lat, lon, alt)
+    and ``rate`` (Hz) with the real receiver's."""
     from ..models import load_gps_model
 
-    overrides = {} if datum is None else {"datum": [float(v) for v in datum]}
+    overrides: dict = {} if datum is None else {"datum": [float(v) for v in datum]}
+    if rate is not None:
+        overrides["rate"] = float(rate)
     return load_gps_model(spec, seed_sequence, **overrides)
 
 
@@ -184,17 +187,19 @@ def load_imu(spec: Any, judge: JudgeConfig, seed_sequence=None):
 
 
 @functools.lru_cache(maxsize=256)
-def _parameters(kind: str, spec_text: str, judge: JudgeConfig | None, datum: tuple | None) -> str:
+def _parameters(kind: str, spec_text: str, judge: JudgeConfig | None, datum: tuple | None,
+                rate: float | None) -> str:
     spec = json.loads(spec_text)
-    model = load_imu(spec, judge) if kind == "imu" else load_gps(spec, datum=datum)
+    model = load_imu(spec, judge) if kind == "imu" else load_gps(spec, datum=datum, rate=rate)
     return json.dumps(plain(model.parameters))
 
 
-def model_parameters(kind: str, spec: Any, judge: JudgeConfig | None = None, datum=None) -> dict:
+def model_parameters(kind: str, spec: Any, judge: JudgeConfig | None = None, datum=None,
+                     rate: float | None = None) -> dict:
     """Effective parameters of a model (what run.yaml records); they do not depend on the seed."""
     key = json.dumps(plain(spec), sort_keys=True)
     datum = None if datum is None else tuple(float(v) for v in datum)
-    return json.loads(_parameters(kind, key, judge if kind == "imu" else None, datum))
+    return json.loads(_parameters(kind, key, judge if kind == "imu" else None, datum, rate))
 
 
 # --------------------------------------------------------------------------------------- resume
