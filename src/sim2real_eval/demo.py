@@ -148,9 +148,12 @@ def reference_bags(setup, k: int, out: Path, shipped: Path, workers: int, progre
         bags[scenario] = []
         for index in range(k):
             path = ref.run_path(shipped, scenario, index)
-            if not (path / "metadata.yaml").is_file():
+            if not ref.made_by(path, setup):
                 path = ref.run_path(out / REFERENCE, scenario, index)
-                if not (path / "metadata.yaml").is_file():
+                if not ref.made_by(path, setup):
+                    if path.exists():
+                        raise UserError(f"{path}: a reference run made with another setup; "
+                                        f"remove {out / REFERENCE}")
                     missing.append((scenario, index))
             bags[scenario].append(path)
     if missing:

@@ -327,6 +327,19 @@ def write_reference_run(setup: ReferenceSetup, directory, scenario: str, k: int,
                      overwrite=overwrite)
 
 
+def made_by(path, setup: ReferenceSetup) -> bool:
+    """True when ``path`` is a complete reference run written with exactly this setup."""
+    import yaml
+
+    from .yamlio import dump_yaml
+
+    sidecar = Path(path) / SIDECAR
+    if not (Path(path) / "metadata.yaml").is_file() or not sidecar.is_file():
+        return False
+    found = load_yaml(sidecar)
+    return isinstance(found, dict) and found.get("setup") == yaml.safe_load(dump_yaml(setup.record()))
+
+
 def shipped_reference_dir() -> Path:
     """``bags/reference`` of this installation (source tree or installed share directory)."""
     return share_dir() / "bags" / "reference"
