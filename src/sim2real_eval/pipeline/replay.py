@@ -123,6 +123,10 @@ class ReplaySpec:
                 "models": {sensor: plain(spec) for sensor, spec in self.replace.items()},
                 "gps": gps, "imu": imu, **self._tail()}
 
+    def sim_record_for(self, streams: "RealStreams") -> dict:
+        """run.yaml of the replayed run from the real bag's streams (datum, and GPS rate when replaced)."""
+        return self.sim_record(streams.datum, streams.gps_rate if "gps" in self.replace else None)
+
     def real_directory(self, out) -> Path:
         return run_directory(out, "real", "real", self.scenario, self.k)
 
@@ -246,8 +250,7 @@ def replay(spec: ReplaySpec, out) -> tuple[RunOutcome, RunOutcome]:
     """Write (or find complete) the real run and the replayed sim run of one real bag."""
     streams = read_real_streams(spec)
     real_path, sim_path = spec.real_directory(out), spec.sim_directory(out)
-    gps_rate = streams.gps_rate if "gps" in spec.replace else None
-    real_record, sim_record = spec.real_record(), spec.sim_record(streams.datum, gps_rate)
+    real_record, sim_record = spec.real_record(), spec.sim_record_for(streams)
     # Check both before writing either, so a refused pair leaves OUT as it was.
     real_done = existing_run(real_path, real_record)
     sim_done = existing_run(sim_path, sim_record)
