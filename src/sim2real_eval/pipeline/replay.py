@@ -123,7 +123,7 @@ class ReplaySpec:
                 "models": {sensor: plain(spec) for sensor, spec in self.replace.items()},
                 "gps": gps, "imu": imu, **self._tail()}
 
-    def sim_record_for(self, streams: "RealStreams") -> dict:
+    def sim_record_for(self, streams: RealStreams) -> dict:
         """run.yaml of the replayed run from the real bag's streams (datum, and GPS rate when replaced)."""
         return self.sim_record(streams.datum, streams.gps_rate if "gps" in self.replace else None)
 
