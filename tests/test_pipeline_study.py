@@ -183,3 +183,45 @@ def test_stale_temporaries_are_removed(tmp_path):
     keep.mkdir()
     pipeline_run.remove_stale_temporaries(final)
     assert not stale.exists() and keep.exists()
+
+
+# ------------------------------------------------------------------------------ property tests
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_names = st.text("abcdefgh_-", min_size=1, max_size=6).filter(lambda s: s[0].isalpha())
+_leaves = st.one_of(st.integers(-5, 5), st.floats(-1e3, 1e3, allow_nan=False), st.text("xyz", max_size=3),
+                    st.booleans(), st.none())
+_records = st.recursive(_leaves, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                          st.dictionaries(_names, inner, max_size=3)),
+                        max_leaves=12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(variants=st.lists(_names, min_size=1, max_size=4, unique=True),
+       scenarios=st.lists(_names, min_size=1, max_size=3, unique=True), repeats=st.integers(1, 4))
+def test_expansion_covers_every_cell_once(tmp_path_factory, variants, scenarios, repeats):
+    tmp = tmp_path_factory.mktemp("prop")
+    ekf, navsat = tmp / "e.yaml", tmp / "n.yaml"
+    ekf.write_text("a: 1\n")
+    navsat.write_text("a: 1\n")
+    variants = [v for v in variants if v != "real"] or ["v"]
+    study = {"seed": 1, "repeats": repeats, "scenarios": scenarios,
+             "variants": {v: {"gps": "g", "imu": "i"} for v in variants},
+             "judge": {"ekf": str(ekf), "navsat": str(navsat)}}
+    path = tmp / "s.yaml"
+    path.write_text(yaml.safe_dump(study))
+    runs = load_study(path).runs()
+    cells = [(r.variant, r.scenario, r.k) for r in runs]
+    assert len(cells) == len(set(cells)) == len(variants) * len(scenarios) * repeats
+    assert len({r.directory(tmp) for r in runs}) == len(runs)
+
+
+@settings(max_examples=50, deadline=None)
+@given(record=st.dictionaries(_names, _records, min_size=1, max_size=4), data=st.data())
+def test_first_difference_names_the_changed_key(record, data):
+    assert pipeline_run._first_difference(record, yaml.safe_load(yaml.safe_dump(record))) is None
+    key = data.draw(st.sampled_from(sorted(record)))
+    changed = dict(record, **{key: ["<changed>"]})
+    diff = pipeline_run._first_difference(record, changed)
+    assert diff is not None and diff.split(".")[0].split("[")[0] == key
