@@ -155,9 +155,10 @@ def test_ray_matches_local_runner(study_file, simulated, tmp_path):
     ray = pytest.importorskip("ray")
     out, _ = simulated
     tasks = load_study(study_file).runs()[:2]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        report = run_batch(tasks, tmp_path, ray_address="auto", progress=False)
+        # "local" starts a real Ray cluster here: ray.init(num_cpus=workers).
+        report = run_batch(tasks, tmp_path, workers=2, ray_address="local", progress=False)
+        assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 2
     finally:
         ray.shutdown()
     assert report.written == 2 and not report.failures
