@@ -225,3 +225,14 @@ def test_first_difference_names_the_changed_key(record, data):
     changed = dict(record, **{key: ["<changed>"]})
     diff = pipeline_run._first_difference(record, changed)
     assert diff is not None and diff.split(".")[0].split("[")[0] == key
+
+
+def test_simulate_cli_bad_study_is_one_line_and_writes_nothing(tmp_path, judge_files, capsys):
+    from sim2real_eval.cli import main
+
+    path = write_study(tmp_path, judge_files, textwrap.dedent(BASE).replace("repeats: 2", "repeats: -2"))
+    out = tmp_path / "out"
+    assert main(["simulate", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"sim2real-eval simulate: error: {path}: repeats: must be >= 1, got -2"
+    assert not out.exists()
