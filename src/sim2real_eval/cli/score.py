@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +74,8 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers: must be >= 1, got {args.workers}")
     trace_runs = [parse_trace_run(t) for t in args.trace_runs] if args.trace_runs else None
+    if Path(args.out).exists() and not args.overwrite:
+        raise UserError(f"{args.out}: already exists (choose another --out or add --overwrite)")
 
     if args.csv_dir:
         kind, source, specs = "csv", args.csv_dir, discover_csv_dir(args.csv_dir, options)
