@@ -72,6 +72,8 @@ def test_simulate_writes_every_run(simulated):
         assert record["side"] == "sim" and record["seed"] == 11 and record["source"] == "line"
         assert len(record["judge"]["ekf_sha256"]) == 64
         assert record["imu"]["mounting_rpy"] == [0.0, -1.5708, 3.1416]
+        outcome = record["judge_outcome"]
+        assert outcome["inputs"]["/imu"] > 450 and outcome["published"] > 30 * 4
         with open_bag(run) as reader:
             assert set(reader.topics) == TOPICS
             imu = [m.msg for m in reader.messages(["/imu"])]

@@ -41,6 +41,7 @@ from .run import (
     remove_stale_temporaries,
     run_directory,
     truth_records,
+    with_judge_outcome,
     write_run,
 )
 
@@ -238,7 +239,7 @@ def _judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, 
     sensors = in_receive_order(sensors)
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
     records = in_receive_order(sensors + judge_records(result) + truth_records(truth, spec.ground_truth_rate))
-    counts = write_run(path, records, record, spec.storage)
+    counts = write_run(path, records, with_judge_outcome(record, result), spec.storage)
     return RunOutcome(_label(path), str(path), False, counts, truth.duration)
 
 

@@ -35,6 +35,7 @@ TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom"
 GPS_ODOMETRY_TOPIC = "/odometry/gps"
 IMU_FRAME = "imu"
 RUN_FILE = "run.yaml"
+OUTCOME_KEY = "judge_outcome"  # run.yaml section written after the judge ran (not part of the spec)
 
 NAVSATFIX = "sensor_msgs/msg/NavSatFix"
 IMU = "sensor_msgs/msg/Imu"
@@ -209,7 +210,7 @@ def _comparable(record: dict) -> dict:
     Not compared: the package version and the judge files' paths (their sha256 are compared), so an
     output tree survives a reinstall or a moved config directory.
     """
-    out = {k: v for k, v in record.items() if k != "version"}
+    out = {k: v for k, v in record.items() if k not in ("version", OUTCOME_KEY)}
     if isinstance(out.get("judge"), dict):
         out["judge"] = {k: v for k, v in out["judge"].items() if k not in ("ekf", "navsat")}
     return out
@@ -369,6 +370,20 @@ def in_receive_order(records: list) -> list:
     return sorted(records, key=lambda r: r[0])
 
 
+def with_judge_outcome(record: dict, result) -> dict:
+    """run.yaml + what the judge did (message counts in, drops by reason, outputs): an output, so
+    it is not compared on resume; it tells a user at a glance e.g. that IMU messages were dropped."""
+    outcome = {
+        "inputs": plain(dict(result.inputs)),
+        "dropped": plain(dict(result.dropped)),
+        "published": int(result.published),
+    }
+    warnings = list(getattr(result, "warnings", []) or [])
+    if warnings:
+        outcome["warnings"] = [str(w) for w in warnings[:20]]
+    return {**record, OUTCOME_KEY: outcome}
+
+
 def write_run(path: Path, records: list, record: dict, storage: str) -> dict:
     """Write the run bag + run.yaml atomically; return {topic: count}."""
     from ..bags import write_bag
@@ -399,5 +414,5 @@ def simulate_run(spec: SimRunSpec, out) -> RunOutcome:
     sensors = in_receive_order(gps_records(gps) + imu_records(imu))
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
     records = in_receive_order(sensors + judge_records(result) + truth_messages)
-    counts = write_run(path, records, record, spec.storage)
+    counts = write_run(path, records, with_judge_outcome(record, result), spec.storage)
     return RunOutcome(spec.label, str(path), False, counts, truth.duration)
