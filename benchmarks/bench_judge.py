@@ -1,7 +1,8 @@
 """Speed of the embedded judge on the ART configuration: a 30 s run, 100 Hz IMU + 10 Hz GPS.
 
-Prints ``name: value`` lines.  judge_realtime_factor = simulated seconds / CPU seconds of Judge.run (process CPU time, because the
-machine is shared; message construction excluded; best of --repeat runs; one core, single thread).
+Prints ``name: value`` lines.  judge_realtime_factor = simulated seconds / CPU seconds of Judge.run
+(process CPU time, because the machine is shared; message construction excluded; best of --repeat runs;
+one core, single thread).
 judge_realtime_factor_wall is the same with wall-clock time.
 """
 

@@ -226,3 +226,63 @@ def test_control_replaces_acceleration_state_for_enabled_linear_axes():
     ekf.predict(S + S // 10, S // 10)
     assert ekf.state[12] == pytest.approx(1.0)  # gain 1 × error 1, limit 1
     assert ekf.state[6] == pytest.approx(0.1)  # v⁺ = v + aΔ with the replaced a
+
+
+# --- UKF ------------------------------------------------------------------------------------------------
+
+
+def test_llt_lower_matches_cholesky_and_stops_like_eigen_on_indefinite_input():
+    from sim2real_eval.judge.kernels import llt_lower
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(15, 15))
+    spd = a @ a.T + np.eye(15)
+    np.testing.assert_allclose(llt_lower(spd), np.linalg.cholesky(spd), rtol=1e-12, atol=1e-12)
+    bad = np.diag([4.0, -1.0, 9.0])
+    bad[2, 0] = 2.0
+    out = llt_lower(bad)
+    # column 0 done (√4, 2/2), column 1 fails: it and later columns keep the input's lower triangle
+    np.testing.assert_allclose(out, [[2.0, 0, 0], [0.0, -1.0, 0], [1.0, 0.0, 9.0]])
+
+
+def test_ukf_weights_hand_computed():
+    from sim2real_eval.judge.kernels import ukf_weights
+
+    lam, wm, wc = ukf_weights(0.001, 0.0, 2.0)
+    assert lam == pytest.approx(1e-6 * 15 - 15)
+    assert wm[0] == pytest.approx(lam / (15 + lam))
+    assert wc[0] == pytest.approx(wm[0] + 1 - 1e-6 + 2)
+    assert wm[1] == pytest.approx(1 / (2 * (15 + lam)))
+    assert wm.sum() == pytest.approx(1.0)
+
+
+def test_ukf_correct_equals_kalman_update_for_a_selection_measurement():
+    from sim2real_eval.judge.filter import Ukf
+
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(15, 15)) * 0.1
+    p = a @ a.T + np.eye(15) * 0.01
+    state = rng.normal(size=15) * 0.1
+    ukf = Ukf(EkfParams(filter_type="ukf", ukf_alpha=0.5))
+    ukf.initialized, ukf.state, ukf.covariance = True, state.copy(), p.copy()
+    ukf.uncorrected = False  # regenerate sigma points from (x, P)
+    m = measurement(S, {0: 1.0, 6: -0.5}, {0: 0.2, 6: 0.3})
+    assert ukf.correct(m)
+    idx = [0, 6]
+    s = p[np.ix_(idx, idx)] + np.diag([0.2, 0.3])
+    k = p[:, idx] @ np.linalg.inv(s)
+    # the unscented transform is exact for a linear (selection) measurement: same K, P − K·P_zz·Kᵀ
+    np.testing.assert_allclose(ukf.state, state + k @ (np.array([1.0, -0.5]) - state[idx]), atol=1e-9)
+    np.testing.assert_allclose(ukf.covariance, p - k @ p[np.ix_(idx, idx)] @ k.T, atol=1e-9)
+
+
+def test_ukf_uses_zero_sigma_points_before_the_first_predict():
+    from sim2real_eval.judge.filter import Ukf
+
+    ukf = Ukf(EkfParams(filter_type="ukf"))
+    ukf.process_measurement(measurement(S, {0: 1.0}, {0: 1.0}))  # initialisation
+    ukf.process_measurement(
+        measurement(S, {0: 3.0}, {0: 1.0})
+    )  # Δ = 0: correct with the initial sigma points
+    # zero sigma points: ẑ = 0, P_zz = 0, P_xz = Σc(0 − x)(0)ᵀ = 0 → K = 0: the state does not move
+    assert ukf.state[0] == 1.0

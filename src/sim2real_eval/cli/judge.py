@@ -23,6 +23,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("bag", type=Path, help="ROS 1 .bag or rosbag2 directory / .db3 / .mcap")
     parser.add_argument("--config", type=Path, required=True, help="ekf_node parameter YAML")
     parser.add_argument("--node", help="node section of --config to use (default: the only filter section)")
+    parser.add_argument(
+        "--filter",
+        choices=("ekf", "ukf"),
+        default=None,
+        help="filter to run (default: the section's filter_type key, else ekf)",
+    )
     parser.add_argument("--navsat", type=Path, help="navsat_transform_node parameter YAML (runs navsat)")
     parser.add_argument("--navsat-node", help="node section of --navsat to use")
     parser.add_argument(
@@ -75,7 +81,7 @@ def run(args) -> int:
 
     static_tfs = [parse_static_tf(spec) for spec in args.static_tf]
     remaps = parse_remaps(args.remap)
-    ekf_params = load_ekf_params(args.config, args.node)
+    ekf_params = load_ekf_params(args.config, args.node, args.filter)
     navsat_params = load_navsat_params(args.navsat, args.navsat_node) if args.navsat else None
     if args.output.exists() and not args.overwrite:
         raise UserError(f"{args.output}: already exists (choose another output or pass --overwrite)")
@@ -137,7 +143,12 @@ def run(args) -> int:
 
     summary = {
         "bag": str(args.bag),
-        "config": {"ekf": str(args.config), "ekf_sha256": _sha256(args.config), "node": ekf_params.node},
+        "config": {
+            "ekf": str(args.config),
+            "ekf_sha256": _sha256(args.config),
+            "node": ekf_params.node,
+            "filter_type": ekf_params.filter_type,
+        },
         "final_position": [float(v) for v in result.final_position],
         "final_stamp_ns": int(result.filtered.stamp_ns[-1]),
         "published": result.published,

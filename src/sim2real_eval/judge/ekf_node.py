@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..errors import UserError
-from .filter import Ekf, Measurement
+from .filter import Measurement, make_filter
 from .measurements import Preparer, stamp_ns, stamp_seconds
 from .params import STATE_SIZE, EkfParams, SensorConfig
 from .tf import TfBuffer, Transform, matrix_from_rpy, quaternion_from_rpy
@@ -159,7 +159,7 @@ class EkfNode:
     def __init__(self, params: EkfParams, tf: TfBuffer, topic_of=lambda name: name):
         self.params = params
         self.tf = tf
-        self.filter = Ekf(params)
+        self.filter = make_filter(params)
         self.warnings: List[str] = []
         self.inputs: List[_Input] = [_parts(s, params, self.warnings) for s in params.sensors]
         # Fusing IMU linear acceleration turns control of the matching velocity off (loadParams).

@@ -150,3 +150,55 @@ class Ekf:
         if delta_ns >= 0:
             self.last_measurement_ns = m.stamp_ns
         return "accepted" if accepted else "rejected"
+
+
+class Ukf(Ekf):
+    """ukf.cpp: the same process model and node behaviour, unscented predict/correct (α, κ, β)."""
+
+    def __init__(self, params: EkfParams):
+        super().__init__(params)
+        self.lam, self.state_weights, self.covar_weights = kernels.ukf_weights(
+            params.ukf_alpha, params.ukf_kappa, params.ukf_beta
+        )
+        self.sigma_points = np.zeros((31, 15))  # upstream starts from zero sigma points
+        self.uncorrected = True
+
+    def predict(self, reference_ns: int, delta_ns: int) -> None:
+        """Ukf::predict (kernels.ukf_predict).  prepareControl runs, but ukf.cpp applies no control term."""
+        self._control_accelerations(reference_ns)
+        self.state, self.covariance, self.sigma_points = kernels.ukf_predict(
+            self.state,
+            self.covariance,
+            self.process_noise,
+            delta_ns * 1e-9,
+            self.params.dynamic_process_noise_covariance,
+            self.lam,
+            self.state_weights,
+            self.covar_weights,
+        )
+        self.uncorrected = True
+
+    def correct(self, m: Measurement) -> bool:
+        applied, state, covariance, sigma = kernels.ukf_correct(
+            self.state,
+            self.covariance,
+            self.sigma_points,
+            not self.uncorrected,
+            m.z,
+            m.covariance,
+            m.update,
+            m.threshold,
+            self.lam,
+            self.state_weights,
+            self.covar_weights,
+        )
+        self.sigma_points = sigma
+        if applied:
+            self.state, self.covariance = state, covariance
+            self.uncorrected = False
+        return applied
+
+
+def make_filter(params: EkfParams) -> Ekf:
+    """The filter ekf_node (filter_type ekf) or ukf_node (filter_type ukf) runs."""
+    return Ukf(params) if params.filter_type == "ukf" else Ekf(params)

@@ -205,3 +205,165 @@ def correct(
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
     return True, x, p_new
+
+
+# --- UKF (ukf.cpp) ------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def llt_lower(matrix: np.ndarray) -> np.ndarray:
+    """Eigen's unblocked LLT (used for sizes < 32) on the lower triangle, returning matrixL().
+
+    Like Eigen it does not raise on a non-positive-definite matrix: it stops at the failing column and
+    the remaining columns keep the partially processed input (lower triangle).
+    """
+    n = matrix.shape[0]
+    m = matrix.copy()
+    for k in range(n):
+        x = m[k, k]
+        for j in range(k):
+            x -= m[k, j] * m[k, j]
+        if x <= 0.0:
+            break
+        x = math.sqrt(x)
+        m[k, k] = x
+        for i in range(k + 1, n):
+            acc = m[i, k]
+            for j in range(k):
+                acc -= m[i, j] * m[k, j]
+            m[i, k] = acc / x
+    for i in range(n):
+        for j in range(i + 1, n):
+            m[i, j] = 0.0
+    return m
+
+
+@njit(cache=True)
+def ukf_weights(alpha: float, kappa: float, beta: float):
+    """Ukf::setConstants: λ = α²(n + κ) − n; w₀ = λ/(n + λ), c₀ = w₀ + 1 − α² + β, wᵢ = cᵢ = 1/(2(n + λ))."""
+    n = 15
+    lam = alpha * alpha * (n + kappa) - n
+    state_weights = np.full(2 * n + 1, 1.0 / (2.0 * (n + lam)))
+    covar_weights = state_weights.copy()
+    state_weights[0] = lam / (n + lam)
+    covar_weights[0] = state_weights[0] + (1.0 - alpha * alpha + beta)
+    return lam, state_weights, covar_weights
+
+
+@njit(cache=True)
+def ukf_predict(
+    state: np.ndarray,
+    covariance: np.ndarray,
+    process_noise: np.ndarray,
+    delta: float,
+    dynamic_noise: bool,
+    lam: float,
+    state_weights: np.ndarray,
+    covar_weights: np.ndarray,
+):
+    """Ukf::predict: sigma points x ± cols(chol((n+λ)P)) all pushed through the *same* F (built from the
+    mean's angles); mean and covariance from the weights; P += Δ·Q (dynamic Q from the new mean);
+    angles wrapped.  The control acceleration is not applied (as in ukf.cpp).
+    Returns (state, covariance, sigma points (31, 15))."""
+    f, _j = transition(state, delta)
+    root = llt_lower((15 + lam) * covariance)
+    sigma = np.empty((31, 15))
+    sigma[0] = f @ state
+    for i in range(15):
+        sigma[i + 1] = f @ (state + root[:, i])
+        sigma[i + 16] = f @ (state - root[:, i])
+    x = np.zeros(15)
+    for s in range(31):
+        x += state_weights[s] * sigma[s]
+    p = np.zeros((15, 15))
+    for s in range(31):
+        diff = sigma[s] - x
+        p += covar_weights[s] * np.outer(diff, diff)
+    q = process_noise
+    if dynamic_noise:
+        q = process_noise.copy()
+        speed2 = 0.0
+        for i in range(6, 12):
+            speed2 += x[i] * x[i]
+        q[:6, :6] *= speed2
+    p = p + delta * q
+    for i in range(3, 6):
+        x[i] = clamp_rotation(x[i])
+    return x, p, sigma
+
+
+@njit(cache=True)
+def ukf_correct(
+    state: np.ndarray,
+    covariance: np.ndarray,
+    sigma: np.ndarray,
+    regenerate: bool,
+    z: np.ndarray,
+    measurement_covariance: np.ndarray,
+    update: np.ndarray,
+    threshold: float,
+    lam: float,
+    state_weights: np.ndarray,
+    covar_weights: np.ndarray,
+):
+    """Ukf::correct.  Sigma points are regenerated from (x, P) only after an accepted correction
+    (upstream's ``uncorrected_`` flag); ẑ = Σwᵢ·Hσᵢ, P_zz = Σcᵢ(Hσᵢ − ẑ)(·)ᵀ, P_xz = Σcᵢ(σᵢ − x)(Hσᵢ − ẑ)ᵀ,
+    K = P_xz(P_zz + R)⁻¹, ν = z − ẑ (angles wrapped), gate d² = νᵀ(P_zz + R)⁻¹ν ≥ thr² → reject,
+    x += Kν, P −= K·P_zz·Kᵀ.  Returns (applied, state, covariance, sigma)."""
+    if regenerate:
+        root = llt_lower((15 + lam) * covariance)
+        sigma = np.empty((31, 15))
+        sigma[0] = state
+        for i in range(15):
+            sigma[i + 1] = state + root[:, i]
+            sigma[i + 16] = state - root[:, i]
+    count = 0
+    for i in range(15):
+        if update[i] and np.isfinite(z[i]):
+            count += 1
+    if count == 0:
+        return False, state, covariance, sigma
+    idx = np.empty(count, dtype=np.int64)
+    n = 0
+    for i in range(15):
+        if update[i] and np.isfinite(z[i]):
+            idx[n] = i
+            n += 1
+    r = np.empty((count, count))
+    for a in range(count):
+        for b in range(count):
+            r[a, b] = measurement_covariance[idx[a], idx[b]]
+        value = abs(r[a, a])
+        r[a, a] = value if value >= 1e-9 else 1e-9
+    projected = np.empty((31, count))
+    for s in range(31):
+        for a in range(count):
+            projected[s, a] = sigma[s, idx[a]]
+    predicted = np.zeros(count)
+    for s in range(31):
+        predicted += state_weights[s] * projected[s]
+    p_zz = np.zeros((count, count))
+    p_xz = np.zeros((15, count))
+    for s in range(31):
+        diff = projected[s] - predicted
+        p_zz += covar_weights[s] * np.outer(diff, diff)
+        p_xz += covar_weights[s] * np.outer(sigma[s] - state, diff)
+    s_inv = np.linalg.inv(p_zz + r)
+    k = p_xz @ s_inv
+    innovation = np.empty(count)
+    for a in range(count):
+        value = z[idx[a]] - predicted[a]
+        if 3 <= idx[a] <= 5:
+            while value < -PI:
+                value += TAU
+            while value > PI:
+                value -= TAU
+        innovation[a] = value
+    d2 = innovation @ (s_inv @ innovation)
+    if d2 >= threshold * threshold:
+        return False, state, covariance, sigma
+    x = state + k @ innovation
+    p = covariance - k @ p_zz @ k.T
+    for i in range(3, 6):
+        x[i] = clamp_rotation(x[i])
+    return True, x, p, sigma

@@ -67,6 +67,9 @@ class EkfParams:
     source: str = "<defaults>"
     node: str = ""
     filter_type: str = "ekf"
+    ukf_alpha: float = 0.001  # ukf_node's alpha, kappa, beta
+    ukf_kappa: float = 0.0
+    ukf_beta: float = 2.0
     frequency: float = 30.0
     sensor_timeout: float = 1.0 / 30.0
     two_d_mode: bool = False
@@ -314,15 +317,18 @@ def _matrix(reader: _Reader, key: str, default: np.ndarray) -> np.ndarray:
     return np.array(values, dtype=float).reshape(STATE_SIZE, STATE_SIZE)
 
 
-def ekf_params_from_dict(raw: dict, source: str = "<dict>", node: str = "") -> EkfParams:
+def ekf_params_from_dict(
+    raw: dict, source: str = "<dict>", node: str = "", filter_type: Optional[str] = None
+) -> EkfParams:
     """EkfParams from one ``ros__parameters`` mapping (see load_ekf_params)."""
     reader = _Reader(raw, source)
     p = EkfParams(source=source, node=node)
-    p.filter_type = reader.string("filter_type", "ekf")
+    p.filter_type = filter_type if filter_type is not None else reader.string("filter_type", "ekf")
     if p.filter_type not in FILTER_TYPES:
         raise reader.error("filter_type", f"unknown filter type {p.filter_type!r}; expected ekf or ukf")
-    if p.filter_type == "ukf":
-        raise reader.error("filter_type", "ukf is not implemented by the embedded judge (only ekf)")
+    p.ukf_alpha = reader.number("alpha", 0.001)
+    p.ukf_kappa = reader.number("kappa", 0.0)
+    p.ukf_beta = reader.number("beta", 2.0)
     p.frequency = reader.number("frequency", 30.0)
     if p.frequency <= 0:
         raise reader.error("frequency", f"must be > 0, got {p.frequency!r}")
@@ -397,11 +403,13 @@ def _load_control(reader: _Reader, p: EkfParams) -> None:
     )
 
 
-def load_ekf_params(path, node: Optional[str] = None) -> EkfParams:
-    """Read an ekf_node YAML file.  ``node`` picks a section; else the only section configuring a filter."""
+def load_ekf_params(path, node: Optional[str] = None, filter_type: Optional[str] = None) -> EkfParams:
+    """Read an ekf_node (or ukf_node) YAML file.  ``node`` picks a section; else the only section
+    configuring a filter.  The filter is ``filter_type`` if given, else the section's ``filter_type`` key
+    (an embedded-judge extension: ROS picks it by executable), else ekf.  UKF reads alpha/kappa/beta."""
     path = Path(path)
     name, raw = _select_section(path, node, "filter")
-    return ekf_params_from_dict(raw, source=str(path), node=name)
+    return ekf_params_from_dict(raw, source=str(path), node=name, filter_type=filter_type)
 
 
 def navsat_params_from_dict(raw: dict, source: str = "<dict>", node: str = "") -> NavsatParams:
