@@ -99,12 +99,18 @@ def run(args) -> int:
 
         records, series, skipped = load_and_score_all(specs, options, args.skip_bad_runs, args.workers,
                                                       advance)
-        stats_task = progress.add_task("bootstrap/permutations", total=None)
+        # one unit per (variant, pooled or scenario) cell
+        variants = {r.variant for r in records if r.side != "real"}
+        cells = len(variants) * (1 + len({r.scenario for r in records}))
+        stats_task = progress.add_task("bootstrap/permutations", total=cells)
         result = score_study(records, options, skipped, progress=lambda n: advance(n, stats_task))
         progress.update(stats_task, total=progress.tasks[stats_task].completed)
+        report_task = progress.add_task("figures and report", total=1)
+        progress.refresh()
         write_report(args.out, result, series, source, trace_runs,
                      extra_options={"input": kind, "source": str(source)},
                      overwrite=args.overwrite)
+        advance(1, report_task)
 
     best = min(result.variants, key=lambda v: result.combined[v]["VEPD"])
     print(f"scored {len(result.runs)} runs ({len(skipped)} skipped); closest to real: {best} "
