@@ -73,6 +73,27 @@ def make_art_bag(path: Path, truth: GroundTruth, topics=("imu", "fix", "gps_pos"
     return write_bag(path, records)
 
 
+def make_empty_imu_bag(path: Path, truth: GroundTruth) -> Path:
+    """An ART-like bag whose /imu connection exists but holds no message (a recorder that never got one)."""
+    from rosbags.rosbag2 import Writer
+
+    from sim2real_eval.bags import get_typestore
+
+    store = get_typestore()
+    records = sorted(list(M.sbg_gps_pos_messages(truth, DATUM)) + list(M.sbg_gps_vel_messages(truth))
+                     + list(M.navsatfix_messages(load_gps_model("ch_gauss", sensor_seed(1), datum=list(DATUM))
+                                                 .sample(truth))), key=lambda r: r[0])
+    writer = Writer(path, version=8)
+    writer.open()
+    connections = {"/imu": writer.add_connection("/imu", M.IMU, typestore=store)}
+    for recv, topic, msgtype, msg in records:
+        if topic not in connections:
+            connections[topic] = writer.add_connection(topic, msgtype, typestore=store)
+        writer.write(connections[topic], recv, store.serialize_cdr(msg, msgtype))
+    writer.close()
+    return path
+
+
 def tree_digest(root: Path) -> dict:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
@@ -192,6 +213,8 @@ def test_bad_inputs(tmp_path, capsys):
     backwards = make_art_bag(tmp_path / "backwards", truth, backwards_imu=True)
     assert "topic /imu: header stamps go backwards at message 50" in _bad(tmp_path, capsys, backwards)
     assert "no such bag" in _bad(tmp_path, capsys, tmp_path / "absent")
+    empty = make_empty_imu_bag(tmp_path / "empty_imu", truth)
+    assert "topic /imu is empty" in _bad(tmp_path, capsys, empty)
     assert "--scenario '../x'" in _bad(tmp_path, capsys, no_imu, "--scenario", "../x")
     assert "--replace 'imu'" in _bad(tmp_path, capsys, no_imu, "--replace", "imu")
 
