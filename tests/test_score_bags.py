@@ -222,3 +222,14 @@ def test_batch_decoder_falls_back_to_rosbags_for_other_types():
     stamps, velocity, orientation = decode_cdr_batch(raws, msgtype, store.deserialize_cdr)
     assert stamps.tolist() == [12_000_000_345] * 2
     assert velocity.tolist() == [[1.0, -2.0, 0.5]] * 2 and orientation is None
+
+
+def test_ros1_bag_is_read_and_a_wrong_truth_type_is_named(peer_bag, tmp_path):
+    from sim2real_eval.errors import UserError
+    from sim2real_eval.metrics.inputs import RunSpec, read_bag_speeds
+
+    spec = RunSpec("real", "real", "line", 1, str(peer_bag), "bag",
+                   estimate_topic="/husky_velocity_controller/odom", truth_topic="/imu/data")
+    expected = r"test1\.bag: ground truth topic /imu/data has type sensor_msgs/msg/Imu"
+    with pytest.raises(UserError, match=expected):
+        read_bag_speeds(spec)

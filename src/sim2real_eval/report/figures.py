@@ -42,7 +42,7 @@ def _png(fig) -> bytes:
 
 
 def _kde_line(ax, values, grid, color, **kwargs):
-    """Gaussian KDE (Scott's bandwidth) scaled to counts per bin; skipped for degenerate samples."""
+    """Gaussian KDE density (Scott's bandwidth); skipped for degenerate samples."""
     values = np.asarray(values, dtype=float)
     if len(values) < 2 or np.ptp(values) == 0:
         return
