@@ -206,3 +206,14 @@ def test_excluded_scenarios_are_not_scored():
     result = score_study(records, ScoreOptions(bootstrap=0, permutations=0))
     assert result.scenarios == ["line"]
     assert result.combined["v"]["n_real"] == 2
+
+
+def test_parallel_statistics_equal_serial():
+    rng = np.random.default_rng(8)
+    records = _records(rng.random(8), rng.random(8), {"a": (rng.random(8), rng.random(8)),
+                                                      "b": (rng.random(8), rng.random(8))})
+    options = ScoreOptions(bootstrap=40, permutations=40, seed=3)
+    serial = score_study(records, options)
+    parallel = score_study(records, options, workers=2)
+    assert parallel.statistics == serial.statistics
+    assert parallel.combined == serial.combined and parallel.per_scenario == serial.per_scenario

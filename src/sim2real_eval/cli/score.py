@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -103,7 +104,8 @@ def run(args) -> int:
         variants = {r.variant for r in records if r.side != "real"}
         cells = len(variants) * (1 + len({r.scenario for r in records}))
         stats_task = progress.add_task("bootstrap/permutations", total=cells)
-        result = score_study(records, options, skipped, progress=lambda n: advance(n, stats_task))
+        result = score_study(records, options, skipped, progress=lambda n: advance(n, stats_task),
+                             workers=args.workers or os.cpu_count() or 1)
         progress.update(stats_task, total=progress.tasks[stats_task].completed)
         report_task = progress.add_task("figures and report", total=1)
         progress.refresh()

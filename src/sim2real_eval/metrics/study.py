@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 
 import numpy as np
 from scipy import stats
@@ -163,42 +165,62 @@ def check_study(records) -> tuple[list, list]:
     return variants, scenarios
 
 
-def score_study(records, options: ScoreOptions, skipped=(), progress=None) -> StudyResult:
+def _cell_statistics(job):
+    """Intervals and p-values of one (variant, pooled or scenario) cell; ``job`` is picklable."""
+    real_g, sim_g, bootstrap, permutations, seed, seed_names = job
+    stat = {}
+    if bootstrap:
+        ci = bootstrap_intervals(real_g, sim_g, bootstrap, _cell_seed(seed, "ci", *seed_names))
+        stat.update({f"{k}_ci95": val for k, val in ci.items()})
+    if permutations:
+        stat.update(permutation_pvalues(real_g, sim_g, permutations, _cell_seed(seed, "perm", *seed_names)))
+    return stat
+
+
+def score_study(records, options: ScoreOptions, skipped=(), progress=None, workers: int = 1) -> StudyResult:
     """Tables I and II plus intervals and p-values from scored runs (excluded scenarios removed first).
 
-    ``progress``: optional callable(advance) for the resampling work (one call per cell).
+    ``progress``: optional callable(advance) for the resampling work (one call per cell);
+    ``workers`` > 1 spreads the cells' resampling over processes (same numbers: seeds are per cell).
     """
     records = sorted((r for r in records if r.scenario not in options.exclude_scenarios), key=lambda r: r.key)
     variants, scenarios = check_study(records)
     real_groups = _groups([r for r in records if r.side == REAL], scenarios)
     combined, per_scenario, statistics = {}, {}, {"combined": {}, "per_scenario": {}}
+    cells, jobs = [], []
     for variant in variants:
         sim_groups = _groups([r for r in records if r.side != REAL and r.variant == variant], scenarios)
-        cells = [(None, scenarios)] + [(s, [s]) for s in scenarios]
-        for scenario, members in cells:
+        for scenario, members in [(None, scenarios)] + [(s, [s]) for s in scenarios]:
             real_g = [real_groups[s] for s in members]
             sim_g = [sim_groups[s] for s in members]
-            w1, w2, v = distances(*_stack(real_g), *_stack(sim_g))
-            stat = {}
             seed_names = (variant,) if scenario is None else (variant, scenario)
-            if options.bootstrap:
-                ci = bootstrap_intervals(real_g, sim_g, options.bootstrap,
-                                         _cell_seed(options.seed, "ci", *seed_names))
-                stat.update({f"{k}_ci95": val for k, val in ci.items()})
-            if options.permutations:
-                stat.update(permutation_pvalues(real_g, sim_g, options.permutations,
-                                                _cell_seed(options.seed, "perm", *seed_names)))
-            if scenario is None:
-                combined[variant] = {
-                    "W1": w1, "W2": w2, "VEPD": v, "VEPD_ci95": stat.get("VEPD_ci95"),
-                    "n_real": int(sum(len(g) for g in real_g)), "n_sim": int(sum(len(g) for g in sim_g)),
-                }
-                statistics["combined"][variant] = stat
-            else:
-                per_scenario.setdefault(variant, {})[scenario] = {"W1": w1, "W2": w2, "VEPD": v}
-                statistics["per_scenario"].setdefault(variant, {})[scenario] = stat
+            cells.append((variant, scenario, real_g, sim_g))
+            jobs.append((real_g, sim_g, options.bootstrap, options.permutations, options.seed, seed_names))
+    resampling = bool(options.bootstrap or options.permutations)
+    if workers > 1 and resampling and len(jobs) > 1:
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("fork")) as pool:
+            stats_list = []
+            for stat in pool.map(_cell_statistics, jobs):
+                stats_list.append(stat)
+                if progress is not None:
+                    progress(1)
+    else:
+        stats_list = []
+        for job in jobs:
+            stats_list.append(_cell_statistics(job))
             if progress is not None:
                 progress(1)
+    for (variant, scenario, real_g, sim_g), stat in zip(cells, stats_list):
+        w1, w2, v = distances(*_stack(real_g), *_stack(sim_g))
+        if scenario is None:
+            combined[variant] = {
+                "W1": w1, "W2": w2, "VEPD": v, "VEPD_ci95": stat.get("VEPD_ci95"),
+                "n_real": int(sum(len(g) for g in real_g)), "n_sim": int(sum(len(g) for g in sim_g)),
+            }
+            statistics["combined"][variant] = stat
+        else:
+            per_scenario.setdefault(variant, {})[scenario] = {"W1": w1, "W2": w2, "VEPD": v}
+            statistics["per_scenario"].setdefault(variant, {})[scenario] = stat
     for scenario in scenarios:
         ranks = average_ranks([per_scenario[v][scenario]["VEPD"] for v in variants])
         for variant, rank in zip(variants, ranks):
