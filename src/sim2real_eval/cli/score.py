@@ -110,7 +110,8 @@ def run(args) -> int:
         report_task = progress.add_task("figures and report", total=1)
         progress.refresh()
         write_report(args.out, result, series, source, trace_runs,
-                     extra_options={"input": kind, "source": str(source)},
+                     extra_options={"input": kind, "source": str(source),
+                                    **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
                      overwrite=args.overwrite)
         advance(1, report_task)
 
