@@ -220,21 +220,17 @@ def llt_lower(matrix: np.ndarray) -> np.ndarray:
     n = matrix.shape[0]
     m = matrix.copy()
     for k in range(n):
-        x = m[k, k]
-        for j in range(k):
-            x -= m[k, j] * m[k, j]
+        row = m[k, :k].copy()
+        x = m[k, k] - np.dot(row, row)
         if x <= 0.0:
             break
         x = math.sqrt(x)
         m[k, k] = x
-        for i in range(k + 1, n):
-            acc = m[i, k]
-            for j in range(k):
-                acc -= m[i, j] * m[k, j]
-            m[i, k] = acc / x
+        if k + 1 < n:
+            below = m[k + 1 :, k] - np.ascontiguousarray(m[k + 1 :, :k]) @ row
+            m[k + 1 :, k] = below / x
     for i in range(n):
-        for j in range(i + 1, n):
-            m[i, j] = 0.0
+        m[i, i + 1 :] = 0.0
     return m
 
 
@@ -267,18 +263,14 @@ def ukf_predict(
     Returns (state, covariance, sigma points (31, 15))."""
     f, _j = transition(state, delta)
     root = llt_lower((15 + lam) * covariance)
-    sigma = np.empty((31, 15))
-    sigma[0] = f @ state
-    for i in range(15):
-        sigma[i + 1] = f @ (state + root[:, i])
-        sigma[i + 16] = f @ (state - root[:, i])
-    x = np.zeros(15)
-    for s in range(31):
-        x += state_weights[s] * sigma[s]
-    p = np.zeros((15, 15))
-    for s in range(31):
-        diff = sigma[s] - x
-        p += covar_weights[s] * np.outer(diff, diff)
+    points = np.empty((31, 15))
+    points[0] = state
+    points[1:16] = state + root.T
+    points[16:31] = state - root.T
+    sigma = points @ f.T  # every sigma point through the same F
+    x = state_weights @ sigma
+    diff = sigma - x
+    p = (diff * np.expand_dims(covar_weights, 1)).T @ diff
     q = process_noise
     if dynamic_noise:
         q = process_noise.copy()
@@ -314,9 +306,8 @@ def ukf_correct(
         root = llt_lower((15 + lam) * covariance)
         sigma = np.empty((31, 15))
         sigma[0] = state
-        for i in range(15):
-            sigma[i + 1] = state + root[:, i]
-            sigma[i + 16] = state - root[:, i]
+        sigma[1:16] = state + root.T
+        sigma[16:31] = state - root.T
     count = 0
     for i in range(15):
         if update[i] and np.isfinite(z[i]):
@@ -335,19 +326,12 @@ def ukf_correct(
             r[a, b] = measurement_covariance[idx[a], idx[b]]
         value = abs(r[a, a])
         r[a, a] = value if value >= 1e-9 else 1e-9
-    projected = np.empty((31, count))
-    for s in range(31):
-        for a in range(count):
-            projected[s, a] = sigma[s, idx[a]]
-    predicted = np.zeros(count)
-    for s in range(31):
-        predicted += state_weights[s] * projected[s]
-    p_zz = np.zeros((count, count))
-    p_xz = np.zeros((15, count))
-    for s in range(31):
-        diff = projected[s] - predicted
-        p_zz += covar_weights[s] * np.outer(diff, diff)
-        p_xz += covar_weights[s] * np.outer(sigma[s] - state, diff)
+    projected = np.ascontiguousarray(sigma[:, idx])
+    predicted = state_weights @ projected
+    diff = projected - predicted
+    weighted = diff * np.expand_dims(covar_weights, 1)
+    p_zz = weighted.T @ diff
+    p_xz = (sigma - state).T @ weighted
     s_inv = np.linalg.inv(p_zz + r)
     k = p_xz @ s_inv
     innovation = np.empty(count)
