@@ -80,7 +80,8 @@ def test_score_run_constant_offset_on_linear_series_gives_offset_rmse():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda a: a.update(v_est=np.where(np.arange(len(a["v_est"])) == 5, np.nan, a["v_est"])), "NaN"),
-    (lambda a: a.update(t_est=a["t_est"] * 0.05, t_gt=a["t_gt"] * 0.05), "only"),
+    (lambda a: a.update(t_est=a["t_est"] * 0.05, t_gt=a["t_gt"] * 0.05), "overlap for only"),
+    (lambda a: a.update(t_est=a["t_est"] + 4.5), "overlap for only 0.450 s"),
     (lambda a: a.update(t_est=a["t_est"] + 100.0), "do not overlap"),
     (lambda a: a.update(v_gt=a["v_gt"][:-3]), "times but"),
     (lambda a: a.update(t_gt=a["t_gt"][::-1].copy()), "backwards"),

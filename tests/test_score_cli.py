@@ -97,7 +97,7 @@ def _rewrite(path, transform):
 @pytest.mark.parametrize("target, transform, message", [
     ("Sim/walk/line_2.csv", lambda rows: [r[:3] for r in rows], "missing column(s) gt_vel"),
     ("Real/circle_1.csv", lambda rows: rows[:1] + [[r[0], r[1], "nan", r[3]] for r in rows[1:]], "NaN"),
-    ("Sim/gauss/sine_3.csv", lambda rows: rows[:10], "only"),
+    ("Sim/gauss/sine_3.csv", lambda rows: rows[:10], "overlap for only"),
     ("Real/line_3.csv", lambda rows: rows[:1] + [[r[0], r[1], "fast", r[3]] for r in rows[1:]],
      "not a number"),
 ])

@@ -110,9 +110,10 @@ def check_series(name: str, t_est, v_est, t_gt, v_gt) -> None:
     if max(t_est[0], t_gt[0]) >= min(t_est[-1], t_gt[-1]):
         raise UserError(f"{name}: estimate [{t_est[0]:.3f}, {t_est[-1]:.3f}] s and ground truth "
                         f"[{t_gt[0]:.3f}, {t_gt[-1]:.3f}] s do not overlap")
-    duration = min(t_est[-1], t_gt[-1])
-    if duration < MIN_DURATION_S:
-        raise UserError(f"{name}: only {duration:.3f} s of common data (need >= {MIN_DURATION_S:g} s)")
+    overlap = min(t_est[-1], t_gt[-1]) - max(t_est[0], t_gt[0])
+    if overlap < MIN_DURATION_S:
+        raise UserError(f"{name}: estimate and ground truth overlap for only {overlap:.3f} s "
+                        f"(need >= {MIN_DURATION_S:g} s)")
 
 
 def score_run(name: str, t_est, v_est, t_gt, v_gt, options: ScoreOptions) -> RunScore:
