@@ -144,6 +144,11 @@ def test_judge_ticks_on_data_clock_and_counts_inputs():
     assert np.all(np.diff(result.filtered.stamp_ns) > 0)
     assert result.filtered.linear_velocity[-1, 0] == pytest.approx(1.0, abs=1e-3)
     assert result.filtered.frame_id == "odom" and result.filtered.child_frame_id == "base_link"
+    # bags.BagMessage 4-tuples (recv_ns, topic, msgtype, msg) give the same result
+    four = Judge(params).run(
+        [(r, t, "geometry_msgs/msg/TwistWithCovarianceStamped", m) for r, t, m in messages]
+    )
+    assert four.filtered.position.tobytes() == result.filtered.position.tobytes()
 
 
 def test_wrong_message_type_on_a_configured_topic_is_a_user_error():

@@ -121,7 +121,8 @@ class Judge:
         return out
 
     def run(self, messages: Iterable, progress=None) -> JudgeResult:
-        """Run over (recv_ns, topic, msg) in record order; ``progress(recv_ns)`` is called per message."""
+        """Run over (recv_ns, topic, msg) — or BagMessage (recv_ns, topic, msgtype, msg) — in record
+        order; ``progress(recv_ns)`` is called per message."""
         tf = TfBuffer(self.static_tfs)
         ekf = EkfNode(self.ekf_params, tf, self.topic)
         navsat = NavsatNode(self.navsat_params, tf) if self.navsat_params is not None else None
@@ -163,7 +164,9 @@ class Judge:
                         if self.gps_odometry_topic in ekf.subscriptions:
                             ekf.handle(self.gps_odometry_topic, out.as_message())
 
-        for recv_ns, topic, msg in messages:
+        for item in messages:
+            # (recv_ns, topic, msg); bags.BagMessage's (recv_ns, topic, msgtype, msg) is accepted too
+            recv_ns, topic, msg = (item[0], item[1], item[3]) if len(item) == 4 else item
             recv_ns = int(recv_ns)
             if next_ekf is None:
                 next_ekf = -(-recv_ns // ekf_period) * ekf_period
