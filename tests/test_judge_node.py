@@ -162,3 +162,13 @@ def test_wrong_message_type_on_a_configured_topic_is_a_user_error():
     )
     with pytest.raises(UserError, match="/vel"):
         Judge(params).run([(S, "/vel", bad)])
+
+
+def test_predict_to_current_time_predicts_after_processing():
+    n = node({"predict_to_current_time": True})
+    n.handle("/vel", twist_msg(1 * S, 1.0))
+    n.tick(S)
+    n.handle("/vel", twist_msg(S + S // 10, 1.0))
+    odom = n.tick(S + 3 * S // 10)
+    assert odom.stamp_ns == S + 3 * S // 10  # processed at 1.1 s, then predicted to the tick time
+    assert odom.position[0] == pytest.approx(0.3, abs=0.02)

@@ -302,3 +302,22 @@ def _matrix_quaternion(m):
     from sim2real_eval.judge.tf import quaternion_from_matrix
 
     return quaternion_from_matrix(m)
+
+
+def test_gravity_from_filter_attitude_when_imu_orientation_is_absent():
+    prep = buffers(["base_link imu 0 0 0 3.1416 -1.5708 0"])
+    mount = prep.tf.lookup_safe("base_link", "imu", 0).rotation
+    state = np.zeros(15)
+    state[3] = 0.1  # filter roll: gravity seen by the sensor is R(state)·R(base←imu) applied inversely
+    attitude = matrix_from_rpy(0.1, 0.0, 0.0) @ mount
+    reading = attitude.T @ np.array([0.0, 0.0, G])
+    msg = NS(
+        header=header(1, 0, "imu"),
+        orientation=NS(x=0.0, y=0.0, z=0.0, w=1.0),
+        orientation_covariance=[-1.0] + [0] * 8,
+        linear_acceleration=vec(*reading),
+        linear_acceleration_covariance=[0.1, 0, 0, 0, 0.1, 0, 0, 0, 0.1],
+    )
+    z, cov = blank()
+    assert prep.prepare_acceleration(msg, "base_link", True, flags(12, 13, 14), z, cov, state)
+    np.testing.assert_allclose(z[12:15], 0.0, atol=1e-9)
