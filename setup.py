@@ -55,6 +55,8 @@ setup(
         "scipy>=1.8; python_version>='3.10'",
         "pyproj>=3.3; python_version>='3.10'",
         "rosbags>=0.10; python_version>='3.10'",
+        # rosbags parses every metadata.yaml with ruamel; its C loader halves the scorer's per-run CPU.
+        "ruamel.yaml.clib>=0.2.7; python_version>='3.10' and platform_python_implementation=='CPython'",
         "matplotlib>=3.5; python_version>='3.10'",
         "rich>=12; python_version>='3.10'",
     ],
