@@ -59,7 +59,10 @@ def run(name: str, build: Callable[[], Node], finish: Optional[Callable[[Node], 
     finally:
         if node is not None:
             if finish is not None:
-                finish(node)
-            node.destroy_node()
+                finish(node)  # closes files etc.; must run even when the context is already down
+            try:
+                node.destroy_node()
+            except Exception:  # noqa: BLE001 — shutting down anyway; nothing left to save
+                pass
         rclpy.try_shutdown()
     return 0
