@@ -156,41 +156,26 @@ def correct(
     else x += Kν and the Joseph form (I−KH)P(I−KH)ᵀ + KRKᵀ, evaluated as A = P − K·P[idx, :],
     A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection), then angles wrapped.
     """
-    count = 0
-    for i in range(15):
-        if update[i] and np.isfinite(z[i]):
-            count += 1
+    idx = np.flatnonzero(update & np.isfinite(z))
+    count = idx.size
     if count == 0:
         return False, state, covariance
-    idx = np.empty(count, dtype=np.int64)
-    n = 0
-    for i in range(15):
-        if update[i] and np.isfinite(z[i]):
-            idx[n] = i
-            n += 1
-    r = np.empty((count, count))
-    s = np.empty((count, count))
+    r = np.ascontiguousarray(measurement_covariance[idx][:, idx])
     for a in range(count):
-        for b in range(count):
-            r[a, b] = measurement_covariance[idx[a], idx[b]]
         value = abs(r[a, a])  # negative variance → absolute value
         r[a, a] = value if value >= 1e-9 else 1e-9  # the only floor
+    p_rows = np.ascontiguousarray(covariance[idx])
+    p_cols = np.ascontiguousarray(covariance[:, idx])  # P·Hᵀ (P is symmetric only to rounding)
+    s = np.ascontiguousarray(p_rows[:, idx]) + r
+    innovation = z[idx] - state[idx]
     for a in range(count):
-        for b in range(count):
-            s[a, b] = covariance[idx[a], idx[b]] + r[a, b]
-    p_cols = np.empty((15, count))
-    p_rows = np.empty((count, 15))
-    innovation = np.empty(count)
-    for a in range(count):
-        p_cols[:, a] = covariance[:, idx[a]]
-        p_rows[a, :] = covariance[idx[a], :]
-        value = z[idx[a]] - state[idx[a]]
         if 3 <= idx[a] <= 5:
+            value = innovation[a]
             while value < -PI:
                 value += TAU
             while value > PI:
                 value -= TAU
-        innovation[a] = value
+            innovation[a] = value
     s_inv = np.linalg.inv(s)
     k = p_cols @ s_inv
     d2 = innovation @ (s_inv @ innovation)
@@ -198,10 +183,7 @@ def correct(
         return False, state, covariance
     x = state + k @ innovation
     a_mat = covariance - k @ p_rows
-    a_cols = np.empty((15, count))
-    for a in range(count):
-        a_cols[:, a] = a_mat[:, idx[a]]
-    p_new = a_mat - a_cols @ k.T + k @ r @ k.T
+    p_new = a_mat - np.ascontiguousarray(a_mat[:, idx]) @ k.T + k @ r @ k.T
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
     return True, x, p_new
