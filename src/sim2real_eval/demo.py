@@ -358,6 +358,7 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         setup = ref.load_setup(config.reference)
         bags = reference_bags(setup, k, out, ref.shipped_reference_dir(), workers, progress)
         real_source = f"synthetic reference data set ({setup.name}, seed {setup.seed})"
+    k = max(len(paths) for paths in bags.values())  # a user's folder may hold fewer than asked
     imu_scenario = imu_scenario or config.imu_scenario
     if imu_scenario not in bags:
         raise UserError(f"imu study: scenario {imu_scenario!r} has no real bags (found: {', '.join(bags)}); "

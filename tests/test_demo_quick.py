@@ -1,0 +1,208 @@
+"""``sim2real-eval demo --quick`` end to end on a small reference set (files, vepd.json schema, resume),
+plus the demo's own logic (config, bag discovery, ordering checks, errors)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from sim2real_eval import demo
+from sim2real_eval.cli import main
+from sim2real_eval.errors import UserError
+
+REPO = Path(__file__).resolve().parents[1]
+ALL_GPS_VARIANTS = ["ch_gauss", "ch_rw", "airsim", "ch_gauss_airsim", "ch_rw_airsim"]
+# The test study keeps three of the five variants (the judge dominates the cost: fewer runs).
+GPS_VARIANTS = ["ch_gauss", "airsim", "ch_gauss_airsim"]
+
+# Short manoeuvres (4 s) keep the end-to-end run to a few seconds of judging.
+SCENARIOS = {
+    "line": "  - {duration: 2.5, speed: 1.0, steer: 0.0}\n",
+    "circle": "  - {duration: 2.5, speed: 1.0, steer: 0.1974}\n",
+}
+SCENARIO = """\
+wheelbase: 0.5
+rate: 200.0
+start_time: 10.0
+phases:
+  - {{duration: 1.0, speed: 0.0}}
+{moving}  - {{duration: 0.5, speed: 0.0}}
+variation: {{speed_scale_sigma: 0.03, steer_scale_sigma: 0.05, speed_noise_sigma: 0.02}}
+"""
+
+
+def small_demo_config(tmp_path: Path, gps=GPS_VARIANTS, name="small_demo.yaml") -> Path:
+    """A demo YAML like the shipped one, on 4 s manoeuvres, quick K = 2, few resamples."""
+    for name, moving in SCENARIOS.items():
+        (tmp_path / f"short_{name}.yaml").write_text(SCENARIO.format(moving=moving))
+    setup = (REPO / "config" / "studies" / "demo_reference.yaml").read_text()
+    setup = setup.replace("scenarios: [line, sine, circle]",
+                          "scenarios: {line: short_line.yaml, circle: short_circle.yaml}")
+    (tmp_path / "small_reference.yaml").write_text(setup)
+    config = (REPO / "config" / "studies" / "demo.yaml").read_text()
+    for old, new in (("reference: demo_reference.yaml", "reference: small_reference.yaml"),
+                     ("quick_repeats: 3", "quick_repeats: 2"), ("bootstrap: 1000", "bootstrap: 20"),
+                     ("permutations: 1000", "permutations: 20"),
+                     (f"gps: [{', '.join(ALL_GPS_VARIANTS)}]", f"gps: [{', '.join(gps)}]")):
+        assert old in config
+        config = config.replace(old, new)
+    path = tmp_path / name
+    path.write_text(config)
+    return path
+
+
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    config = small_demo_config(tmp)
+    out = tmp / "report"
+    args = ["demo", "--quick", "--config", str(config), "--out", str(out), "--workers", "2", "--no-progress"]
+    return tmp, config, out, args, main(args)
+
+
+def test_quick_demo_writes_the_report(quick_demo):
+    _tmp, _config, out, _args, code = quick_demo
+    assert code == 0
+    for name in ("report.html", "vepd.json", "statistics.json", "runs.csv", "tables.md", "demo.json"):
+        assert (out / name).is_file(), name
+    assert list((out / "figures").glob("*.png"))
+    for name in ("report.html", "vepd.json", "runs.csv", "tables.md"):
+        assert (out / "imu_study" / name).is_file(), name
+    # Run directories follow the pipeline convention; regenerated reference runs sit beside them.
+    assert sorted(p.name for p in (out / "runs" / "sim").iterdir()) == sorted(
+        GPS_VARIANTS + ["sim_imu-chrono_paper_demo"])
+    assert sorted(p.name for p in (out / "runs" / "real" / "real").iterdir()) == ["circle", "line"]
+    assert sorted(p.name for p in (out / "reference" / "line").iterdir()) == ["run_00", "run_01"]
+    assert not list(out.glob(".*"))  # no staging or temporary leftovers
+
+
+def test_vepd_json_schema(quick_demo):
+    out = quick_demo[2]
+    doc = json.loads((out / "vepd.json").read_text())
+    assert set(doc) == {"combined", "per_scenario", "options", "version"}
+    assert sorted(doc["combined"]) == sorted(GPS_VARIANTS)
+    for row in doc["combined"].values():
+        assert set(row) == {"W1", "W2", "VEPD", "VEPD_ci95", "n_real", "n_sim"}
+        assert row["n_real"] == row["n_sim"] == 4  # 2 scenarios x K = 2
+        assert math.isclose(row["VEPD"], (row["W1"] + row["W2"]) / 2)
+        assert row["W1"] >= 0 and row["W2"] >= 0
+        low, high = row["VEPD_ci95"]
+        assert low <= high
+    for cells in doc["per_scenario"].values():
+        assert set(cells) == {"line", "circle"}
+        for cell in cells.values():
+            assert set(cell) == {"W1", "W2", "VEPD", "rank"} and 1 <= cell["rank"] <= len(GPS_VARIANTS)
+    imu = json.loads((out / "imu_study" / "vepd.json").read_text())
+    assert list(imu["combined"]) == ["sim_imu-chrono_paper_demo"]
+    assert list(imu["per_scenario"]["sim_imu-chrono_paper_demo"]) == ["line"]
+    summary = json.loads((out / "demo.json").read_text())
+    assert summary["k"] == 2 and summary["runs"]["total"] == 4 * (1 + len(GPS_VARIANTS)) + 2
+    assert set(summary["ordering"]["checks"]) == {"ch_gauss_worst", "ch_rw_and_airsim_best",
+                                                  "hdop_improves_ch_gauss", "sim_imu_small"}
+    assert sorted(summary["ordering"]["ranking_best_first"]) == sorted(GPS_VARIANTS)
+    assert set(summary["wall_time_s"]) == {"real_bags", "runs", "score", "report", "total"}
+
+
+def test_rerun_resumes_without_rejudging(quick_demo):
+    from sim2real_eval.pipeline.batch import run_batch
+
+    _tmp, config_path, out, _args, _code = quick_demo
+    config = demo.load_demo_config(config_path)
+    bags = {scenario: sorted((out / "reference" / scenario).iterdir()) for scenario in ("circle", "line")}
+    groups = demo.plan_groups(config, bags, "line")
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("run.yaml")}
+    report = run_batch(groups, out / "runs", workers=1, progress=False)
+    assert report.written == 0 and report.skipped == len(groups) and not report.failures
+    assert stamps == {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("run.yaml")}
+
+
+def test_user_bags_with_real(quick_demo, capsys):
+    """--real DIR/<scenario>/<run>/: the user's bags (here the regenerated reference) are only read."""
+    tmp, _config, out, _args, _code = quick_demo
+    config = small_demo_config(tmp, gps=["ch_gauss"], name="one_variant.yaml")
+    real = tmp / "mine"
+    (real / "line").mkdir(parents=True)
+    for run in ("run_00", "run_01"):  # the user's folder: one scenario, two bags
+        (real / "line" / run).symlink_to(out / "reference" / "line" / run)
+    stamp = {p: p.stat().st_mtime_ns for p in (out / "reference").rglob("*") if p.is_file()}
+    second = tmp / "second"
+    code = main(["demo", "--config", str(config), "--real", str(real), "--out", str(second), "--workers", "1",
+                 "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "ch_gauss" in printed and "(IMU study)" in printed and "wall time" in printed
+    summary = json.loads((second / "demo.json").read_text())
+    assert summary["k"] == 2 and summary["scenarios"] == ["line"]
+    assert summary["real_source"] == str(real.resolve())
+    assert summary["runs"]["total"] == 2 * 3
+    assert not (second / "reference").exists()
+    assert stamp == {p: p.stat().st_mtime_ns for p in (out / "reference").rglob("*") if p.is_file()}
+
+
+# ------------------------------------------------------------------------------ demo logic
+def test_shipped_demo_config_parses():
+    config = demo.load_demo_config()
+    assert config.gps_variants == tuple(ALL_GPS_VARIANTS)
+    assert (config.repeats, config.quick_repeats) == (10, 3)
+    assert config.imu_scenario == "line" and config.gps_study_imu == "chrono_paper_demo"
+    assert Path(config.judge.ekf).name == "ekf_art_iros2024.yaml"
+    assert Path(config.reference).is_file()
+
+
+def test_config_errors_name_file_and_key(tmp_path):
+    text = (REPO / "config" / "studies" / "demo.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("gps: [ch_gauss,", "gps: [ch gauss,"))
+    with pytest.raises(UserError, match=r"bad\.yaml.*gps_study\.gps\[0\]"):
+        demo.load_demo_config(bad)
+    bad.write_text(text + "extra: 1\n")
+    with pytest.raises(UserError, match=r"bad\.yaml.*extra"):
+        demo.load_demo_config(bad)
+
+
+def test_find_real_bags_layout(tmp_path):
+    for scenario, runs in (("line", ["b", "a", "c"]), ("sine", ["x"])):
+        for run in runs:
+            (tmp_path / scenario / run).mkdir(parents=True)
+            (tmp_path / scenario / run / "metadata.yaml").write_text("x")
+    (tmp_path / "line" / ".a.tmp-1").mkdir()            # atomic-write leftover: ignored
+    (tmp_path / "line" / "notes").mkdir()                # not a bag: ignored
+    (tmp_path / "rest").mkdir()                          # no bags: no scenario
+    (tmp_path / "sine" / "old.bag").write_bytes(b"")     # ROS 1 bag file
+    found = demo.find_real_bags(tmp_path, 2)
+    assert {s: [p.name for p in paths] for s, paths in found.items()} == {"line": ["a", "b"],
+                                                                          "sine": ["old.bag", "x"]}
+    with pytest.raises(UserError, match="no bags found"):
+        demo.find_real_bags(tmp_path / "rest", 2)
+    with pytest.raises(UserError, match="not a directory"):
+        demo.find_real_bags(tmp_path / "missing", 2)
+
+
+def doc(vepd: dict) -> dict:
+    return {"combined": {name: {"VEPD": value} for name, value in vepd.items()}}
+
+
+def test_ordering_checks():
+    paper = {"ch_gauss": 0.155, "ch_rw": 0.043, "airsim": 0.039, "ch_gauss_airsim": 0.0627,
+             "ch_rw_airsim": 0.0482}  # Table I of seed 003
+    result = demo.ordering_checks(doc(paper), doc({"sim_imu-x": 0.0211}))
+    assert result["ranking_best_first"] == ["airsim", "ch_rw", "ch_rw_airsim", "ch_gauss_airsim", "ch_gauss"]
+    assert result["checks"] == {"ch_gauss_worst": True, "ch_rw_and_airsim_best": True,
+                                "hdop_improves_ch_gauss": True, "sim_imu_small": True}
+    swapped = dict(paper, ch_gauss=0.04, ch_gauss_airsim=0.2)
+    result = demo.ordering_checks(doc(swapped), doc({"sim_imu-x": 0.05}))
+    assert result["checks"] == {"ch_gauss_worst": False, "ch_rw_and_airsim_best": False,
+                                "hdop_improves_ch_gauss": False, "sim_imu_small": False}
+    assert demo.ordering_checks(doc({"x": 1.0}), None)["checks"] == {
+        "ch_gauss_worst": None, "ch_rw_and_airsim_best": None, "hdop_improves_ch_gauss": None}
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
+    assert main(["demo", "--real", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sim2real-eval demo: error: --real") and "\n" not in err
+    assert main(["demo", "--k", "0", "--out", str(tmp_path / "o")]) == 2
+    assert "--k must be >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
