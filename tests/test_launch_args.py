@@ -46,13 +46,22 @@ def test_sim_imu_hides_the_real_imu_and_starts_only_the_imu_node(bag, tmp_path):
                                "truth_topic": "/ground_truth/odom", "twist_frame": "child",
                                "seed_keys": ["sim_imu", "lot17", "0"], "model": "mavs_mems",
                                # base_link→imu "0 0 0 3.1416 -1.5708 0" (yaw pitch roll) as roll, pitch, yaw
-                               "model_params.mounting_rpy": [0.0, -1.5708, 3.1416]}]
+                               "model_params.mounting_rpy": [0.0, -1.5708, 3.1416],
+                               # ticks: the hidden real IMU's header stamps, as the offline replay
+                               "tick_topic": "/real/imu"}]
     # The node parses exactly what the launch passes (same keys, same validation).
     config = node_core.parse_noise_node_params("imu", imu.parameters[0])
-    assert config.seed_keys == ["sim_imu", "lot17", 0]
+    assert config.seed_keys == ["sim_imu", "lot17", 0] and config.tick_topic == "/real/imu"
+    assert config.stream(config.load_model()).explicit_ticks
     assert config.model_spec == {"preset": "mavs_mems", "mounting_rpy": [0.0, -1.5708, 3.1416]}
     assert config.load_model().mounting_rpy == [0.0, -1.5708, 3.1416]
     assert p.run_record["imu"] == {"model": "mavs_mems", "mounting_rpy": [0.0, -1.5708, 3.1416]}
+
+
+def test_imu_ticks_on_its_own_rate(bag, tmp_path):
+    imu = by_name(plan(bag, tmp_path, mode="sim_imu", imu_ticks="rate"))["imu_noise_node"]
+    assert "tick_topic" not in imu.parameters[0]
+    assert not node_core.parse_noise_node_params("imu", imu.parameters[0]).tick_topic
 
 
 def test_sim_both_and_real_modes(bag, tmp_path):
@@ -111,6 +120,7 @@ def test_default_output_is_under_runs_in_the_working_directory(bag, tmp_path):
     ({"seed": "-3"}, "seed"),
     ({"storage": "bag"}, "storage"),
     ({"truth_source": "ins"}, "truth_source"),
+    ({"imu_ticks": "bag"}, "imu_ticks"),
     ({"ekf_config": "/nonexistent/ekf.yaml"}, "ekf_config: /nonexistent/ekf.yaml does not exist"),
     ({"gps_modle": "x"}, "unknown argument.*gps_modle"),
 ])

@@ -187,6 +187,54 @@ def test_imu_node_path_equals_offline_sample(spec):
         assert np.array_equal(getattr(node, name), value), name
 
 
+def test_imu_node_on_real_imu_stamps_equals_offline_replay_sampling():
+    """tick_topic: the replaced real IMU's jittery header stamps are the ticks, as the offline replay
+    samples ``model.sample(truth, stamps_ns=real_stamps_inside_the_truth_span)``."""
+    truth_stamps = jittery_stamps(30, 5.0)
+    p, q, v, w = kinematic_series(truth_stamps)
+    real_imu = jittery_stamps(700, 100.0, start_s=9.9, jitter=0.2, seed=4)  # starts before the truth
+    seed = sensor_seed(3, "sim_imu-mavs_mems", "lot17", 0, "imu")
+    stream = node_core.SensorStream(load_imu_model("mavs_mems", seed), 100.0, explicit_ticks=True)
+    parts, k = [], 0
+    for i, stamp in enumerate(truth_stamps):  # messages arrive in stamp order, as the player sends them
+        while k < len(real_imu) and real_imu[k] <= stamp:
+            assert stream.add_tick(int(real_imu[k])) or real_imu[k] < truth_stamps[0]
+            k += 1
+        parts += stream.push_truth(int(stamp), p[i], q[i], v[i], w[i])[0]
+    parts += stream.finish()
+    node = type(parts[0]).concatenate(parts)
+    truth = GroundTruth.from_kinematics(stamps_to_seconds(truth_stamps), p, q, v, angular_velocity=w)
+    inside = real_imu[(real_imu >= truth_stamps[0]) & (real_imu <= truth_stamps[-1])]
+    offline = load_imu_model("mavs_mems", seed).sample(truth, stamps_ns=inside)
+    assert node.stamp_ns.tolist() == inside.tolist()
+    for name, value in offline.as_dict().items():
+        assert np.array_equal(getattr(node, name), value), name
+    assert stream.dropped_ticks == int((real_imu < truth_stamps[0]).sum())
+
+
+def test_late_or_unordered_explicit_ticks_are_dropped():
+    class Steps:
+        stamps: list = []
+
+        def step(self, stamp_ns, truth):
+            self.stamps.append(stamp_ns)
+
+    model = Steps()
+    stream = node_core.SensorStream(model, 100.0, explicit_ticks=True)
+    ident = [0, 0, 0, 1.0]
+    assert stream.add_tick(10 * S + 50_000_000)
+    assert not stream.add_tick(10 * S + 50_000_000)  # repeated stamp
+    for k in range(4):  # truth at 10.0, 10.1, 10.2, 10.3 s: segment [10.0, 10.1) is finished at 10.2
+        stream.push_truth(10 * S + k * 100_000_000, [0, 0, 0], ident, [0, 0, 0], [0, 0, 0])
+    assert not stream.add_tick(10 * S + 150_000_000)  # its segment [10.1, 10.2) is already done
+    assert stream.add_tick(10 * S + 250_000_000)
+    stream.finish()
+    assert model.stamps == [10 * S + 50_000_000, 10 * S + 250_000_000]
+    assert stream.dropped_ticks == 2
+    with pytest.raises(RuntimeError, match="explicit_ticks"):
+        node_core.SensorStream(model, 100.0).add_tick(1)
+
+
 def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
     class Recorder:
         def __init__(self):

@@ -223,10 +223,15 @@ class SensorStream:
     0- or 1-row samples container).  The truth handed to ``step`` is ``segment.interpolate(τ/1e9)``
     (linear + slerp, as ``model.sample`` does offline) or, with ``truth_mode: hold``, the latest truth
     sample at or before τ, re-stamped at τ.
+
+    Ticks are ``k·period`` of ``rate_hz`` or, with ``explicit_ticks``, the stamps given to
+    ``add_tick`` (e.g. the header stamps of the real IMU being replaced, as the offline replay
+    samples it).  An explicit tick is used if it arrives before the truth around it is finished;
+    one arriving later, out of order, or outside the truth span is dropped and counted.
     """
 
     def __init__(self, model, rate_hz: float, truth_mode: str = "interpolate",
-                 max_truth_gap_s: float = 1.0, stamps_ns: Optional[Sequence[int]] = None):
+                 max_truth_gap_s: float = 1.0, explicit_ticks: bool = False):
         if truth_mode not in TRUTH_MODES:
             raise UserError(f"parameter truth_mode: unknown value {truth_mode!r}; expected one of "
                             f"{', '.join(TRUTH_MODES)}")
@@ -238,7 +243,22 @@ class SensorStream:
         self.max_gap_ns = int(round(max_truth_gap_s * 1e9))
         self.truth = TruthStream()
         self.skipped_ticks = 0
-        self._explicit = None if stamps_ns is None else np.asarray(stamps_ns, dtype=np.int64)
+        self.explicit_ticks = explicit_ticks
+        self._pending: List[int] = []     # explicit ticks waiting for their truth, increasing
+        self._done_until: Optional[int] = None  # ticks before this stamp can no longer be served
+        self.dropped_ticks = 0
+
+    def add_tick(self, stamp_ns: int) -> bool:
+        """Queue an explicit tick; False (and counted) when it is late or not increasing."""
+        if not self.explicit_ticks:
+            raise RuntimeError("add_tick needs SensorStream(explicit_ticks=True)")
+        stamp_ns = int(stamp_ns)
+        late = self._done_until is not None and stamp_ns < self._done_until
+        if late or (self._pending and stamp_ns <= self._pending[-1]):
+            self.dropped_ticks += 1
+            return False
+        self._pending.append(stamp_ns)
+        return True
 
     def push_truth(self, stamp_ns: int, position, orientation, velocity,
                    angular_velocity) -> Tuple[List, bool]:
@@ -253,12 +273,16 @@ class SensorStream:
         self.truth.finish(segments)
         return self._emit(segments)
 
-    def _ticks(self, segment: TruthSegment) -> np.ndarray:
-        if self._explicit is None:
-            return ticks_ns(segment.start_ns, segment.end_ns, self.period_ns, segment.include_end)
-        lo = np.searchsorted(self._explicit, segment.start_ns, side="left")
-        hi = np.searchsorted(self._explicit, segment.end_ns, side="right" if segment.include_end else "left")
-        return self._explicit[lo:hi]
+    def _ticks(self, segment: TruthSegment) -> List[int]:
+        if not self.explicit_ticks:
+            return ticks_ns(segment.start_ns, segment.end_ns, self.period_ns, segment.include_end).tolist()
+        end = segment.end_ns + 1 if segment.include_end else segment.end_ns
+        before = [t for t in self._pending if t < segment.start_ns]  # outside the truth span
+        mine = [t for t in self._pending if segment.start_ns <= t < end]
+        self._pending = [t for t in self._pending if t >= end]
+        self.dropped_ticks += len(before)
+        self._done_until = end
+        return mine
 
     def _emit(self, segments: List[TruthSegment]) -> List:
         out = []
@@ -329,6 +353,11 @@ class NoiseNodeConfig:
     max_truth_gap_s: float
     twist_frame: str
     magnetometer_topic: str = ""    # IMU only; empty = no MagneticField publisher
+    tick_topic: str = ""            # non-empty: tick on this topic's header stamps instead of k·period
+
+    def stream(self, model) -> SensorStream:
+        return SensorStream(model, self.rate_hz, self.truth_mode, self.max_truth_gap_s,
+                            explicit_ticks=bool(self.tick_topic))
 
     def seed_sequence(self):
         from .models import sensor_seed
@@ -348,7 +377,7 @@ NOISE_NODE_DEFAULTS = {
 }
 COMMON_NODE_DEFAULTS = {
     "seed": 0, "seed_keys": [], "truth_topic": TOPICS["ground_truth"], "truth_mode": "interpolate",
-    "max_truth_gap": 1.0, "twist_frame": "child",
+    "max_truth_gap": 1.0, "twist_frame": "child", "tick_topic": "",
 }
 
 
@@ -421,6 +450,7 @@ def parse_noise_node_params(sensor: str, params: Dict[str, Any]) -> NoiseNodeCon
         frame_id=text("frame_id"), truth_topic=text("truth_topic"), output_topic=text("output_topic"),
         truth_mode=truth_mode, max_truth_gap_s=gap, twist_frame=twist_frame,
         magnetometer_topic=text("magnetometer_topic", allow_empty=True) if sensor == "imu" else "",
+        tick_topic=text("tick_topic", allow_empty=True),
     )
 
 
@@ -661,6 +691,8 @@ EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
                              "gps (SbgGpsPos+SbgGpsVel)"),
     "play_rate": ("1.0", "ros2 bag play --rate"),
     "shutdown_when_done": ("true", "stop everything (recorder closes the bag) when the player exits"),
+    "imu_ticks": ("real", "simulated IMU stamps: real (the replaced IMU's header stamps, as the offline "
+                          "replay) | rate (k/imu_rate)"),
 }
 SENSORS_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     key: EVALUATE_ARGUMENTS[key]
@@ -875,6 +907,8 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     imu_rate = _rate(get["imu_rate"], "imu_rate")
     play_rate = _rate(get["play_rate"], "play_rate")
     shutdown_when_done = _bool_text(get["shutdown_when_done"], "shutdown_when_done")
+    if get["imu_ticks"] not in ("real", "rate"):
+        raise UserError(f"launch argument imu_ticks:={get['imu_ticks']!r}: expected real or rate")
     output = get["output"].strip() or os.path.join(cwd or os.getcwd(), "runs",
                                                    f"{mode}_{bag_path.resolve().name}")
     if Path(output).exists():
@@ -895,6 +929,8 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     if sim_imu:
         imu = noise_node("imu", get["imu_model"], seed, keys, imu_rate)
         imu.parameters[0]["model_params.mounting_rpy"] = imu_mounting_rpy(ART_STATIC_TFS)
+        if get["imu_ticks"] == "real":  # the real IMU's stamps, like `sim2real-eval replay`
+            imu.parameters[0]["tick_topic"] = "/real" + TOPICS["imu"]
         nodes.append(imu)
     nodes += static_tf_nodes()
     ekf = get["ekf_config"] or default_config("ekf_art_iros2024.yaml")

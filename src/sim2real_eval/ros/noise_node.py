@@ -22,8 +22,7 @@ class NoiseNode:
         self.node = _node.make_node(f"{sensor}_noise_node", node_core.noise_node_defaults(sensor))
         self.config = node_core.parse_noise_node_params(sensor, _node.parameter_values(self.node))
         model = self.config.load_model()
-        self.stream = node_core.SensorStream(model, self.config.rate_hz, self.config.truth_mode,
-                                             self.config.max_truth_gap_s)
+        self.stream = self.config.stream(model)
         self.out_of_order = node_core.ThrottledWarning(5.0)
         msg_type = NavSatFix if sensor == "gps" else Imu
         self.publisher = self.node.create_publisher(msg_type, self.config.output_topic, _node.PUBLISH_QOS)
@@ -32,6 +31,9 @@ class NoiseNode:
             self.mag_publisher = self.node.create_publisher(MagneticField, self.config.magnetometer_topic,
                                                             _node.PUBLISH_QOS)
         self.node.create_subscription(Odometry, self.config.truth_topic, self.on_truth, _node.SUBSCRIBE_QOS)
+        if self.config.tick_topic:  # tick on another stream's stamps (the real sensor being replaced)
+            self.late_ticks = node_core.ThrottledWarning(5.0)
+            self.node.create_subscription(msg_type, self.config.tick_topic, self.on_tick, _node.SUBSCRIBE_QOS)
         self.node.get_logger().info(
             f"{sensor}: model {self.config.model_spec!r}, {self.config.rate_hz:g} Hz on the data clock, "
             f"truth {self.config.truth_topic} ({self.config.truth_mode}) -> {self.config.output_topic}")
@@ -48,6 +50,14 @@ class NoiseNode:
             if text:
                 self.node.get_logger().warning(text)
         self.publish(ready)
+
+    def on_tick(self, msg) -> None:
+        if not self.stream.add_tick(messages.header_ns(msg.header)):
+            text = self.late_ticks.message(
+                f"dropped tick from {self.config.tick_topic}: late or out of order "
+                f"({self.stream.dropped_ticks} so far)", _node.wall_seconds())
+            if text:
+                self.node.get_logger().warning(text)
 
     def publish(self, ready: List) -> None:
         for samples in ready:
