@@ -27,9 +27,8 @@ class _Part:
     update: np.ndarray  # (15,) bool, the callback's update vector
     threshold: float
 
-    @property
-    def update_sum(self) -> int:
-        return int(self.update.sum())
+    def __post_init__(self):
+        self.update_sum = int(self.update.sum())  # loadParams' update_sum_ (fixed at load time)
 
 
 @dataclass
