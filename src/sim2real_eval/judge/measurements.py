@@ -164,7 +164,7 @@ class Preparer:
             )
             angles = matrix_from_rpy(0.0, 0.0, yaw_offset) @ angles
             pose = Transform(matrix_from_rpy(angles[0], angles[1], angles[2]), pose.translation)
-            target = Transform.identity()
+            target = None  # upstream: target = identity from here on
         if differential:
             success = False
             current = pose
@@ -172,7 +172,8 @@ class Preparer:
             if previous is not None:
                 prev_pose, prev_cov = previous
                 delta = prev_pose.inverse_times(pose)
-                delta = Transform(target.rotation, np.zeros(3)) * delta
+                if target is not None:  # the target rotation (identity for IMU data)
+                    delta = Transform(target.rotation, np.zeros(3)) * delta
                 dt = stamp_seconds(header) - last_stamp_seconds
                 with np.errstate(divide="ignore", invalid="ignore"):
                     linear = delta.translation / dt
@@ -198,7 +199,8 @@ class Preparer:
         if relative:
             initial = self.memory.initial.setdefault(key, pose)
             pose = initial.inverse_times(pose)
-        pose = target * pose
+        if target is not None:  # identity for IMU data: skipping the product is exact
+            pose = target * pose
         z[0:3] = pose.translation
         z[3:6] = rpy_from_matrix(pose.rotation)
         cov[0:6, 0:6] = cov_rotated
@@ -265,7 +267,7 @@ class Preparer:
                 attitude = matrix_from_rpy(state[3], state[4], state[5]) @ target.rotation
             else:
                 attitude = _quaternion_matrix(msg.orientation)
-            acc = acc - attitude.T @ np.array([0.0, 0.0, self.gravity])
+            acc = acc - self.gravity * attitude[2]  # Bᵀ·(0, 0, g): the third row of B times g
         rotation, _rot6_unused, _rpy, masks = _frame_terms(target, False)
         z[12:15] = rotation @ acc
         update[12:15] = _masked_memo(masks, rotation, update[12:15])
