@@ -55,3 +55,15 @@ def test_gps_frame_without_tf_gives_origin_positions_like_upstream():
     assert len(result.gps_odometry) > 0
     assert np.all(result.gps_odometry.position == 0.0)
     assert result.dropped["navsat_gps_tf_unavailable"] == len(result.gps_odometry)
+    assert any("'gps' -> 'base_link'" in w for w in result.warnings)
+
+
+def test_imu_frame_without_tf_is_dropped_and_reported():
+    judge = Judge(
+        load_ekf_params(config_path("ekf_art_iros2024.yaml")),
+        load_navsat_params(config_path("navsat_art_iros2024.yaml")),
+        ART_STATIC_TFS[:1],
+    )  # no imu TF
+    result = judge.run(art_like_stream(duration=2.0, seed=2))
+    assert result.dropped["tf_unavailable"] == 3 * 201  # pose, twist and acceleration parts of every message
+    assert "imu0_acceleration: 201 message(s) dropped: no transform 'imu' -> 'base_link'" in result.warnings

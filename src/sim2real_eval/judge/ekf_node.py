@@ -189,6 +189,7 @@ class EkfNode:
         self.processed: Counter = Counter()
         self.enabled = not params.disabled_at_startup
         self._last_header_seconds: Dict[str, float] = {}
+        self.unresolved: Counter = Counter()
 
     # --- callbacks ---------------------------------------------------------------------------------
     def handle(self, topic: str, msg) -> None:
@@ -291,7 +292,7 @@ class EkfNode:
         elif sensor.differential and not had_previous and part.key in self.preparer.memory.previous:
             self.dropped["differential_first_message"] += 1
         else:
-            self.dropped["tf_unavailable"] += 1
+            self._unresolved(part, target_frame, header.frame_id)
         self.last_message_ns[part.key] = stamp
         self._last_header_seconds[part.key] = stamp_seconds(header)
 
@@ -325,7 +326,7 @@ class EkfNode:
         if ok:
             self._enqueue(part, z, cov, update, stamp)
         else:
-            self.dropped["tf_unavailable"] += 1
+            self._unresolved(part, self.params.base_link_frame, frame_id)
         self.last_message_ns[part.key] = stamp
         self._last_header_seconds[part.key] = stamp_seconds(header)
 
@@ -348,9 +349,20 @@ class EkfNode:
         if ok:
             self._enqueue(part, z, cov, update, stamp)
         else:
-            self.dropped["tf_unavailable"] += 1
+            self._unresolved(part, self.params.base_link_frame, msg.header.frame_id)
         self.last_message_ns[part.key] = stamp
         self._last_header_seconds[part.key] = stamp_seconds(msg.header)
+
+    def _unresolved(self, part: _Part, target: str, frame: str) -> None:
+        """A failed transform lookup drops the measurement (upstream); count it per (key, frames)."""
+        self.dropped["tf_unavailable"] += 1
+        self.unresolved[(part.key, target, frame)] += 1
+
+    def unresolved_warnings(self) -> List[str]:
+        return [
+            f"{key}: {count} message(s) dropped: no transform {frame!r} -> {target!r}"
+            for (key, target, frame), count in sorted(self.unresolved.items())
+        ]
 
     def _enqueue(self, part: _Part, z, cov, update, stamp: int) -> None:
         heapq.heappush(

@@ -207,7 +207,14 @@ class Judge:
         dropped.update(ekf.dropped)
         if navsat is not None:
             dropped.update({f"navsat_{k}": v for k, v in navsat.dropped.items()})
-        warnings = list(ekf.warnings) + (list(navsat.warnings) if navsat is not None else [])
+        warnings = list(ekf.warnings) + ekf.unresolved_warnings()
+        if navsat is not None:
+            warnings += navsat.warnings
+            if navsat.dropped.get("gps_tf_unavailable"):
+                warnings.append(
+                    f"navsat: {navsat.dropped['gps_tf_unavailable']} /odometry/gps at (0, 0, 0): no "
+                    f"transform {navsat.gps_frame!r} -> {navsat.base_link_frame!r} (upstream behaviour)"
+                )
         return JudgeResult(
             filtered=OdometrySeries.from_messages(
                 filtered, self.ekf_params.world_frame, self.ekf_params.base_link_frame_output
