@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -65,10 +67,15 @@ def main() -> None:
         if profiler:
             profiler.disable()
         wall = time.perf_counter() - start
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # worker processes (reaped)
+        cpu = used.ru_utime + used.ru_stime + children.ru_utime + children.ru_stime
         print(f"k: {args.k}")
         print(f"workers: {args.workers or 'all cores'}")
         print(f"runs_total: {result.runs_total}")
-        print(f"wall_time_total_s: {wall:.2f}")
+        print(f"wall_time_s: {wall:.2f}")
+        print(f"cpu_time_s (this process + workers): {cpu:.2f}")
+        print(f"load_average_1min_at_end: {os.getloadavg()[0]:.2f}")
         for name, value in result.timings.items():
             print(f"wall_time_{name}_s: {value:.2f}")
         print(f"wall_time_per_run_s: {result.timings['runs'] / result.runs_total:.3f}")
