@@ -5,9 +5,9 @@
 Every argument and its default: sim2real_eval.node_core.EVALUATE_ARGUMENTS (docs/ros.md).  The
 argument → process/parameter/remap logic is node_core.evaluate_plan (tested without ROS).
 """
+from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from launch import LaunchDescription
 from sim2real_eval.node_core import EVALUATE_ARGUMENTS, evaluate_plan
 from sim2real_eval.ros import launch_actions as la
 

@@ -4,9 +4,9 @@
 
 Arguments: sim2real_eval.node_core.JUDGE_ARGUMENTS (docs/ros.md).
 """
+from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from launch import LaunchDescription
 from sim2real_eval.node_core import JUDGE_ARGUMENTS, judge_plan, static_tf_nodes
 from sim2real_eval.ros.launch_actions import action, argument_values, declare, plan_or_fail
 

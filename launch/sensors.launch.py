@@ -4,9 +4,9 @@
 
 Arguments: sim2real_eval.node_core.SENSORS_ARGUMENTS (docs/ros.md).
 """
+from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from launch import LaunchDescription
 from sim2real_eval.node_core import SENSORS_ARGUMENTS, sensors_plan
 from sim2real_eval.ros.launch_actions import action, argument_values, declare, plan_or_fail
 

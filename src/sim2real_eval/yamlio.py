@@ -55,7 +55,7 @@ class Section:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def section(self, key: str, required: bool = False) -> "Section":
+    def section(self, key: str, required: bool = False) -> Section:
         if key not in self.data:
             if required:
                 raise self.error(key, "missing key")

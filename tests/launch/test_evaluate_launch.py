@@ -16,13 +16,12 @@ pytest.importorskip("rclpy", reason="rclpy is not installed: the ROS 2 launch te
 pytest.importorskip("launch_testing", reason="launch_testing is not installed (no ROS 2)")
 pytest.importorskip("sbg_driver", reason="sbg_driver (SBG-Systems/sbg_ros2_driver) is not installed")
 
+import launch  # noqa: E402  (after the skips: these exist only in a ROS 2 environment)
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from art_bag import installed_sbg_layout, make_art_bag  # noqa: E402  (tests/launch is on sys.path: no __init__.py)
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-
-import launch  # noqa: E402  (after the skips: these exist only in a ROS 2 environment)
 
 WORK = Path(tempfile.mkdtemp(prefix="sim2real_eval_launch_test_"))
 BAG = WORK / "art_lot"
