@@ -432,15 +432,14 @@ def _publish(staging: Path, out: Path) -> None:
 
 def summary_table(result: DemoResult) -> str:
     """The short text table the CLI prints (Table I + the IMU study + the ordering checks)."""
+    gps, imu = result.gps["combined"], (result.imu or {}).get("combined", {})
+    rows = [(variant, gps[variant], "") for variant in result.ordering["ranking_best_first"]]
+    rows += [(variant, row, "  (IMU study)") for variant, row in imu.items()]
+    width = max([len("variant")] + [len(variant) for variant, _row, _note in rows])
     lines = [f"VEPD (lower = closer to real), K = {result.k} per scenario, real = {result.real_source}",
-             f"{'variant':<22} {'W1 m/s':>9} {'W2':>9} {'VEPD':>9}"]
-    for variant in result.ordering["ranking_best_first"]:
-        row = result.gps["combined"][variant]
-        lines.append(f"{variant:<22} {row['W1']:>9.4f} {row['W2']:>9.4f} {row['VEPD']:>9.4f}")
-    if result.imu:
-        for variant, row in result.imu["combined"].items():
-            lines.append(f"{variant:<22} {row['W1']:>9.4f} {row['W2']:>9.4f} {row['VEPD']:>9.4f}"
-                         "  (IMU study)")
+             f"{'variant':<{width}} {'W1 m/s':>9} {'W2':>9} {'VEPD':>9}"]
+    for variant, row, note in rows:
+        lines.append(f"{variant:<{width}} {row['W1']:>9.4f} {row['W2']:>9.4f} {row['VEPD']:>9.4f}{note}")
     checks = result.ordering["checks"]
     names = {"ch_gauss_worst": "Ch:Gauss worst", "ch_rw_and_airsim_best": "Ch:RW and AirSim best",
              "hdop_improves_ch_gauss": "HDOP covariance improves Ch:Gauss",
