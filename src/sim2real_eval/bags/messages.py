@@ -6,6 +6,10 @@ order.  The builders only copy arrays into fields; content decisions (status, co
 dataclasses directly with Python scalars (``tolist()`` once per array) and covariance rows as numpy
 views, which keeps a million messages cheap (see benchmarks/bench_bags.py).
 
+The ``*_cdr`` builders return the same messages already serialised (CDR bytes, byte-identical to
+``typestore.serialize_cdr`` of the ``*_messages`` objects, see tests/test_bags_cdr.py), encoded for a
+whole stream at once by ``bags.cdr`` — what the pipeline writes to bags without building objects.
+
 Also here: builders of sbg_driver messages from a GroundTruth (the inverse of ``bags.truth``), used to
 make synthetic "ART-like" real bags for tests and demos.
 """
@@ -20,6 +24,7 @@ from rosbags.typesys.store import Typestore
 
 from .. import geodesy, rotations, sbg
 from ..truth import GroundTruth
+from . import cdr
 from .reader import BagMessage
 from .typestore import get_typestore
 
@@ -194,6 +199,79 @@ def truth_odometry_messages(truth: GroundTruth, topic: str = "/ground_truth/odom
     zeros = _rows(np.zeros((len(truth), 36)))
     return _odometry(types, seconds_to_ns(truth.t).tolist(), frame_id, child_frame_id, truth.position,
                      truth.orientation, zeros, body_velocity, truth.angular_velocity, zeros, topic)
+
+
+# --- the same messages, serialised in bulk (bags.cdr) ----------------------------------------------
+
+def _cdr_messages(store, msgtype, topic, receive_ns, strings, columns) -> list:
+    layout = cdr.message_layout(store, msgtype, strings)
+    receive = np.asarray(receive_ns, dtype=np.int64).tolist()
+    data = cdr.encode(layout, len(receive), columns)
+    return [BagMessage(recv, topic, msgtype, raw) for recv, raw in zip(receive, data)]
+
+
+def navsatfix_cdr(gps, topic: str = "/fix", typestore: Typestore | None = None) -> list:
+    """``navsatfix_messages`` as CDR bytes: list of BagMessage(recv_ns, topic, NAVSATFIX, bytes)."""
+    columns = {**cdr.stamp_columns(gps.stamp_ns), "status.status": gps.status, "status.service": gps.service,
+               "latitude": gps.latitude, "longitude": gps.longitude, "altitude": gps.altitude,
+               "position_covariance": np.asarray(gps.position_covariance, dtype=np.float64),
+               "position_covariance_type": gps.position_covariance_type}
+    return _cdr_messages(_store(typestore), NAVSATFIX, topic, gps.receive_ns,
+                         {"header.frame_id": gps.frame_id}, columns)
+
+
+def imu_cdr(imu, topic: str = "/imu", typestore: Typestore | None = None) -> list:
+    """``imu_messages`` as CDR bytes: list of BagMessage(recv_ns, topic, IMU, bytes)."""
+    columns = {**cdr.stamp_columns(imu.stamp_ns),
+               **cdr.vector_columns("orientation", imu.orientation, "xyzw"),
+               "orientation_covariance": imu.orientation_covariance,
+               **cdr.vector_columns("angular_velocity", imu.angular_velocity),
+               "angular_velocity_covariance": imu.angular_velocity_covariance,
+               **cdr.vector_columns("linear_acceleration", imu.linear_acceleration),
+               "linear_acceleration_covariance": imu.linear_acceleration_covariance}
+    return _cdr_messages(_store(typestore), IMU, topic, imu.receive_ns, {"header.frame_id": imu.frame_id},
+                         columns)
+
+
+def magnetic_field_cdr(imu, topic: str = "/imu/mag", typestore: Typestore | None = None) -> list:
+    """``magnetic_field_messages`` as CDR bytes (empty when the magnetometer is off)."""
+    if getattr(imu, "magnetic_field", None) is None:
+        return []
+    cov = getattr(imu, "magnetic_field_covariance", None)
+    columns = {**cdr.stamp_columns(imu.stamp_ns), **cdr.vector_columns("magnetic_field", imu.magnetic_field),
+               "magnetic_field_covariance": 0.0 if cov is None else np.asarray(cov, dtype=np.float64)}
+    return _cdr_messages(_store(typestore), MAGNETIC_FIELD, topic, imu.receive_ns,
+                         {"header.frame_id": imu.frame_id}, columns)
+
+
+def _odometry_cdr(store, stamps_ns, frame_id, child_frame_id, position, orientation, pose_cov, linear,
+                  angular, twist_cov, topic) -> list:
+    columns = {**cdr.stamp_columns(stamps_ns),
+               **cdr.vector_columns("pose.pose.position", position),
+               **cdr.vector_columns("pose.pose.orientation", orientation, "xyzw"),
+               "pose.covariance": pose_cov,
+               **cdr.vector_columns("twist.twist.linear", linear),
+               **cdr.vector_columns("twist.twist.angular", angular),
+               "twist.covariance": twist_cov}
+    strings = {"header.frame_id": frame_id, "child_frame_id": child_frame_id}
+    return _cdr_messages(store, ODOMETRY, topic, stamps_ns, strings, columns)
+
+
+def odometry_cdr(series, topic: str = "/odometry/filtered", typestore: Typestore | None = None) -> list:
+    """``odometry_messages`` as CDR bytes: list of BagMessage(header stamp, topic, ODOMETRY, bytes)."""
+    return _odometry_cdr(_store(typestore), np.asarray(series.stamp_ns, dtype=np.int64), series.frame_id,
+                         series.child_frame_id, series.position, series.orientation,
+                         np.asarray(series.pose_covariance, dtype=np.float64), series.linear_velocity,
+                         series.angular_velocity, np.asarray(series.twist_covariance, dtype=np.float64),
+                         topic)
+
+
+def truth_odometry_cdr(truth: GroundTruth, topic: str = "/ground_truth/odom", frame_id: str = "odom",
+                       child_frame_id: str = "base_link", typestore: Typestore | None = None) -> list:
+    """``truth_odometry_messages`` as CDR bytes (same pose/twist/stamp rules)."""
+    body_velocity = rotations.rotate_inverse(truth.orientation, truth.velocity)
+    return _odometry_cdr(_store(typestore), seconds_to_ns(truth.t), frame_id, child_frame_id, truth.position,
+                         truth.orientation, 0.0, body_velocity, truth.angular_velocity, 0.0, topic)
 
 
 # --- sbg_driver messages from ground truth (synthetic real bags) -----------------------------------

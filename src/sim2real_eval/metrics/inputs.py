@@ -10,7 +10,6 @@ import csv
 import math
 import os
 import re
-import struct
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -237,34 +236,6 @@ VELOCITY_FIELDS = {
 
 
 _ODOMETRY = "nav_msgs/msg/Odometry"
-_TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
-_CDR_LE = b"\x00\x01"
-_HEADER_STAMP = struct.Struct("<iI")
-_UINT32 = struct.Struct("<I")
-_VECTOR3 = struct.Struct("<3d")
-_QUATERNION = struct.Struct("<4d")
-
-
-def _after_header(data) -> int:
-    """Body offset (relative to the CDR body, which starts at byte 4) just after the header's frame_id."""
-    return 12 + _UINT32.unpack_from(data, 12)[0]
-
-
-def decode_cdr_fast(data, msgtype: str):
-    """(stamp_ns, (vx, vy, vz), (qx, qy, qz, qw) or None) straight from little-endian CDR bytes.
-
-    Only for nav_msgs/Odometry and geometry_msgs/TwistStamped, whose layouts are fixed (see
-    ``_field_offsets``).  Returns None for anything else (other types, big-endian CDR), which the
-    caller then deserialises with rosbags.  ~10x faster than full deserialisation.
-    """
-    if data[:2] != _CDR_LE or msgtype not in (_ODOMETRY, _TWIST_STAMPED):
-        return None
-    offsets = _field_offsets(data, msgtype)
-    sec, nanosec = _HEADER_STAMP.unpack_from(data, 4)
-    orientation = None
-    if offsets["orientation"] is not None:
-        orientation = _QUATERNION.unpack_from(data, offsets["orientation"])
-    return sec * 1_000_000_000 + nanosec, _VECTOR3.unpack_from(data, offsets["velocity"]), orientation
 
 
 def read_bag_speeds(spec: RunSpec) -> RunSeries:
@@ -337,26 +308,15 @@ def _read_cdr_topics(reader, topics, where) -> dict:
 def decode_cdr_batch(raws: list, msgtype: str, deserialize=None):
     """(stamps_ns (N,), velocities (N, 3), orientations (N, 4) or None) of many CDR messages.
 
-    When every message has the same size and string lengths (the usual case: fixed frame ids), the
-    fields sit at the same offsets in every message and are sliced out of one (N, size) byte array;
-    otherwise each message is decoded alone (``decode_cdr_fast``, then rosbags ``deserialize``).
+    Equal-layout Odometry/TwistStamped batches (the usual case) are sliced in bulk
+    (``bags.cdr.decode_speed_batch``); otherwise each message is decoded alone (``decode_cdr_fast``,
+    then rosbags ``deserialize``).  The CDR layout lives in ``bags.cdr``.
     """
-    size = len(raws[0])
-    first = decode_cdr_fast(raws[0], msgtype)
-    if first is not None and all(len(r) == size for r in raws):
-        block = np.frombuffer(b"".join(raws), dtype=np.uint8).reshape(len(raws), size)
-        offsets = _field_offsets(raws[0], msgtype)
-        same_layout = (block[:, :2] == block[0, :2]).all() and all(
-            (block[:, o:o + 4] == block[0, o:o + 4]).all() for o in offsets["string_lengths"])
-        if same_layout:
-            def column(start, count, dtype):
-                width = count * np.dtype(dtype).itemsize
-                return np.ascontiguousarray(block[:, start:start + width]).view(dtype)
-            sec = column(4, 1, "<i4")[:, 0].astype(np.int64)
-            nanosec = column(8, 1, "<u4")[:, 0].astype(np.int64)
-            velocity = column(offsets["velocity"], 3, "<f8")
-            orientation = None if offsets["orientation"] is None else column(offsets["orientation"], 4, "<f8")
-            return sec * 1_000_000_000 + nanosec, velocity, orientation
+    from ..bags.cdr import decode_cdr_fast, decode_speed_batch
+
+    bulk = decode_speed_batch(raws, msgtype)
+    if bulk is not None:
+        return bulk
     stamps, velocities, orientations = [], [], []
     for raw in raws:
         fast = decode_cdr_fast(raw, msgtype)
@@ -372,28 +332,11 @@ def decode_cdr_batch(raws: list, msgtype: str, deserialize=None):
             np.asarray(orientations, dtype=float).reshape(-1, 4) if orientations else None)
 
 
-def _field_offsets(data, msgtype: str) -> dict:
-    """Absolute byte offsets in one little-endian CDR message of the fields the scorer reads.
+def decode_cdr_fast(data, msgtype: str):
+    """``bags.cdr.decode_cdr_fast`` (kept here for the scorer's callers)."""
+    from ..bags.cdr import decode_cdr_fast as fast
 
-    Layout after the 4-byte encapsulation header (offsets below are relative to the body, which
-    starts at byte 4): header = int32 sec, uint32 nanosec, string frame_id; Odometry then has string
-    child_frame_id and PoseWithCovariance (7 + 36 float64) before twist.twist.linear; TwistStamped
-    has twist.linear right after the header.  A string is a uint32 length (incl. NUL) + bytes,
-    aligned to 4; float64 are aligned to 8.
-    """
-    string_lengths = [12]
-    offset = _after_header(data)
-    orientation = None
-    if msgtype == _ODOMETRY:
-        offset = (offset + 3) & ~3
-        string_lengths.append(4 + offset)
-        offset += 4 + _UINT32.unpack_from(data, 4 + offset)[0]
-        offset = (offset + 7) & ~7
-        orientation = 4 + offset + 24
-        offset += 56 + 288
-    else:
-        offset = (offset + 7) & ~7
-    return {"string_lengths": string_lengths, "velocity": 4 + offset, "orientation": orientation}
+    return fast(data, msgtype)
 
 
 def _collect_message(lists, msgtype: str, msg) -> None:
