@@ -66,6 +66,7 @@ def tune_args(setup, out, *extra):
             "--no-progress", *extra]
 
 
+@pytest.mark.slow
 def test_tune_lowers_vepd_and_resumes(setup):
     root = setup[0]
     storage = root / "tune.db"
@@ -106,6 +107,7 @@ def test_missing_real_scenario_is_named(setup, tmp_path, capsys):
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_tune_on_a_local_ray_cluster(setup):
     pytest.importorskip("ray")
     root = setup[0]
@@ -114,8 +116,10 @@ def test_tune_on_a_local_ray_cluster(setup):
     rows = read_trials(out)
     summary = yaml.safe_load((out / "best.yaml").read_text())["tune"]
     assert summary["executor"] == "ray:local" and summary["parallel_trials"] == 2
-    # Trials 0 and 1 are the seeded sampler's start-up proposals: same values, same VEPD as in-process.
+    # Trials 0 and 1 are the seeded sampler's start-up proposals: same values, same VEPD as in-process
+    # (the runs are bit-identical; the score may differ in the last bit, as numpy's SIMD reductions
+    # depend on array alignment, which differs between processes).
     inline = {r["trial"]: r for r in read_trials(root / "out")}
     for row in rows[1:]:
         assert row["gps.position_noise.sigma"] == inline[row["trial"]]["gps.position_noise.sigma"]
-        assert row["vepd"] == inline[row["trial"]]["vepd"]
+        assert float(row["vepd"]) == pytest.approx(float(inline[row["trial"]]["vepd"]), rel=1e-12)
