@@ -5,7 +5,7 @@ Real side: the demo's synthetic ART-like reference bags (``bags/reference`` when
 regenerated with ``reference.write_reference_run`` — same generator, same seed), judged as recorded
 (``pipeline.replay``'s real run).  Sim side: the paper's scenarios (line, sine, circle) simulated with
 the variant ``misset`` = Ch:Gauss GPS with σ = 0.3 m (10× the paper's 0.03 m) + the paper's Chrono
-IMU; the search varies the GPS σ (log-uniform 0.002–0.5 m).
+IMU; the search varies the GPS σ (log-uniform 0.0005–0.5 m).
 
 Prints ``name: value`` lines:
   real_runs, sim_runs_per_trial, budget
@@ -37,7 +37,7 @@ judge:
   ekf: ekf_art_iros2024.yaml
   navsat: navsat_art_iros2024.yaml
 """
-PARAMS = "gps.position_noise.sigma=0.002:0.5:log"
+PARAMS = "gps.position_noise.sigma=0.0005:0.5:log"
 
 
 def real_runs(root: Path, k: int, study) -> Path:

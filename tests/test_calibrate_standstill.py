@@ -170,3 +170,28 @@ def test_same_input_same_bytes(tmp_path):
         assert main(["calibrate", str(bag), "--out", str(out)]) == 0
         outputs.append(tuple(out.with_name(f"params_{kind}.yaml").read_bytes() for kind in ("gps", "imu")))
     assert outputs[0] == outputs[1]
+
+
+def test_constant_driver_covariance_becomes_a_diagonal_preset():
+    # nmea_navsat_driver at HDOP 1.2, RTK fixed: var_h = (1.2*0.02)^2, var_v = (2*1.2*2*0.02)^2.
+    truth = standstill_truth(61.0)
+    spec = {"preset": "ch_gauss", "covariance": {"model": "nmea", "fix_quality": "rtk_fixed", "hdop": 1.2}}
+    gps = load_gps_model(spec, sensor_seed(6, "gps")).sample(truth)
+    imu = load_imu_model(imu_spec(), sensor_seed(6, "imu")).sample(truth)
+    cal = calibrate_standstill(data_from_samples(gps, imu))
+    assert not cal.hdop.decaying
+    assert np.median(cal.hdop.hdop) == pytest.approx(1.2, rel=1e-12)
+    cov = cal.gps_preset["covariance"]
+    assert cov["model"] == "diagonal" and cov["type"] == "approximated"
+    assert cov["sigma"] == pytest.approx([0.024, 0.024, 0.096], rel=1e-12)
+    again = load_gps_model(cal.gps_preset, sensor_seed(7, "gps")).sample(truth)
+    np.testing.assert_allclose(again.position_covariance[0], gps.position_covariance[0], rtol=1e-12)
+
+
+def test_zero_covariance_is_kept_zero():
+    truth = standstill_truth(61.0)
+    gps = load_gps_model("ch_gauss", sensor_seed(8, "gps")).sample(truth)
+    imu = load_imu_model(imu_spec(), sensor_seed(8, "imu")).sample(truth)
+    cal = calibrate_standstill(data_from_samples(gps, imu))
+    assert cal.hdop is None and cal.gps_preset["covariance"] == {"model": "zeros"}
+    assert "UNKNOWN" in cal.hdop_note

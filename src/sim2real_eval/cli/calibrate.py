@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    import numpy as np
     from rich.console import Console
 
     from ..calibrate.core import calibrate_standstill, output_paths, write_calibration
@@ -63,9 +64,11 @@ def run(args) -> int:
     gps = cal.report["gps"]
     console.print(f"GPS: {gps['fixes']} fixes over {gps['duration_s']:.0f} s; std "
                   + ", ".join(f"{k} {v:.4g} m" for k, v in gps["std_m"].items()))
-    if cal.hdop is not None:
-        console.print(f"HDOP: H0 {cal.hdop.h0:.4g}, H_inf {cal.hdop.h_inf:.4g}, tau {cal.hdop.tau:.4g} s"
-                      + ("" if cal.hdop.decaying else " (flat: no decay visible)"))
+    if cal.hdop is not None and cal.hdop.decaying:
+        console.print(f"HDOP: H0 {cal.hdop.h0:.4g}, H_inf {cal.hdop.h_inf:.4g}, tau {cal.hdop.tau:.4g} s")
+    elif cal.hdop is not None:
+        console.print(f"HDOP: median {float(np.median(cal.hdop.hdop)):.4g} (no decay visible; "
+                      f"covariance written as a constant diagonal)")
     accel, gyro = cal.imu_preset["accelerometer"], cal.imu_preset["gyroscope"]
     console.print(f"IMU: {cal.report['imu']['duration_s']:.0f} s at {cal.imu.rate:.1f} Hz; "
                   f"accel sigma {[round(s, 5) for s in accel['sigma']]}, b0 {accel['b0']:.3g}; "
