@@ -294,7 +294,7 @@ def scenario_truth(name: str, params: Any, seed: int, k: int):
 
 
 # Every variant of a study shares the trajectories of (scenario, k): a worker keeps the last few
-# truths and their /ground_truth/odom messages (read-only), and the batch runner dispatches runs
+# truths and their /ground_truth/odom records (CDR bytes, read-only), and the batch runner dispatches runs
 # grouped by (scenario, k) so these hits are frequent.
 _TRUTH_CACHE: dict = {}
 _TRUTH_CACHE_SIZE = 16
@@ -332,7 +332,8 @@ def judge_run(judge: JudgeConfig, messages: Iterable):
 
 
 def truth_records(truth, rate: float) -> list:
-    """/ground_truth/odom at ``rate`` Hz: ticks k·period inside the truth span (docs: Time)."""
+    """/ground_truth/odom at ``rate`` Hz: ticks k·period inside the truth span (docs: Time), as
+    (recv_ns, topic, msgtype, CDR bytes) records."""
     import numpy as np
 
     from ..bags import messages as bag_messages
@@ -340,28 +341,39 @@ def truth_records(truth, rate: float) -> list:
     stamps = bag_messages.tick_stamps_ns(truth, rate)
     # ns -> s may step past the span by an ulp at epoch-scale times: clip, never extrapolate.
     sampled = truth.interpolate(np.clip(stamps * 1e-9, truth.t[0], truth.t[-1]))
-    return list(bag_messages.truth_odometry_messages(sampled, TOPICS["ground_truth"]))
+    return bag_messages.truth_odometry_cdr(sampled, TOPICS["ground_truth"])
 
 
 def gps_records(samples) -> list:
+    """/fix as message objects (what the judge reads)."""
     from ..bags import messages as bag_messages
 
     return list(bag_messages.navsatfix_messages(samples, TOPICS["gps"]))
 
 
 def imu_records(samples) -> list:
+    """/imu as message objects (what the judge reads)."""
     from ..bags import messages as bag_messages
 
     return list(bag_messages.imu_messages(samples, TOPICS["imu"]))
 
 
-def judge_records(result) -> list:
-    """The judge's outputs; received at their header stamps (a subscriber on the same clock)."""
+def sensor_bag_records(gps, imu) -> list:
+    """/fix + /imu records for the bag, serialised in bulk (the same bytes rosbags would write for
+    ``gps_records`` + ``imu_records``, in that order before sorting)."""
     from ..bags import messages as bag_messages
 
-    out = list(bag_messages.odometry_messages(result.filtered, TOPICS["estimate"]))
+    return bag_messages.navsatfix_cdr(gps, TOPICS["gps"]) + bag_messages.imu_cdr(imu, TOPICS["imu"])
+
+
+def judge_records(result) -> list:
+    """The judge's outputs as CDR records; received at their header stamps (a subscriber on the same
+    clock)."""
+    from ..bags import messages as bag_messages
+
+    out = bag_messages.odometry_cdr(result.filtered, TOPICS["estimate"])
     if result.gps_odometry is not None:
-        out += list(bag_messages.odometry_messages(result.gps_odometry, GPS_ODOMETRY_TOPIC))
+        out += bag_messages.odometry_cdr(result.gps_odometry, GPS_ODOMETRY_TOPIC)
     return out
 
 
@@ -413,6 +425,7 @@ def simulate_run(spec: SimRunSpec, out) -> RunOutcome:
     imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     sensors = in_receive_order(gps_records(gps) + imu_records(imu))
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
-    records = in_receive_order(sensors + judge_records(result) + truth_messages)
+    # The bag gets the same sensor messages serialised in bulk, not the judge's message objects.
+    records = in_receive_order(sensor_bag_records(gps, imu) + judge_records(result) + truth_messages)
     counts = write_run(path, records, with_judge_outcome(record, result), spec.storage)
     return RunOutcome(spec.label, str(path), False, counts, truth.duration)
