@@ -123,3 +123,9 @@ def test_tune_on_a_local_ray_cluster(setup):
     for row in rows[1:]:
         assert row["gps.position_noise.sigma"] == inline[row["trial"]]["gps.position_noise.sigma"]
         assert float(row["vepd"]) == pytest.approx(float(inline[row["trial"]]["vepd"]), rel=1e-12)
+
+
+def test_unknown_objective_names_the_scenarios(setup, tmp_path, capsys):
+    code = main(["tune", "--study", str(setup[1]), "--real", str(setup[2]), "--params", PARAMS,
+                 "--objective", "circle", "--out", str(tmp_path / "out")])
+    assert code == 2 and "'circle' is neither 'combined' nor a scored scenario" in capsys.readouterr().err

@@ -368,13 +368,17 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
     study = load_study(study_path)
     variant_name, models = base_models(study, variant)
     ranges = parse_params(params, models)
-    scenarios = list(study.scenarios)
+    options = ScoreOptions(bootstrap=0, permutations=0).validate()
+    # Scenarios the scorer leaves out (the standstill "rest") would only cost time.
+    scenarios = [s for s in study.scenarios if s not in options.exclude_scenarios]
+    if not scenarios:
+        excluded = ", ".join(options.exclude_scenarios)
+        raise UserError(f"{study.source}: no scored scenario (the scorer excludes {excluded})")
     if objective != OBJECTIVE_COMBINED:
-        if objective not in study.scenarios:
-            raise UserError(f"--objective: {objective!r} is neither 'combined' nor a scenario of "
+        if objective not in scenarios:
+            raise UserError(f"--objective: {objective!r} is neither 'combined' nor a scored scenario of "
                             f"{study.source} ({', '.join(scenarios)})")
         scenarios = [objective]
-    options = ScoreOptions(bootstrap=0, permutations=0).validate()
     real = load_real_records(real_dir, scenarios, options)
     context = TrialContext(study, tuple(scenarios), models, tuple(ranges), real, objective, options)
 
