@@ -3,7 +3,6 @@ gates, the stamp-ordered queue, the periodic update and the published odometry."
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -13,7 +12,8 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..errors import UserError
-from .filter import Measurement, make_filter
+from . import engine
+from .filter import make_filter
 from .measurements import Preparer, stamp_ns, stamp_seconds
 from .params import STATE_SIZE, EkfParams, SensorConfig
 from .tf import TfBuffer, Transform, matrix_from_rpy, quaternion_from_rpy
@@ -180,7 +180,7 @@ class EkfNode:
             params.two_d_mode,
             params.gravitational_acceleration,
         )
-        self.queue: List[Measurement] = []
+        self._allocate_pool(16)
         self.last_message_ns: Dict[str, int] = {}
         self.last_set_pose_ns = 0
         self.last_published_ns = 0
@@ -364,66 +364,86 @@ class EkfNode:
             for (key, target, frame), count in sorted(self.unresolved.items())
         ]
 
-    def _enqueue(self, part: _Part, z, cov, update, stamp: int) -> None:
-        heapq.heappush(
-            self.queue,
-            Measurement(
-                stamp,
-                part.key,
-                z,
-                cov,
-                update,
-                part.threshold,
-                self.filter.latest_control.copy(),
-                self.filter.latest_control_ns,
-            ),
+    # --- the queue (engine.py: a heap of pool slots) -------------------------------------------------
+    def _allocate_pool(self, capacity: int) -> None:
+        """(Re)allocate the measurement pool, keeping queued entries in their slots and heap order."""
+        old = getattr(self, "pool", None)
+        self.pool = (
+            np.zeros(capacity, dtype=np.int64),  # heap of slots
+            np.zeros(capacity, dtype=np.int64),  # free slots (stack)
+            np.zeros(capacity, dtype=np.int64),  # stamp
+            np.zeros((capacity, STATE_SIZE)),  # z
+            np.zeros((capacity, STATE_SIZE, STATE_SIZE)),  # covariance
+            np.zeros((capacity, STATE_SIZE), dtype=bool),  # update flags
+            np.zeros(capacity),  # threshold
         )
+        ints = self.filter.ints
+        if old is None:
+            used = 0
+        else:
+            used = len(old[0])
+            for new, previous in zip(self.pool, old):
+                new[:used] = previous
+        # Slots ≥ used are free; the old free stack was empty (only a full pool grows).
+        count = capacity - used
+        self.pool[1][:count] = np.arange(capacity - 1, used - 1, -1)
+        ints[engine.I_FREE_SIZE] = count
+
+    @property
+    def queue(self) -> List[int]:
+        """Stamps of the queued measurements (heap order)."""
+        heap, stamps = self.pool[0], self.pool[2]
+        return [int(stamps[heap[i]]) for i in range(int(self.filter.ints[engine.I_HEAP_SIZE]))]
+
+    def _enqueue(self, part: _Part, z, cov, update, stamp: int) -> None:
+        ints = self.filter.ints
+        if ints[engine.I_FREE_SIZE] == 0:
+            self._allocate_pool(2 * len(self.pool[0]))
+        heap, free, stamps, pool_z, pool_cov, pool_update, pool_threshold = self.pool
+        slot = engine.take_slot(free, ints)
+        stamps[slot] = stamp
+        pool_z[slot] = z
+        pool_cov[slot] = cov
+        pool_update[slot] = update
+        pool_threshold[slot] = part.threshold
+        engine.heap_push(heap, stamps, ints, slot)
 
     def set_control(self, linear, angular, now_ns: int) -> None:
         """cmd_vel (geometry_msgs/Twist): stamped with the node's now(), pushed into the filter."""
         self.filter.set_control(np.concatenate([_xyz(linear), _xyz(angular)]), now_ns)
 
     # --- periodic update ---------------------------------------------------------------------------
-    def integrate(self, now_ns: int) -> None:
-        """RosFilter::integrateMeasurements (no smoothing)."""
-        f = self.filter
-        predict_now = self.params.predict_to_current_time
-        if self.queue:
-            while self.queue and self.queue[0].stamp_ns <= now_ns:
-                m = heapq.heappop(self.queue)
-                outcome = f.process_measurement(m)
-                self.processed[outcome] += 1
-                if outcome == "rejected":
-                    self.dropped["mahalanobis_rejected"] += 1
-        elif f.initialized and now_ns - f.last_measurement_ns >= f.sensor_timeout_ns:
-            predict_now = True
-        if f.initialized and predict_now:
-            delta = now_ns - f.last_measurement_ns
-            f.predict(now_ns, delta)
-            f.last_measurement_ns += delta
-
     def tick(self, now_ns: int) -> Optional[Odometry]:
-        """periodicUpdate: integrate, then publish only if the filter stamp advanced."""
+        """periodicUpdate: integrateMeasurements (engine.ekf_tick), then publish only if the filter
+        stamp advanced."""
         if not self.enabled:
             return None
-        self.integrate(now_ns)
-        if not self.filter.initialized:
+        published = engine.ekf_tick(*self.filter.engine_args(), *self.pool, int(now_ns))
+        self.sync_counts()
+        if not published:
             return None
-        stamp = self.filter.last_measurement_ns
-        corrected = (not self.params.permit_corrected_publication) and self.last_published_ns >= stamp
-        self.last_published_ns = stamp
-        if corrected:
-            return None
-        odom = self.odometry()
+        self.published_tf(self.filter.last_measurement_ns, self.filter.state)
+        return self.odometry()
+
+    def sync_counts(self) -> None:
+        """Outcome counters of the engine → ``processed`` / ``dropped``."""
+        ints = self.filter.ints
+        for name, index in (("init", engine.I_INIT_COUNT), ("accepted", engine.I_ACCEPTED_COUNT),
+                            ("rejected", engine.I_REJECTED_COUNT)):
+            if ints[index]:
+                self.processed[name] = int(ints[index])
+        if ints[engine.I_REJECTED_COUNT]:
+            self.dropped["mahalanobis_rejected"] = int(ints[engine.I_REJECTED_COUNT])
+
+    def published_tf(self, stamp: int, state: np.ndarray) -> None:
+        """publish_tf: world→base_link at the published stamp (+ transform_time_offset)."""
         if self.params.publish_tf and self.params.world_frame == self.params.odom_frame:
-            rotation = matrix_from_rpy(*self.filter.state[3:6])
             self.tf.add_dynamic(
                 self.params.odom_frame,
                 self.params.base_link_frame_output,
-                stamp + int(round(self.params.transform_time_offset * 1e9)),
-                Transform(rotation, self.filter.state[0:3].copy()),
+                int(stamp) + int(round(self.params.transform_time_offset * 1e9)),
+                Transform(matrix_from_rpy(state[3], state[4], state[5]), state[0:3].copy()),
             )
-        return odom
 
     def odometry(self) -> Odometry:
         x = self.filter.state

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import kernels
+from . import engine, kernels
+from .engine import control_acceleration  # noqa: F401 - re-exported
 from .kernels import clamp_rotation, transition  # noqa: F401 - re-exported
 from .params import EkfParams
 
 ANGLE_INDICES = (3, 4, 5)
 PI = math.pi
 TAU = 2.0 * math.pi
+OUTCOMES = ("init", "accepted", "rejected")
 
 
 @dataclass
@@ -40,163 +42,159 @@ class Measurement:
         return self.stamp_ns < other.stamp_ns
 
 
-def control_acceleration(
-    state_velocity: float,
-    control: float,
-    accel_limit: float,
-    accel_gain: float,
-    decel_limit: float,
-    decel_gain: float,
-) -> float:
-    """FilterBase::computeControlAcceleration: a = clamp(gain·(u − s), ±limit), with the deceleration
-    limit/gain when |set-point| < |s| (set-point u if |u − s| ≤ |u| + 0.01, else 0)."""
-    error = control - state_velocity
-    same_sign = abs(error) <= abs(control) + 0.01
-    set_point = control if same_sign else 0.0
-    if abs(set_point) < abs(state_velocity):
-        limit, gain = decel_limit, decel_gain
-    else:
-        limit, gain = accel_limit, accel_gain
-    return min(max(gain * error, -limit), limit)
-
-
 class Ekf:
-    """ekf.cpp + filter_base.cpp: predict, correct, processMeasurement (no smoothing/history)."""
+    """ekf.cpp + filter_base.cpp: predict, correct, processMeasurement (no smoothing/history).
+
+    A thin holder of the engine arrays (engine.py) so the node, the Judge's compiled loop and these
+    methods share one state and one implementation."""
 
     def __init__(self, params: EkfParams):
         self.params = params
-        self.state = np.array(params.initial_state, dtype=float)
-        self.covariance = np.array(params.initial_estimate_covariance, dtype=float)
-        self.process_noise = np.array(params.process_noise_covariance, dtype=float)
-        self.initialized = False
-        self.last_measurement_ns = 0
-        self.sensor_timeout_ns = int(round(params.sensor_timeout * 1e9))
-        self.use_control = params.use_control
+        self.x = np.array(params.initial_state, dtype=float)
+        self.p = np.array(params.initial_estimate_covariance, dtype=float)
+        self.sigma = np.zeros((31, 15))  # UKF sigma points (upstream starts from zeros)
+        self.ints = np.zeros(engine.INTS_SIZE, dtype=np.int64)
+        self.ints[engine.I_UNCORRECTED] = 1
+        self.control = np.zeros(6)
+        self.q = np.array(params.process_noise_covariance, dtype=float)
         self.control_update = np.array(params.control_config, dtype=bool)
-        self.control_timeout_ns = int(round(params.control_timeout * 1e9))
-        self.latest_control = np.zeros(6)
-        self.latest_control_ns = 0
+        self.limits = np.array(
+            [params.acceleration_limits, params.acceleration_gains, params.deceleration_limits,
+             params.deceleration_gains], dtype=float)
+        self.cfg_i = np.zeros(engine.CFG_I_SIZE, dtype=np.int64)
+        self.cfg_i[engine.C_DYNAMIC] = bool(params.dynamic_process_noise_covariance)
+        self.cfg_i[engine.C_USE_CONTROL] = bool(params.use_control)
+        self.cfg_i[engine.C_CONTROL_TIMEOUT] = int(round(params.control_timeout * 1e9))
+        self.cfg_i[engine.C_UKF] = params.filter_type == "ukf"
+        self.cfg_i[engine.C_SENSOR_TIMEOUT] = int(round(params.sensor_timeout * 1e9))
+        self.cfg_i[engine.C_PREDICT_NOW] = bool(params.predict_to_current_time)
+        self.cfg_i[engine.C_PERMIT_CORRECTED] = bool(params.permit_corrected_publication)
+        self.cfg_i[engine.C_PERIOD] = int(round(1e9 / params.frequency))
+        self.cfg_i[engine.C_TWO_D] = bool(params.two_d_mode)
+        self.cfg_f = np.zeros(engine.CFG_F_SIZE)
+        self.cfg_f[engine.F_GRAVITY] = params.gravitational_acceleration
+        self.weights = np.zeros((2, 31))
+        if params.filter_type == "ukf":
+            lam, state_weights, covar_weights = kernels.ukf_weights(
+                params.ukf_alpha, params.ukf_kappa, params.ukf_beta
+            )
+            self.cfg_f[engine.F_LAMBDA] = lam
+            self.weights[0], self.weights[1] = state_weights, covar_weights
+
+    # --- state as attributes (views of the engine arrays) ------------------------------------------
+    @property
+    def state(self) -> np.ndarray:
+        return self.x
+
+    @state.setter
+    def state(self, value) -> None:
+        self.x[:] = value
+
+    @property
+    def covariance(self) -> np.ndarray:
+        return self.p
+
+    @covariance.setter
+    def covariance(self, value) -> None:
+        self.p[:, :] = value
+
+    @property
+    def initialized(self) -> bool:
+        return bool(self.ints[engine.I_INITIALIZED])
+
+    @initialized.setter
+    def initialized(self, value: bool) -> None:
+        self.ints[engine.I_INITIALIZED] = bool(value)
+
+    @property
+    def last_measurement_ns(self) -> int:
+        return int(self.ints[engine.I_LAST_NS])
+
+    @last_measurement_ns.setter
+    def last_measurement_ns(self, value: int) -> None:
+        self.ints[engine.I_LAST_NS] = value
+
+    @property
+    def use_control(self) -> bool:
+        return bool(self.cfg_i[engine.C_USE_CONTROL])
+
+    @use_control.setter
+    def use_control(self, value: bool) -> None:
+        self.cfg_i[engine.C_USE_CONTROL] = bool(value)
+
+    @property
+    def latest_control(self) -> np.ndarray:
+        return self.control
+
+    @property
+    def latest_control_ns(self) -> int:
+        return int(self.ints[engine.I_CONTROL_NS])
+
+    @property
+    def sensor_timeout_ns(self) -> int:
+        return int(self.cfg_i[engine.C_SENSOR_TIMEOUT])
+
+    @property
+    def uncorrected(self) -> bool:
+        return bool(self.ints[engine.I_UNCORRECTED])
+
+    @uncorrected.setter
+    def uncorrected(self, value: bool) -> None:
+        self.ints[engine.I_UNCORRECTED] = bool(value)
+
+    def engine_args(self) -> tuple:
+        """The state and configuration arrays in engine.py's argument order."""
+        return (self.x, self.p, self.sigma, self.ints, self.control, self.cfg_i, self.cfg_f, self.q,
+                self.limits, self.control_update, self.weights)
 
     # --- control -----------------------------------------------------------------------------------
     def set_control(self, control, stamp_ns: int) -> None:
-        self.latest_control = np.array(control, dtype=float)
-        self.latest_control_ns = int(stamp_ns)
+        self.control[:] = np.asarray(control, dtype=float)
+        self.ints[engine.I_CONTROL_NS] = int(stamp_ns)
 
-    def _control_accelerations(self, reference_ns: int) -> np.ndarray:
-        accel = np.zeros(6)
-        if not self.use_control:
-            return accel
-        if reference_ns - self.latest_control_ns >= self.control_timeout_ns:
-            self.latest_control = np.zeros(6)  # timed out: upstream zeroes the control
-        p = self.params
-        for i in range(6):
-            if self.control_update[i]:
-                accel[i] = control_acceleration(
-                    self.state[6 + i],
-                    self.latest_control[i],
-                    p.acceleration_limits[i],
-                    p.acceleration_gains[i],
-                    p.deceleration_limits[i],
-                    p.deceleration_gains[i],
-                )
-        return accel
-
-    # --- predict -----------------------------------------------------------------------------------
+    # --- predict / correct / processMeasurement -----------------------------------------------------
     def predict(self, reference_ns: int, delta_ns: int) -> None:
-        """Ekf::predict (kernels.predict); the control acceleration is computed from the pre-update state."""
-        delta = delta_ns * 1e-9
-        accel = self._control_accelerations(reference_ns)
-        self.state, self.covariance = kernels.predict(
-            self.state,
-            self.covariance,
-            self.process_noise,
-            delta,
-            self.params.dynamic_process_noise_covariance,
-            accel,
-            self.control_update,
-            self.use_control,
-        )
+        """Ekf::predict (Ukf::predict with filter_type ukf); the control acceleration comes from the
+        pre-update state (ukf.cpp computes it but applies no control term)."""
+        engine.filter_predict(*self.engine_args(), int(reference_ns), int(delta_ns))
 
     def wrap_state_angles(self) -> None:
         for i in ANGLE_INDICES:
-            self.state[i] = clamp_rotation(self.state[i])
+            self.x[i] = clamp_rotation(self.x[i])
 
-    # --- correct -----------------------------------------------------------------------------------
     def correct(self, m: Measurement) -> bool:
-        """Ekf::correct (kernels.correct).  Returns True if the update was applied."""
-        applied, state, covariance = kernels.correct(
-            self.state, self.covariance, m.z, m.covariance, m.update, m.threshold
-        )
-        if applied:
-            self.state, self.covariance = state, covariance
-        return applied
+        """Ekf::correct (Ukf::correct).  Returns True if the update was applied."""
+        return bool(engine.filter_correct(
+            self.x, self.p, self.sigma, self.ints, self.cfg_i, self.cfg_f, self.weights,
+            np.asarray(m.z, dtype=float), np.asarray(m.covariance, dtype=float),
+            np.asarray(m.update, dtype=bool), float(m.threshold)))
 
-    # --- processMeasurement ------------------------------------------------------------------------
     def process_measurement(self, m: Measurement) -> str:
         """FilterBase::processMeasurement.  Returns 'init', 'accepted' or 'rejected'."""
-        if not self.initialized:
-            # First measurement: copy flagged entries and the raw covariance (no 1e-9 floor).
-            upd = m.update
-            self.state = np.where(upd, m.z, self.state)
-            both = np.outer(upd, upd)
-            self.covariance = np.where(both, m.covariance, self.covariance)
-            self.initialized = True
-            self.last_measurement_ns = m.stamp_ns
-            return "init"
-        delta_ns = m.stamp_ns - self.last_measurement_ns
-        if delta_ns > 0:
-            self.predict(m.stamp_ns, delta_ns)
-        accepted = self.correct(m)
-        if delta_ns >= 0:
-            self.last_measurement_ns = m.stamp_ns
-        return "accepted" if accepted else "rejected"
+        outcome = engine.process_measurement(
+            *self.engine_args(), int(m.stamp_ns), np.asarray(m.z, dtype=float),
+            np.asarray(m.covariance, dtype=float), np.asarray(m.update, dtype=bool), float(m.threshold))
+        return OUTCOMES[outcome]
 
 
 class Ukf(Ekf):
     """ukf.cpp: the same process model and node behaviour, unscented predict/correct (α, κ, β)."""
 
-    def __init__(self, params: EkfParams):
-        super().__init__(params)
-        self.lam, self.state_weights, self.covar_weights = kernels.ukf_weights(
-            params.ukf_alpha, params.ukf_kappa, params.ukf_beta
-        )
-        self.sigma_points = np.zeros((31, 15))  # upstream starts from zero sigma points
-        self.uncorrected = True
+    @property
+    def lam(self) -> float:
+        return float(self.cfg_f[engine.F_LAMBDA])
 
-    def predict(self, reference_ns: int, delta_ns: int) -> None:
-        """Ukf::predict (kernels.ukf_predict).  prepareControl runs, but ukf.cpp applies no control term."""
-        self._control_accelerations(reference_ns)
-        self.state, self.covariance, self.sigma_points = kernels.ukf_predict(
-            self.state,
-            self.covariance,
-            self.process_noise,
-            delta_ns * 1e-9,
-            self.params.dynamic_process_noise_covariance,
-            self.lam,
-            self.state_weights,
-            self.covar_weights,
-        )
-        self.uncorrected = True
+    @property
+    def state_weights(self) -> np.ndarray:
+        return self.weights[0]
 
-    def correct(self, m: Measurement) -> bool:
-        applied, state, covariance, sigma = kernels.ukf_correct(
-            self.state,
-            self.covariance,
-            self.sigma_points,
-            not self.uncorrected,
-            m.z,
-            m.covariance,
-            m.update,
-            m.threshold,
-            self.lam,
-            self.state_weights,
-            self.covar_weights,
-        )
-        self.sigma_points = sigma
-        if applied:
-            self.state, self.covariance = state, covariance
-            self.uncorrected = False
-        return applied
+    @property
+    def covar_weights(self) -> np.ndarray:
+        return self.weights[1]
+
+    @property
+    def sigma_points(self) -> np.ndarray:
+        return self.sigma
 
 
 def make_filter(params: EkfParams) -> Ekf:

@@ -36,6 +36,19 @@ def clamp_rotation(angle: float) -> float:
 
 
 @njit(cache=True)
+def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """tf2 Matrix3x3::setRPY: R = Rz(yaw)·Ry(pitch)·Rx(roll)."""
+    ci, cj, ch = math.cos(roll), math.cos(pitch), math.cos(yaw)
+    si, sj, sh = math.sin(roll), math.sin(pitch), math.sin(yaw)
+    cc, cs, sc, ss = ci * ch, ci * sh, si * ch, si * sh
+    out = np.empty((3, 3))
+    out[0, 0], out[0, 1], out[0, 2] = cj * ch, sj * sc - cs, sj * cc + ss
+    out[1, 0], out[1, 1], out[1, 2] = cj * sh, sj * ss + cc, sj * cs - sc
+    out[2, 0], out[2, 1], out[2, 2] = -sj, cj * si, cj * ci
+    return out
+
+
+@njit(cache=True)
 def transition(state: np.ndarray, delta: float):
     """(F, J): the transfer function F (x⁺ = F·x) and its Jacobian J from the current angles/rates.
 

@@ -15,20 +15,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..rotations import from_rpy
-
-
-def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """tf2 Matrix3x3::setRPY: R = Rz(yaw)·Ry(pitch)·Rx(roll)."""
-    ci, cj, ch = math.cos(roll), math.cos(pitch), math.cos(yaw)
-    si, sj, sh = math.sin(roll), math.sin(pitch), math.sin(yaw)
-    cc, cs, sc, ss = ci * ch, ci * sh, si * ch, si * sh
-    return np.array(
-        [
-            [cj * ch, sj * sc - cs, sj * cc + ss],
-            [cj * sh, sj * ss + cc, sj * cs - sc],
-            [-sj, cj * si, cj * ci],
-        ]
-    )
+from .kernels import matrix_from_rpy  # noqa: F401 - tf2 setRPY, compiled (one implementation)
 
 
 def rpy_from_matrix(m: np.ndarray) -> Tuple[float, float, float]:
