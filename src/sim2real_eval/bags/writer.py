@@ -82,7 +82,18 @@ class _BatchSqlite3Writer(Sqlite3Writer):
 
 
 class _Writer(Writer):
+    """rosbags' Writer with the batching sqlite3 storage and a lean ``write``: ``_write_all`` only
+    passes connections it added, never compresses, and sets the time range once (messages arrive in
+    receive-time order)."""
+
     STORAGE_PLUGINS = {**Writer.STORAGE_PLUGINS, StoragePlugin.SQLITE3: _BatchSqlite3Writer}
+
+    def write(self, connection, timestamp: int, data) -> None:
+        self.storage.write(connection, timestamp, data)
+        self.counts[connection.id] += 1
+
+    def set_time_range(self, first_ns: int, last_ns: int) -> None:
+        self.min_timestamp, self.max_timestamp = first_ns, last_ns
 
 
 @functools.lru_cache(maxsize=64)
@@ -144,9 +155,9 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
     return final
 
 
-def _write_all(writer: Writer, messages: Iterable, store: Typestore, final: Path) -> None:
+def _write_all(writer: _Writer, messages: Iterable, store: Typestore, final: Path) -> None:
     connections: dict = {}
-    last_ns = None
+    first_ns = last_ns = None
     serialize = store.serialize_cdr
     for recv_ns, topic, msgtype, msg in messages:
         recv_ns = int(recv_ns)
@@ -172,3 +183,7 @@ def _write_all(writer: Writer, messages: Iterable, store: Typestore, final: Path
             except (SerdeError, TypeError, AttributeError, ValueError, OverflowError) as exc:
                 raise ValueError(f"{final}: topic {topic}: cannot serialise {msgtype} ({exc})") from exc
         writer.write(conn, recv_ns, data)
+        if first_ns is None:
+            first_ns = recv_ns
+    if first_ns is not None:
+        writer.set_time_range(first_ns, last_ns)
