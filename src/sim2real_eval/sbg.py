@@ -15,6 +15,8 @@ ellipsoidal height (what GPS NavSatFix altitudes and ``geodesy`` use) is altitud
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from . import geodesy, rotations
@@ -70,6 +72,32 @@ def course_to_yaw(course_deg, enu_mode: bool = False) -> np.ndarray:
     c = np.radians(np.asarray(course_deg, dtype=float))
     yaw = c if enu_mode else np.pi / 2.0 - c
     return np.arctan2(np.sin(yaw), np.cos(yaw))
+
+
+def heading_from_gps_vel(velocity_enu, min_speed: float, initial_yaw: Optional[float] = None) -> np.ndarray:
+    """Vehicle yaw (rad, ENU, in (−π, π]) from SbgGpsVel velocities (N, 3) already in ENU (vector_to_enu).
+
+    The one rule for a GNSS-only heading (offline adapter ``bags.truth`` and ``ground_truth_node``):
+    yaw_i = atan2(v_north, v_east) when the horizontal speed √(v_e² + v_n²) ≥ ``min_speed`` (m/s);
+    below it the direction is noise and the yaw of the last fast sample is held.  Before the first fast
+    sample: ``initial_yaw`` when given (a stream continuing its held yaw), else the first fast sample's
+    yaw (a whole recording, back-filled).  NaN where no heading is known yet (no fast sample and no
+    ``initial_yaw``).  The velocity is used rather than the ``course`` field: it is the same GNSS
+    solution, and it is already in ENU whichever frame mode the driver ran in.
+    """
+    v = np.asarray(velocity_enu, dtype=float).reshape(-1, 3)
+    fast = np.hypot(v[:, 0], v[:, 1]) >= min_speed
+    heading = np.arctan2(v[:, 1], v[:, 0])
+    index = np.maximum.accumulate(np.where(fast, np.arange(len(v)), -1)) if len(v) else np.zeros(0, int)
+    yaw = heading[np.maximum(index, 0)] if len(v) else np.zeros(0)
+    before_first = index < 0
+    if initial_yaw is not None:
+        yaw[before_first] = float(initial_yaw)
+    elif fast.any():
+        yaw[before_first] = heading[int(np.argmax(fast))]
+    else:
+        yaw[:] = np.nan
+    return yaw
 
 
 def yaw_to_course(yaw_rad) -> np.ndarray:

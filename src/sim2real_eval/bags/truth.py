@@ -190,17 +190,12 @@ def _finish(t, position, orientation, velocity, angular_velocity, cutoff_hz, sou
 
 def _planar_attitude(t, velocity, min_speed: float, cutoff_hz: float, source: str):
     """Yaw from the horizontal velocity direction (held when slow); yaw rate from its smoothed derivative."""
-    speed = np.hypot(velocity[:, 0], velocity[:, 1])
-    fast = speed >= min_speed
-    if not fast.any():
+    # Held through slow stretches, back-filled before the first fast sample (sbg.heading_from_gps_vel).
+    heading = sbg.heading_from_gps_vel(velocity, min_speed)
+    if np.isnan(heading).any():
         raise UserError(f"{source}: never faster than {min_speed} m/s, so the heading is unknown "
                         "(give an attitude topic, e.g. SbgEkfQuat)")
-    heading = np.arctan2(velocity[:, 1], velocity[:, 0])
-    # Hold the last heading through slow stretches; back-fill before the first fast sample.
-    index = np.where(fast, np.arange(len(t)), -1)
-    index = np.maximum.accumulate(index)
-    index[index < 0] = int(np.argmax(fast))
-    yaw = np.unwrap(heading[index])
+    yaw = np.unwrap(heading)
     yaw_rate = smooth_derivative(t, yaw, cutoff_hz)
     zeros = np.zeros_like(yaw)
     return rotations.from_yaw(yaw), np.stack([zeros, zeros, yaw_rate], axis=1)
