@@ -594,8 +594,8 @@ class SbgTruthAssembler:
             return None
         (stamp_ns, latitude, longitude, altitude, undulation), self._pos = self._pos, None
         velocity_enu = vel[1]
-        if math.hypot(velocity_enu[0], velocity_enu[1]) >= self.config.min_course_speed:
-            self._yaw = float(sbg.course_to_yaw(vel[2], self.config.sbg_enu))
+        # The one GNSS-heading rule (shared with the offline adapter): held while slower than the threshold.
+        self._yaw = float(sbg.heading_from_gps_vel(velocity_enu, self.config.min_course_speed, self._yaw)[0])
         orientation = np.asarray(rotations.from_yaw(self._yaw), float).reshape(4)
         return self._emit("gps", stamp_ns, latitude, longitude, altitude, undulation, orientation,
                           velocity_enu)
