@@ -49,6 +49,49 @@ def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
 
 
 @njit(cache=True)
+def rpy_from_matrix(m: np.ndarray):
+    """tf2 Matrix3x3::getRPY (solution 1): pitch = −asin(m20), roll = atan2(m21/cp, m22/cp),
+    yaw = atan2(m10/cp, m00/cp); at |m20| ≥ 1: yaw = 0, pitch = ∓π/2, roll = atan2(m21, m22)."""
+    m20 = m[2, 0]
+    if abs(m20) >= 1.0:
+        delta = math.atan2(m[2, 1], m[2, 2])
+        pitch = math.pi / 2 if m20 < 0 else -math.pi / 2
+        return delta, pitch, 0.0
+    pitch = -math.asin(m20)
+    cp = math.cos(pitch)
+    roll = math.atan2(m[2, 1] / cp, m[2, 2] / cp)
+    yaw = math.atan2(m[1, 0] / cp, m[0, 0] / cp)
+    return roll, pitch, yaw
+
+
+@njit(cache=True)
+def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray:
+    """tf2 Matrix3x3::setRotation (scales by 2/|q|², so a slightly non-unit q still gives a rotation)."""
+    d = x * x + y * y + z * z + w * w
+    s = 2.0 / d
+    xs, ys, zs = x * s, y * s, z * s
+    wx, wy, wz = w * xs, w * ys, w * zs
+    xx, xy, xz = x * xs, x * ys, x * zs
+    yy, yz, zz = y * ys, y * zs, z * zs
+    out = np.empty((3, 3))
+    out[0, 0], out[0, 1], out[0, 2] = 1.0 - (yy + zz), xy - wz, xz + wy
+    out[1, 0], out[1, 1], out[1, 2] = xy + wz, 1.0 - (xx + zz), yz - wx
+    out[2, 0], out[2, 1], out[2, 2] = xz - wy, yz + wx, 1.0 - (xx + yy)
+    return out
+
+
+@njit(cache=True)
+def message_orientation_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
+    """An orientation as upstream reads it: all-zero → identity; |q| off by > 0.01 → normalised."""
+    if x == 0.0 and y == 0.0 and z == 0.0 and w == 0.0:
+        return np.eye(3)
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if abs(norm - 1.0) > 0.01:
+        x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    return matrix_from_quaternion(x, y, z, w)
+
+
+@njit(cache=True)
 def transition(state: np.ndarray, delta: float):
     """(F, J): the transfer function F (x⁺ = F·x) and its Jacobian J from the current angles/rates.
 

@@ -17,10 +17,12 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .ekf_node import EkfNode, Odometry, _absolute, check_message
+from . import engine
+from .ekf_node import EkfNode, Odometry, _absolute, batch_imu_rows, check_message, concatenate_rows
+from .engine import NEVER
 from .navsat import NavsatNode
 from .params import EkfParams, NavsatParams
-from .tf import StaticTransform, TfBuffer
+from .tf import StaticTransform, TfBuffer, quaternion_from_rpy
 
 
 @dataclass
@@ -122,89 +124,211 @@ class Judge:
 
     def run(self, messages: Iterable, progress=None) -> JudgeResult:
         """Run over (recv_ns, topic, msg) — or BagMessage (recv_ns, topic, msgtype, msg) — in record
-        order; ``progress(recv_ns)`` is called per message."""
-        tf = TfBuffer(self.static_tfs)
-        ekf = EkfNode(self.ekf_params, tf, self.topic)
-        navsat = NavsatNode(self.navsat_params, tf) if self.navsat_params is not None else None
-        kinds = {}
-        for sensor in self.ekf_params.sensors:
-            kinds.setdefault(self.topic(sensor.topic), sensor.kind)
-        inputs: Counter = Counter()
-        dropped: Counter = Counter()
-        filtered: List[Odometry] = []
-        gps_odometry: List[Odometry] = []
-        checked = set()
-        own_outputs = {self.filtered_topic}
-        if navsat is not None:
-            own_outputs.add(self.gps_odometry_topic)
-
-        ekf_period = ekf.period_ns
-        nav_period = navsat.period_ns if navsat is not None else None
-        next_ekf = next_nav = None
-        last_recv = None
-
-        def run_ticks(until_ns: int, inclusive: bool) -> None:
-            nonlocal next_ekf, next_nav
-            while True:
-                due = next_ekf if nav_period is None else min(next_ekf, next_nav)
-                if due > until_ns or (due == until_ns and not inclusive):
-                    return
-                if next_ekf == due:
-                    odom = ekf.tick(due)
-                    next_ekf += ekf_period
-                    if odom is not None:
-                        filtered.append(odom)
-                        if navsat is not None:
-                            navsat.odometry(odom)
-                if nav_period is not None and next_nav == due:
-                    out = navsat.tick(due)
-                    next_nav += nav_period
-                    if out is not None:
-                        gps_odometry.append(out)
-                        if self.gps_odometry_topic in ekf.subscriptions:
-                            ekf.handle(self.gps_odometry_topic, out.as_message())
-
+        order; ``progress(recv_ns)`` is called as messages are read."""
+        stream = []
         for item in messages:
             # (recv_ns, topic, msg); bags.BagMessage's (recv_ns, topic, msgtype, msg) is accepted too
             recv_ns, topic, msg = (item[0], item[1], item[3]) if len(item) == 4 else item
-            recv_ns = int(recv_ns)
-            if next_ekf is None:
-                next_ekf = -(-recv_ns // ekf_period) * ekf_period
-                if nav_period is not None:
-                    next_nav = -(-recv_ns // nav_period) * nav_period
-            else:
-                run_ticks(recv_ns, inclusive=False)
-            last_recv = recv_ns
+            stream.append((int(recv_ns), topic, msg))
             if progress is not None:
-                progress(recv_ns)
+                progress(int(recv_ns))
+        return _Run(self, stream).result()
+
+
+class _Run:
+    """One Judge.run: IMU topics prepared in batch (measurements.imu_*_rows) and delivered by the
+    compiled loop (engine.advance); every other callback, the navsat timer and navsat's fix callback
+    run in Python between calls of that loop, at their place in the schedule (see the module doc)."""
+
+    def __init__(self, judge: Judge, stream: list):
+        self.judge = judge
+        self.stream = stream
+        self.tf = TfBuffer(judge.static_tfs)
+        self.ekf = EkfNode(judge.ekf_params, self.tf, judge.topic)
+        self.navsat = NavsatNode(judge.navsat_params, self.tf) if judge.navsat_params is not None else None
+        self.inputs: Counter = Counter()
+        self.dropped: Counter = Counter()
+        self.gps_odometry: List[Odometry] = []
+        self.synced = 0  # outputs already given to the TF buffer / navsat
+        self.batch_topics = set()
+
+    # --- classification -----------------------------------------------------------------------------
+    def result(self) -> JudgeResult:
+        judge, ekf, navsat = self.judge, self.ekf, self.navsat
+        kinds = {}
+        for sensor in judge.ekf_params.sensors:
+            kinds.setdefault(judge.topic(sensor.topic), sensor.kind)
+        own_outputs = {judge.filtered_topic}
+        if navsat is not None:
+            own_outputs.add(judge.gps_odometry_topic)
+        by_topic: Dict[str, List[int]] = {}
+        for position, (_recv, topic, _msg) in enumerate(self.stream):
+            by_topic.setdefault(topic, []).append(position)
+        python_events: List[int] = []  # stream positions handled by Python callbacks, in order
+        self.fixes: List[int] = []  # navsat fixes: applied lazily before each navsat tick (see _navsat_tick)
+        row_parts = []
+        for topic, positions in by_topic.items():
             if topic in own_outputs:
-                dropped["shadowed_by_judge_output"] += 1
+                self.dropped["shadowed_by_judge_output"] += len(positions)
                 continue
             used = False
             if topic in ekf.subscriptions:
-                if topic not in checked:
-                    check_message(topic, kinds[topic], msg)
-                    checked.add(topic)
-                ekf.handle(topic, msg)
+                check_message(topic, kinds[topic], self.stream[positions[0]][2])
+                rows = batch_imu_rows(ekf, topic, [self.stream[i] for i in positions], positions)
+                if rows is None:
+                    python_events += positions
+                else:
+                    row_parts.append(rows)
+                    self.batch_topics.add(topic)
                 used = True
             if navsat is not None:
-                if topic == self.gps_topic:
-                    navsat.fix(msg, topic)
+                if topic == judge.gps_topic:
+                    self.fixes += positions
                     used = True
-                elif topic == self.navsat_imu_topic and navsat.wants_imu:
-                    navsat.imu(msg)
-                    used = True
-            if topic == self.cmd_vel_topic and ekf.filter.use_control and hasattr(msg, "angular"):
-                ekf.set_control(msg.linear, msg.angular, recv_ns)
-                used = True
+                elif topic == judge.navsat_imu_topic and navsat.wants_imu:
+                    python_events += positions  # counted when navsat takes them
+            if topic == judge.cmd_vel_topic and ekf.filter.use_control:
+                python_events += positions
             if used:
-                inputs[topic] += 1
-        if last_recv is not None:
-            # Keep ticking until the first EKF tick at or after the last message (then stop, like a
-            # sim clock that stops with the bag).
-            final_tick = -(-last_recv // ekf_period) * ekf_period
-            run_ticks(final_tick, inclusive=True)
+                self.inputs[topic] += len(positions)
+        self.python_events = sorted(set(python_events))
+        self.fixes.sort()
+        self.rows = concatenate_rows(row_parts)
+        self._schedule()
+        return self._result()
+
+    # --- the schedule -------------------------------------------------------------------------------
+    def _schedule(self) -> None:
+        if not self.stream:
+            return
+        ekf, navsat = self.ekf, self.navsat
+        f = ekf.filter
+        first_recv = self.stream[0][0]
+        last_recv = self.stream[-1][0]
+        period = ekf.period_ns
+        f.ints[engine.I_NEXT_EKF] = -(-first_recv // period) * period
+        self.nav_period = navsat.period_ns if navsat is not None else None
+        self.next_nav = -(-first_recv // self.nav_period) * self.nav_period if navsat is not None else NEVER
+        final_tick = -(-last_recv // period) * period
+        capacity = max(16, (max(r for r, _t, _m in self.stream) - first_recv) // period + 4)
+        self.out_stamp = np.zeros(capacity, dtype=np.int64)
+        self.out_state = np.zeros((capacity, 15))
+        self.out_covariance = np.zeros((capacity, 15, 15))
+        self.row = 0
+        rows_position = self.rows["position"]
+        fix_index = 0
+        self.fix_index = fix_index
+        for position in self.python_events:
+            recv, topic, msg = self.stream[position]
+            row_end = int(np.searchsorted(rows_position, position))
+            self._advance(row_end, recv, False, position)
+            self._python_callback(position, recv, topic, msg)
+        self._advance(len(rows_position), final_tick, True, len(self.stream))
+
+    def _advance(self, row_end: int, limit_ns: int, inclusive: bool, next_position: int) -> None:
+        """engine.advance until ``row_end`` / ``limit_ns``, running navsat ticks and growing buffers."""
+        ekf = self.ekf
+        rows = self.rows
+        while True:
+            self.row, status = engine.advance(
+                *ekf.filter.engine_args(), *ekf.pool, self.out_stamp, self.out_state, self.out_covariance,
+                rows["recv"], rows["stamp"], rows["z"], rows["update"], rows["block"], rows["offset"],
+                rows["size"], rows["threshold"], rows["fix"], rows["aux"], self.row, row_end, limit_ns,
+                inclusive, self.next_nav)
+            if status == engine.DONE:
+                return
+            if status == engine.NAVSAT_TICK:
+                position = int(rows["position"][self.row]) if self.row < row_end else next_position
+                self._navsat_tick(self.next_nav, position)
+                self.next_nav += self.nav_period
+            elif status == engine.POOL_FULL:
+                ekf._allocate_pool(2 * len(ekf.pool[0]))
+            else:  # OUTPUT_FULL
+                grow = len(self.out_stamp)
+                self.out_stamp = np.concatenate([self.out_stamp, np.zeros(grow, np.int64)])
+                self.out_state = np.concatenate([self.out_state, np.zeros((grow, 15))])
+                self.out_covariance = np.concatenate([self.out_covariance, np.zeros((grow, 15, 15))])
+
+    def _sync_outputs(self) -> None:
+        """Published outputs since the last call → the TF buffer (publish_tf) and navsat's odometry
+        callback (only the latest matters to navsat: its callback keeps the last message)."""
+        count = int(self.ekf.filter.ints[engine.I_OUT_COUNT])
+        if count == self.synced:
+            return
+        for k in range(self.synced, count):
+            self.ekf.published_tf(int(self.out_stamp[k]), self.out_state[k])
+        if self.navsat is not None:
+            self.navsat.odometry(self._odometry(count - 1))
+        self.synced = count
+
+    def _odometry(self, k: int) -> Odometry:
+        x, p = self.out_state[k], self.out_covariance[k]
+        params = self.judge.ekf_params
+        return Odometry(int(self.out_stamp[k]), params.world_frame, params.base_link_frame_output,
+                        x[0:3].copy(), quaternion_from_rpy(x[3], x[4], x[5]), p[0:6, 0:6].reshape(36).copy(),
+                        x[6:9].copy(), x[9:12].copy(), p[6:12, 6:12].reshape(36).copy())
+
+    def _navsat_tick(self, now_ns: int, next_position: int) -> None:
+        navsat = self.navsat
+        # Fix callbacks only set navsat's GPS fields, read at ticks: apply those delivered before this
+        # tick (earlier in the stream than the next undelivered message, and received at or before now).
+        while (self.fix_index < len(self.fixes) and self.fixes[self.fix_index] < next_position
+               and self.stream[self.fixes[self.fix_index]][0] <= now_ns):
+            _recv, topic, msg = self.stream[self.fixes[self.fix_index]]
+            navsat.fix(msg, topic)
+            self.fix_index += 1
+        self._sync_outputs()
+        out = navsat.tick(now_ns)
+        if out is not None:
+            self.gps_odometry.append(out)
+            if self.judge.gps_odometry_topic in self.ekf.subscriptions:
+                self.ekf.handle(self.judge.gps_odometry_topic, out.as_message())
+
+    def _python_callback(self, position: int, recv: int, topic: str, msg) -> None:
+        judge, ekf, navsat = self.judge, self.ekf, self.navsat
+        self._sync_outputs()
+        if topic in ekf.subscriptions and topic not in self.batch_topics:
+            ekf.handle(topic, msg)
+        if navsat is not None and topic == judge.navsat_imu_topic and topic != judge.gps_topic:
+            if navsat.wants_imu:
+                while self.fix_index < len(self.fixes) and self.fixes[self.fix_index] < position:
+                    _r, fix_topic, fix = self.stream[self.fixes[self.fix_index]]
+                    navsat.fix(fix, fix_topic)
+                    self.fix_index += 1
+                navsat.imu(msg)
+                if topic not in ekf.subscriptions:
+                    self.inputs[topic] += 1
+        if topic == judge.cmd_vel_topic and ekf.filter.use_control and hasattr(msg, "angular"):
+            ekf.set_control(msg.linear, msg.angular, recv)
+            if topic not in ekf.subscriptions:
+                self.inputs[topic] += 1
+
+    # --- the result ---------------------------------------------------------------------------------
+    def _result(self) -> JudgeResult:
+        judge, ekf, navsat = self.judge, self.ekf, self.navsat
+        params = judge.ekf_params
+        if navsat is not None:  # fixes after the last navsat tick
+            while self.fix_index < len(self.fixes):
+                _recv, topic, msg = self.stream[self.fixes[self.fix_index]]
+                navsat.fix(msg, topic)
+                self.fix_index += 1
+        ekf.sync_counts()
+        dropped = self.dropped
+        dropped.update(self.rows["dropped"])
         dropped.update(ekf.dropped)
+        count = int(ekf.filter.ints[engine.I_OUT_COUNT]) if self.stream else 0
+        if count:
+            x, p = self.out_state[:count], self.out_covariance[:count]
+            filtered = OdometrySeries(
+                self.out_stamp[:count].copy(), params.world_frame, params.base_link_frame_output,
+                x[:, 0:3].copy(), quaternion_from_rpy(x[:, 3], x[:, 4], x[:, 5]),
+                p[:, 0:6, 0:6].reshape(count, 36).copy(), x[:, 6:9].copy(), x[:, 9:12].copy(),
+                p[:, 6:12, 6:12].reshape(count, 36).copy())
+        else:
+            filtered = OdometrySeries.from_messages([], params.world_frame, params.base_link_frame_output)
+        unresolved = Counter(ekf.unresolved)
+        unresolved.update(self.rows["unresolved"])
+        ekf.unresolved = unresolved
         if navsat is not None:
             dropped.update({f"navsat_{k}": v for k, v in navsat.dropped.items()})
         warnings = list(ekf.warnings) + ekf.unresolved_warnings()
@@ -216,16 +340,14 @@ class Judge:
                     f"transform {navsat.gps_frame!r} -> {navsat.base_link_frame!r} (upstream behaviour)"
                 )
         return JudgeResult(
-            filtered=OdometrySeries.from_messages(
-                filtered, self.ekf_params.world_frame, self.ekf_params.base_link_frame_output
-            ),
+            filtered=filtered,
             gps_odometry=(
-                OdometrySeries.from_messages(gps_odometry, self.ekf_params.world_frame, "")
+                OdometrySeries.from_messages(self.gps_odometry, params.world_frame, "")
                 if navsat is not None
                 else None
             ),
-            inputs=dict(inputs),
+            inputs=dict(self.inputs),
             dropped=dict(dropped),
-            published=len(filtered),
+            published=count,
             warnings=warnings,
         )

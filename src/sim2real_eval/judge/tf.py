@@ -15,39 +15,9 @@ import numpy as np
 
 from ..errors import UserError
 from ..rotations import from_rpy
-from .kernels import matrix_from_rpy  # noqa: F401 - tf2 setRPY, compiled (one implementation)
 
-
-def rpy_from_matrix(m: np.ndarray) -> Tuple[float, float, float]:
-    """tf2 Matrix3x3::getRPY (solution 1): pitch = −asin(m20), roll = atan2(m21/cp, m22/cp),
-    yaw = atan2(m10/cp, m00/cp); at |m20| ≥ 1: yaw = 0, pitch = ∓π/2, roll = atan2(m21, m22)."""
-    m20 = m[2, 0]
-    if abs(m20) >= 1.0:
-        delta = math.atan2(m[2, 1], m[2, 2])
-        pitch = math.pi / 2 if m20 < 0 else -math.pi / 2
-        return delta, pitch, 0.0
-    pitch = -math.asin(m20)
-    cp = math.cos(pitch)
-    roll = math.atan2(m[2, 1] / cp, m[2, 2] / cp)
-    yaw = math.atan2(m[1, 0] / cp, m[0, 0] / cp)
-    return roll, pitch, yaw
-
-
-def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray:
-    """tf2 Matrix3x3::setRotation (scales by 2/|q|², so a slightly non-unit q still gives a rotation)."""
-    d = x * x + y * y + z * z + w * w
-    s = 2.0 / d
-    xs, ys, zs = x * s, y * s, z * s
-    wx, wy, wz = w * xs, w * ys, w * zs
-    xx, xy, xz = x * xs, x * ys, x * zs
-    yy, yz, zz = y * ys, y * zs, z * zs
-    return np.array(
-        [
-            [1.0 - (yy + zz), xy - wz, xz + wy],
-            [xy + wz, 1.0 - (xx + zz), yz - wx],
-            [xz - wy, yz + wx, 1.0 - (xx + yy)],
-        ]
-    )
+# tf2 setRPY / getRPY / setRotation, compiled (one implementation for the node and the batch preparation)
+from .kernels import matrix_from_quaternion, matrix_from_rpy, rpy_from_matrix  # noqa: F401
 
 
 def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
