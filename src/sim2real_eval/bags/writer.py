@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import apsw
+import rosbags.rosbag2.writer as rosbags_writer_module
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.rosbag2.enums import CompressionMode
@@ -94,6 +95,32 @@ class _Writer(Writer):
 
     def set_time_range(self, first_ns: int, last_ns: int) -> None:
         self.min_timestamp, self.max_timestamp = first_ns, last_ns
+
+
+def _memoise_qos_dump() -> None:
+    """rosbags dumps the offered-QoS list with a fresh ruamel YAML for every topic, twice per bag (~1/3
+    of writing a small bag); the text depends only on the profiles (hashable NamedTuples), so keep it.
+    Same text, just not recomputed (tested: metadata.yaml and the topics table are unchanged)."""
+    original = getattr(rosbags_writer_module, "dump_qos_v8", None)
+    if original is None or getattr(original, "memoised", False):
+        return
+    texts: dict = {}
+
+    def dump_qos_v8(qos):
+        try:
+            key = tuple(qos)
+            text = texts.get(key)
+        except TypeError:  # unhashable profiles: nothing to reuse
+            return original(qos)
+        if text is None:
+            text = texts[key] = original(qos)
+        return text
+
+    dump_qos_v8.memoised = True
+    rosbags_writer_module.dump_qos_v8 = dump_qos_v8
+
+
+_memoise_qos_dump()
 
 
 @functools.lru_cache(maxsize=64)
