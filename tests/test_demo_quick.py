@@ -205,4 +205,8 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     assert err.startswith("sim2real-eval demo: error: --real") and "\n" not in err
     assert main(["demo", "--k", "0", "--out", str(tmp_path / "o")]) == 2
     assert "--k must be >= 1" in capsys.readouterr().err
+    (tmp_path / "mine" / "line" / "run_00").mkdir(parents=True)
+    (tmp_path / "mine" / "line" / "run_00" / "metadata.yaml").write_text("x")
+    assert main(["demo", "--real", str(tmp_path / "mine"), "--out", str(tmp_path / "o")]) == 2
+    assert "scenario line: 1 real run(s)" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

@@ -358,6 +358,10 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         setup = ref.load_setup(config.reference)
         bags = reference_bags(setup, k, out, ref.shipped_reference_dir(), workers, progress)
         real_source = f"synthetic reference data set ({setup.name}, seed {setup.seed})"
+    for scenario, paths in bags.items():
+        if len(paths) < 2:  # checked before any judging: the scorer needs two runs per side
+            raise UserError(f"scenario {scenario}: {len(paths)} real run(s); W1/W2 need at least 2 per "
+                            "scenario (raise --k or add bags)")
     k = max(len(paths) for paths in bags.values())  # a user's folder may hold fewer than asked
     imu_scenario = imu_scenario or config.imu_scenario
     if imu_scenario not in bags:
