@@ -37,9 +37,11 @@ def allan_plot(imu_stats, path) -> Path:
             ax.axhline(BIAS_INSTABILITY_FACTOR * fit.bias_instability, color=colour, lw=0.6, alpha=0.5)
         ax.set_xlabel("τ (s)")
         ax.set_ylabel(f"Allan deviation ({unit})")
-        ax.set_title(f"{title}: overlapping ADEV (dotted −½: N, dashed +½: K, line: 0.664·B)")
+        ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
+    fig.suptitle("Overlapping Allan deviation — dotted: N/√τ (−½ slope), dashed: K·√(τ/3) (+½ slope), "
+                 "thin line: 0.664·B")
     fig.tight_layout()
     return _save(fig, Path(path))
 
