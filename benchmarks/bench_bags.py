@@ -1,8 +1,10 @@
 """Bag I/O: memory flat in bag length when reading, and message build / write / read rates.
 
 Prints ``name: value`` lines:
-  build_messages_per_s        Imu + NavSatFix + ground-truth Odometry messages built per second
-  write_messages_per_s        messages serialised and written (sqlite3) per second
+  build_messages_per_s        Imu + NavSatFix + ground-truth Odometry messages built per second (objects)
+  write_messages_per_s        those messages serialised (rosbags serialize_cdr) and written per second
+  build_cdr_messages_per_s    the same messages serialised in bulk (bags.messages.*_cdr, bags.cdr)
+  write_cdr_messages_per_s    pre-serialised messages written per second (the pipeline's path)
   read_messages_per_s         messages read and deserialised per second (open_bag, all topics)
   bag_read_peak_rss_mb_base   peak RSS of a fresh process that reads the base bag (BASE s) end to end
   bag_read_peak_rss_mb        same for a bag 10x longer
@@ -66,6 +68,12 @@ def build(seconds: float) -> list:
     return list(merge_by_time(*streams))
 
 
+def build_cdr(seconds: float) -> list:
+    imu, gps, truth = sensor_streams(seconds)
+    streams = (M.imu_cdr(imu), M.navsatfix_cdr(gps), M.truth_odometry_cdr(truth))
+    return list(merge_by_time(*streams))
+
+
 def peak_rss_mb(bag: Path) -> tuple[int, float]:
     out = subprocess.run([sys.executable, "-c", READER, str(bag)], check=True, capture_output=True, text=True)
     count, rss = out.stdout.split()
@@ -89,6 +97,14 @@ def main() -> None:
                 n = len(messages)
                 print(f"build_messages_per_s: {n / (built - start):.0f}")
                 print(f"write_messages_per_s: {n / (written - built):.0f}")
+                start = time.perf_counter()
+                raw = build_cdr(args.seconds * factor)
+                built = time.perf_counter()
+                write_bag(Path(tmp) / "long_cdr", raw, storage=args.storage)
+                written = time.perf_counter()
+                print(f"build_cdr_messages_per_s: {len(raw) / (built - start):.0f}")
+                print(f"write_cdr_messages_per_s: {len(raw) / (written - built):.0f}")
+                del raw
             del messages
         start = time.perf_counter()
         with open_bag(bags["long"]) as bag:
