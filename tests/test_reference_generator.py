@@ -298,3 +298,10 @@ def test_make_reference_cli(tmp_path, capsys):
     assert "--k must be >= 1" in capsys.readouterr().err
     assert main(args + ["--scenario", "sine"]) == 2
     assert "--scenario 'sine'" in capsys.readouterr().err
+
+
+def test_nmea_covariance_must_be_given_at_hdop_one(tmp_path):
+    setup = short_setup(tmp_path)
+    doubled = dataclasses.replace(setup, gps_model={"preset": "reference_rtk", "covariance": {"hdop": 2.0}})
+    with pytest.raises(UserError, match=r"gps\.model: the nmea covariance must be given at hdop 1\.0"):
+        ref.reference_messages(doubled, "line", 0)

@@ -236,7 +236,7 @@ def reference_truth(setup: ReferenceSetup, scenario: str, k: int):
 def reference_messages(setup: ReferenceSetup, scenario: str, k: int) -> tuple[list, Any]:
     """(records [(recv_ns, topic, msgtype, msg)] in receive order, true trajectory) of one run."""
     from .bags import messages as bm
-    from .models import load_gps_model, load_imu_model, sensor_seed
+    from .models import load_imu_model, sensor_seed
     from .models.seeding import generator
 
     if scenario not in setup.scenarios:
@@ -247,7 +247,7 @@ def reference_messages(setup: ReferenceSetup, scenario: str, k: int) -> tuple[li
         return sensor_seed(setup.seed, "reference", scenario, k, stream)
 
     # GPS: fix epochs on the receiver's 10 Hz grid; GM bias starts in its stationary distribution.
-    gps = _reference_gps(setup, truth, seed)
+    gps, datum = _reference_gps(setup, truth, seed)
     # IMU: jittered ~100 Hz stamps inside the truth span.
     imu_model = load_imu_model(setup.imu_model, seed("imu"), mounting_rpy=art_mounting_rpy())
     # 1 ms margins: stamps at epoch scale round to ~0.2 µs, never outside the truth span.
@@ -262,7 +262,6 @@ def reference_messages(setup: ReferenceSetup, scenario: str, k: int) -> tuple[li
     sbg_stamps = sbg_stamps[(sbg_stamps > start_ns) & (sbg_stamps < end_ns)]
     ins = noisy_sbg_truth(truth, sbg_stamps, setup.sbg_velocity_sigma, setup.sbg_position_sigma,
                           generator(seed("sbg"), 0))
-    datum = load_gps_model(setup.gps_model, seed("gps")).datum
 
     streams = (
         bm.navsatfix_messages(gps, TOPICS["gps"]),
@@ -279,11 +278,15 @@ def reference_messages(setup: ReferenceSetup, scenario: str, k: int) -> tuple[li
 
 
 def _reference_gps(setup: ReferenceSetup, truth, seed):
-    """GpsSamples of the real-like receiver: stationary GM start, per-fix HDOP covariance, latency."""
+    """(GpsSamples, datum) of the real-like receiver: stationary GM start, HDOP covariance, latency."""
     from .models import load_gps_model
     from .models.seeding import generator
 
     model = load_gps_model(setup.gps_model, seed("gps"))
+    covariance_model = model.covariance.params
+    if covariance_model.get("model") == "nmea" and covariance_model.get("hdop") != 1.0:
+        raise UserError(f"{setup.source}: gps.model: the nmea covariance must be given at hdop 1.0 "
+                        f"(the generator scales it by the per-fix HDOP²), got {covariance_model.get('hdop')}")
     noise = model.noise.params
     if noise.get("model") == "gauss_markov" and noise.get("form") == "gz":
         # Stationary std of the gz form is bias_sigma·√(τ/2): start there, not at 0.
@@ -301,7 +304,8 @@ def _reference_gps(setup: ReferenceSetup, truth, seed):
     latency = setup.gps_latency + setup.gps_latency_jitter * generator(seed("gps_latency"), 0).uniform(
         -1.0, 1.0, len(fixes))
     stamps = fixes.stamp_ns + np.round(latency * 1e9).astype(np.int64)
-    return dataclasses.replace(fixes, stamp_ns=stamps, receive_ns=stamps, position_covariance=covariance)
+    fixes = dataclasses.replace(fixes, stamp_ns=stamps, receive_ns=stamps, position_covariance=covariance)
+    return fixes, model.datum
 
 
 def run_path(directory, scenario: str, k: int) -> Path:
