@@ -646,10 +646,24 @@ def concatenate_rows(parts: list) -> dict:
             "offset": np.zeros(0, np.int64), "size": np.zeros(0, np.int64), "threshold": np.zeros(0),
             "fix": np.zeros(0, np.int64), "aux": np.zeros((0, 12)),
         }
+    elif len(parts) == 1 and "dropped" in parts[0]:
+        return parts[0]  # already in order
     else:
-        rows = {name: np.concatenate([p[name] for p in parts]) for name in ROW_FIELDS}
-        order = np.lexsort((rows["part"], rows["position"]))
-        rows = {name: np.ascontiguousarray(value[order]) for name, value in rows.items()}
+        # One scatter per field: row i of the concatenation goes to its place in callback order.
+        position = np.concatenate([p["position"] for p in parts])
+        order = np.lexsort((np.concatenate([p["part"] for p in parts]), position))
+        destination = np.empty_like(order)
+        destination[order] = np.arange(len(order))
+        rows = {}
+        for name in ROW_FIELDS:
+            first = parts[0][name]
+            out = np.empty((len(order),) + first.shape[1:], dtype=first.dtype)
+            start = 0
+            for p in parts:
+                count = len(p[name])
+                out[destination[start:start + count]] = p[name]
+                start += count
+            rows[name] = out
     dropped: Counter = Counter()
     for p in parts:
         dropped.update(p.get("dropped", {}))

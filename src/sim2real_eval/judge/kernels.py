@@ -105,13 +105,11 @@ def transition(state: np.ndarray, delta: float):
     tp = sp * cpi
     d = delta
     half_d2 = 0.5 * d * d
-    r = np.array(
-        [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
-    )
+    # (element-wise assignments: numba builds nested np.array literals slowly)
+    r = np.empty((3, 3))
+    r[0, 0], r[0, 1], r[0, 2] = cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr
+    r[1, 0], r[1, 1], r[1, 2] = sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr
+    r[2, 0], r[2, 1], r[2, 2] = -sp, cp * sr, cp * cr
     f = np.eye(15)
     for i in range(3):
         for j in range(3):
@@ -132,21 +130,16 @@ def transition(state: np.ndarray, delta: float):
     a = state[12:15]
     wy, wz = state[10], state[11]
     # ∂R/∂roll, ∂R/∂pitch, ∂R/∂yaw applied to (vΔ + ½aΔ²): rows x, y, z
-    dr = np.array(
-        [
-            [
-                [0.0, cy * sp * cr + sy * sr, -cy * sp * sr + sy * cr],
-                [-cy * sp, cy * cp * sr, cy * cp * cr],
-                [-sy * cp, -sy * sp * sr - cy * cr, -sy * sp * cr + cy * sr],
-            ],
-            [
-                [0.0, sy * sp * cr - cy * sr, -sy * sp * sr - cy * cr],
-                [-sy * sp, sy * cp * sr, sy * cp * cr],
-                [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            ],
-            [[0.0, cp * cr, -cp * sr], [-cp, -sp * sr, -sp * cr], [0.0, 0.0, 0.0]],
-        ]
-    )
+    dr = np.empty((3, 3, 3))
+    dr[0, 0, 0], dr[0, 0, 1], dr[0, 0, 2] = 0.0, cy * sp * cr + sy * sr, -cy * sp * sr + sy * cr
+    dr[0, 1, 0], dr[0, 1, 1], dr[0, 1, 2] = -cy * sp, cy * cp * sr, cy * cp * cr
+    dr[0, 2, 0], dr[0, 2, 1], dr[0, 2, 2] = -sy * cp, -sy * sp * sr - cy * cr, -sy * sp * cr + cy * sr
+    dr[1, 0, 0], dr[1, 0, 1], dr[1, 0, 2] = 0.0, sy * sp * cr - cy * sr, -sy * sp * sr - cy * cr
+    dr[1, 1, 0], dr[1, 1, 1], dr[1, 1, 2] = -sy * sp, sy * cp * sr, sy * cp * cr
+    dr[1, 2, 0], dr[1, 2, 1], dr[1, 2, 2] = cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr
+    dr[2, 0, 0], dr[2, 0, 1], dr[2, 0, 2] = 0.0, cp * cr, -cp * sr
+    dr[2, 1, 0], dr[2, 1, 1], dr[2, 1, 2] = -cp, -sp * sr, -sp * cr
+    dr[2, 2, 0], dr[2, 2, 1], dr[2, 2, 2] = 0.0, 0.0, 0.0
     j = f.copy()
     for row in range(3):
         for angle in range(3):
@@ -190,10 +183,72 @@ def predict(
             x[9 + i] += control_acceleration[3 + i] * delta
             if control_update[i]:
                 x[12 + i] = control_acceleration[i]
-    x = f @ x
+    n = x.shape[0]
+    x_new = np.empty(n)
+    for i in range(n):
+        acc = 0.0
+        for k in range(n):
+            acc += f[i, k] * x[k]
+        x_new[i] = acc
     for i in range(3, 6):
-        x[i] = clamp_rotation(x[i])
-    return x, j @ covariance @ j.T + delta * q
+        x_new[i] = clamp_rotation(x_new[i])
+    # J·P·Jᵀ over J's non-zero entries (≤ 10 per row: identity + the kinematic couplings)
+    nonzero = np.empty((n, n), dtype=np.int64)
+    counts = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        for k in range(n):
+            if j[i, k] != 0.0:
+                nonzero[i, counts[i]] = k
+                counts[i] += 1
+    jp = np.empty((n, n))
+    for i in range(n):
+        for c in range(n):
+            acc = 0.0
+            for m in range(counts[i]):
+                k = nonzero[i, m]
+                acc += j[i, k] * covariance[k, c]
+            jp[i, c] = acc
+    p_new = np.empty((n, n))
+    for i in range(n):
+        for c in range(n):
+            acc = 0.0
+            for m in range(counts[c]):
+                k = nonzero[c, m]
+                acc += jp[i, k] * j[c, k]
+            p_new[i, c] = acc + delta * q[i, c]
+    return x_new, p_new
+
+
+@njit(cache=True, error_model="numpy")
+def inverse(matrix: np.ndarray) -> np.ndarray:
+    """Inverse of a small square matrix by Gauss-Jordan elimination with partial pivoting (what an LU
+    inverse does, without LAPACK's call overhead; a singular matrix gives inf/nan like Eigen's)."""
+    n = matrix.shape[0]
+    a = matrix.copy()
+    out = np.eye(n)
+    for col in range(n):
+        pivot = col
+        best = abs(a[col, col])
+        for row in range(col + 1, n):
+            if abs(a[row, col]) > best:
+                best = abs(a[row, col])
+                pivot = row
+        if pivot != col:
+            for j in range(n):
+                a[col, j], a[pivot, j] = a[pivot, j], a[col, j]
+                out[col, j], out[pivot, j] = out[pivot, j], out[col, j]
+        scale = 1.0 / a[col, col]
+        for j in range(n):
+            a[col, j] *= scale
+            out[col, j] *= scale
+        for row in range(n):
+            if row != col:
+                factor = a[row, col]
+                if factor != 0.0:
+                    for j in range(n):
+                        a[row, j] -= factor * a[col, j]
+                        out[row, j] -= factor * out[col, j]
+    return out
 
 
 @njit(cache=True)
@@ -211,35 +266,82 @@ def correct(
     S = P[idx, idx] + R, K = P[:, idx]·S⁻¹, ν = z − x[idx] (angles wrapped); reject when νᵀS⁻¹ν ≥ thr²;
     else x += Kν and the Joseph form (I−KH)P(I−KH)ᵀ + KRKᵀ, evaluated as A = P − K·P[idx, :],
     A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection), then angles wrapped.
+    Written as loops over the selected entries (no temporaries beyond m×m and 15×m arrays).
     """
-    idx = np.flatnonzero(update & np.isfinite(z))
-    count = idx.size
+    n = state.shape[0]
+    idx = np.empty(n, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        if update[i] and np.isfinite(z[i]):
+            idx[count] = i
+            count += 1
     if count == 0:
         return False, state, covariance
-    r = np.ascontiguousarray(measurement_covariance[idx][:, idx])
+    r = np.empty((count, count))
+    s = np.empty((count, count))
     for a in range(count):
+        for b in range(count):
+            r[a, b] = measurement_covariance[idx[a], idx[b]]
         value = abs(r[a, a])  # negative variance → absolute value
         r[a, a] = value if value >= 1e-9 else 1e-9  # the only floor
-    p_rows = np.ascontiguousarray(covariance[idx])
-    p_cols = np.ascontiguousarray(covariance[:, idx])  # P·Hᵀ (P is symmetric only to rounding)
-    s = np.ascontiguousarray(p_rows[:, idx]) + r
-    innovation = z[idx] - state[idx]
+        for b in range(count):
+            s[a, b] = covariance[idx[a], idx[b]] + r[a, b]
+    innovation = np.empty(count)
     for a in range(count):
+        value = z[idx[a]] - state[idx[a]]
         if 3 <= idx[a] <= 5:
-            value = innovation[a]
             while value < -PI:
                 value += TAU
             while value > PI:
                 value -= TAU
-            innovation[a] = value
-    s_inv = np.linalg.inv(s)
-    k = p_cols @ s_inv
-    d2 = innovation @ (s_inv @ innovation)
+        innovation[a] = value
+    s_inv = inverse(s)
+    # d² = νᵀ S⁻¹ ν
+    d2 = 0.0
+    for a in range(count):
+        row = 0.0
+        for b in range(count):
+            row += s_inv[a, b] * innovation[b]
+        d2 += innovation[a] * row
     if d2 >= threshold * threshold:
         return False, state, covariance
-    x = state + k @ innovation
-    a_mat = covariance - k @ p_rows
-    p_new = a_mat - np.ascontiguousarray(a_mat[:, idx]) @ k.T + k @ r @ k.T
+    # K = P[:, idx]·S⁻¹ (n×m) and Kᵀ (m×n)
+    k = np.zeros((n, count))
+    kt = np.empty((count, n))
+    for i in range(n):
+        for a in range(count):
+            f = covariance[i, idx[a]]
+            for b in range(count):
+                k[i, b] += f * s_inv[a, b]
+        for b in range(count):
+            kt[b, i] = k[i, b]
+    x = state.copy()
+    for i in range(n):
+        acc = 0.0
+        for a in range(count):
+            acc += k[i, a] * innovation[a]
+        x[i] += acc
+    # A = P − K·P[idx, :]
+    p_new = covariance.copy()
+    for i in range(n):
+        for a in range(count):
+            f = k[i, a]
+            row = idx[a]
+            for j in range(n):
+                p_new[i, j] -= f * covariance[row, j]
+    # P⁺ = A − A[:, idx]·Kᵀ + (K·R)·Kᵀ = A + G·Kᵀ with G = K·R − A[:, idx]
+    g = np.empty((n, count))
+    for i in range(n):
+        for b in range(count):
+            acc = 0.0
+            for a in range(count):
+                acc += k[i, a] * r[a, b]
+            g[i, b] = acc - p_new[i, idx[b]]
+    for i in range(n):
+        for a in range(count):
+            f = g[i, a]
+            for j in range(n):
+                p_new[i, j] += f * kt[a, j]
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
     return True, x, p_new

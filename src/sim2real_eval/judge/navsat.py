@@ -54,6 +54,28 @@ def lat_lon_to_utm(latitude: float, longitude: float) -> Tuple[float, float, flo
     return float(easting), float(northing), math.radians(float(gamma_deg)), zone, northern
 
 
+def lat_lon_to_utm_many(latitudes, longitudes):
+    """lat_lon_to_utm for many fixes at once: (easting, northing, γ rad) arrays (one PROJ call per zone;
+    the same numbers as the one-fix call).  NaN inputs give NaN outputs."""
+    latitudes = np.asarray(latitudes, dtype=float)
+    longitudes = np.asarray(longitudes, dtype=float)
+    easting = np.full(latitudes.shape, np.nan)
+    northing = np.full(latitudes.shape, np.nan)
+    gamma = np.full(latitudes.shape, np.nan)
+    finite = np.isfinite(latitudes) & np.isfinite(longitudes)
+    zones = {}
+    for i in np.flatnonzero(finite):
+        zones.setdefault(utm_zone(float(latitudes[i]), float(longitudes[i])), []).append(i)
+    for (zone, northern), members in zones.items():
+        members = np.array(members)
+        proj = _utm_proj(zone, northern)
+        e, n = proj(longitudes[members], latitudes[members])
+        easting[members], northing[members] = e, n
+        factors = proj.get_factors(longitudes[members], latitudes[members])
+        gamma[members] = np.radians(np.asarray(factors.meridian_convergence, dtype=float))
+    return easting, northing, gamma
+
+
 class NavsatNode:
     """navsat_transform_node: GPS fix + EKF odometry (+ IMU) → /odometry/gps."""
 
@@ -92,8 +114,9 @@ class NavsatNode:
         return not (self.params.use_odometry_yaw or self.params.wait_for_datum) and not self.transform_good
 
     # --- callbacks ---------------------------------------------------------------------------------
-    def fix(self, msg, topic: str = "/fix") -> None:
-        """gpsFixCallback."""
+    def fix(self, msg, topic: str = "/fix", utm=None) -> None:
+        """gpsFixCallback.  ``utm``: (easting, northing, γ) of this fix when computed in advance
+        (lat_lon_to_utm_many)."""
         if not hasattr(msg, "latitude") or not hasattr(msg, "status"):
             from ..errors import UserError
 
@@ -104,7 +127,10 @@ class NavsatNode:
         if int(msg.status.status) == STATUS_NO_FIX or math.isnan(lat) or math.isnan(lon) or math.isnan(alt):
             self.dropped["unusable_fix"] += 1
             return
-        easting, northing, gamma, _zone, _north = lat_lon_to_utm(lat, lon)
+        if utm is None:
+            easting, northing, gamma, _zone, _north = lat_lon_to_utm(lat, lon)
+        else:
+            easting, northing, gamma = utm
         if not self.transform_good and not self.use_manual_datum:
             self.transform_utm_pose = np.array([easting, northing, alt])
             self.convergence = gamma

@@ -20,7 +20,7 @@ import numpy as np
 from . import engine
 from .ekf_node import EkfNode, Odometry, _absolute, batch_imu_rows, check_message, concatenate_rows
 from .engine import NEVER
-from .navsat import NavsatNode
+from .navsat import NavsatNode, lat_lon_to_utm_many
 from .params import EkfParams, NavsatParams
 from .tf import StaticTransform, TfBuffer, quaternion_from_rpy
 
@@ -193,9 +193,25 @@ class _Run:
                 self.inputs[topic] += len(positions)
         self.python_events = sorted(set(python_events))
         self.fixes.sort()
+        self.fix_utm = self._fix_utm()
         self.rows = concatenate_rows(row_parts)
         self._schedule()
         return self._result()
+
+    def _fix_utm(self) -> list:
+        """UTM of every fix in one pass (None when a message is not NavSatFix-like: fix() reports it)."""
+        msgs = [self.stream[i][2] for i in self.fixes]
+        if not msgs or not all(hasattr(m, "latitude") and hasattr(m, "longitude") for m in msgs):
+            return [None] * len(msgs)
+        easting, northing, gamma = lat_lon_to_utm_many([float(m.latitude) for m in msgs],
+                                                       [float(m.longitude) for m in msgs])
+        return [(float(e), float(n), float(g)) for e, n, g in zip(easting, northing, gamma)]
+
+    def _apply_fix(self) -> None:
+        position = self.fixes[self.fix_index]
+        _recv, topic, msg = self.stream[position]
+        self.navsat.fix(msg, topic, self.fix_utm[self.fix_index])
+        self.fix_index += 1
 
     # --- the schedule -------------------------------------------------------------------------------
     def _schedule(self) -> None:
@@ -274,9 +290,7 @@ class _Run:
         # tick (earlier in the stream than the next undelivered message, and received at or before now).
         while (self.fix_index < len(self.fixes) and self.fixes[self.fix_index] < next_position
                and self.stream[self.fixes[self.fix_index]][0] <= now_ns):
-            _recv, topic, msg = self.stream[self.fixes[self.fix_index]]
-            navsat.fix(msg, topic)
-            self.fix_index += 1
+            self._apply_fix()
         self._sync_outputs()
         out = navsat.tick(now_ns)
         if out is not None:
@@ -292,9 +306,7 @@ class _Run:
         if navsat is not None and topic == judge.navsat_imu_topic and topic != judge.gps_topic:
             if navsat.wants_imu:
                 while self.fix_index < len(self.fixes) and self.fixes[self.fix_index] < position:
-                    _r, fix_topic, fix = self.stream[self.fixes[self.fix_index]]
-                    navsat.fix(fix, fix_topic)
-                    self.fix_index += 1
+                    self._apply_fix()
                 navsat.imu(msg)
                 if topic not in ekf.subscriptions:
                     self.inputs[topic] += 1
@@ -309,9 +321,7 @@ class _Run:
         params = judge.ekf_params
         if navsat is not None:  # fixes after the last navsat tick
             while self.fix_index < len(self.fixes):
-                _recv, topic, msg = self.stream[self.fixes[self.fix_index]]
-                navsat.fix(msg, topic)
-                self.fix_index += 1
+                self._apply_fix()
         ekf.sync_counts()
         dropped = self.dropped
         dropped.update(self.rows["dropped"])
