@@ -26,7 +26,7 @@ from .measurements import (
     stamp_seconds,
 )
 from .params import STATE_SIZE, EkfParams, SensorConfig
-from .tf import TfBuffer, Transform, matrix_from_rpy, quaternion_from_rpy
+from .tf import TfBuffer, Transform, quaternion_from_rpy
 
 TWO_D_INDICES_ARRAY = np.array(engine.TWO_D_INDICES)
 
@@ -434,7 +434,7 @@ class EkfNode:
         self.sync_counts()
         if not published:
             return None
-        self.published_tf(self.filter.last_measurement_ns, self.filter.state)
+        self.published_tf(self.filter.last_measurement_ns, self.filter.state.copy())
         return self.odometry()
 
     def sync_counts(self) -> None:
@@ -454,7 +454,7 @@ class EkfNode:
                 self.params.odom_frame,
                 self.params.base_link_frame_output,
                 int(stamp) + int(round(self.params.transform_time_offset * 1e9)),
-                Transform(matrix_from_rpy(state[3], state[4], state[5]), state[0:3].copy()),
+                state,  # converted to a Transform only when looked up (tf.py)
             )
 
     def odometry(self) -> Odometry:
@@ -542,17 +542,25 @@ def batch_imu_rows(node: EkfNode, topic: str, items: list, positions: List[int])
     imu_target = _static_lookup(node.tf, base, frame) if frame else None
     rate_target = _static_lookup(node.tf, base, frame or base)
     n = len(msgs)
-    stamps = np.array([int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec) for m in msgs],
+    # One pass over the messages: every number a row needs, as one float table (+ int stamps).
+    stamps = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in msgs],
                       dtype=np.int64)
-    quaternions = np.array([(m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w)
-                            for m in msgs], dtype=float).reshape(n, 4)
-    orientation_cov = np.array([m.orientation_covariance for m in msgs], dtype=float).reshape(n, 9)
-    gyro_cov = np.array([m.angular_velocity_covariance for m in msgs], dtype=float).reshape(n, 9)
-    accel_cov = np.array([m.linear_acceleration_covariance for m in msgs], dtype=float).reshape(n, 9)
-    gyro = np.array([(m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z) for m in msgs],
-                    dtype=float).reshape(n, 3)
-    accel = np.array([(m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z)
-                      for m in msgs], dtype=float).reshape(n, 3)
+    table = np.array(
+        [
+            (m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w,
+             m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z,
+             m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z,
+             *m.orientation_covariance, *m.angular_velocity_covariance, *m.linear_acceleration_covariance)
+            for m in msgs
+        ],
+        dtype=float,
+    ).reshape(n, 37)
+    quaternions = np.ascontiguousarray(table[:, 0:4])
+    gyro = np.ascontiguousarray(table[:, 4:7])
+    accel = np.ascontiguousarray(table[:, 7:10])
+    orientation_cov = np.ascontiguousarray(table[:, 10:19])
+    gyro_cov = np.ascontiguousarray(table[:, 19:28])
+    accel_cov = np.ascontiguousarray(table[:, 28:37])
     recv = np.array([r for r, _t, _m in items], dtype=np.int64)
     position = np.asarray(positions, dtype=np.int64)
     dropped: Counter = Counter()

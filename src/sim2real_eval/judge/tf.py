@@ -141,7 +141,9 @@ class TfBuffer:
         self.dynamic.pop(child, None)
         self._static_cache.clear()
 
-    def add_dynamic(self, parent: str, child: str, stamp_ns: int, transform: Transform) -> None:
+    def add_dynamic(self, parent: str, child: str, stamp_ns: int, transform) -> None:
+        """A dynamic edge sample.  ``transform`` is a Transform, or a filter state row (15,) whose
+        pose (x, y, z, roll, pitch, yaw) is turned into a Transform only if a lookup needs it."""
         if self.static.get(child) is not None:
             return
         if child not in self.dynamic or self.parent.get(child) != parent:
@@ -164,7 +166,7 @@ class TfBuffer:
         if not history:
             return None
         if stamp_ns == 0:
-            return history[-1][1]
+            return _sample(history, -1)
         if stamp_ns < history[0][0] or stamp_ns > history[-1][0]:
             return None
         lo, hi = 0, len(history) - 1
@@ -174,8 +176,8 @@ class TfBuffer:
                 lo = mid
             else:
                 hi = mid
-        t0, a = history[lo]
-        t1, b = history[hi]
+        t0, a = history[lo][0], _sample(history, lo)
+        t1, b = history[hi][0], _sample(history, hi)
         if t1 == t0 or stamp_ns == t0:
             return a
         if stamp_ns == t1:
@@ -247,3 +249,12 @@ class TfBuffer:
         if found is not None and not dynamic:
             self._static_cache[key] = found  # static-only paths never change between calls
         return found
+
+
+def _sample(history: list, index: int) -> Transform:
+    """History entry ``index`` as a Transform (a filter state row is converted once, in place)."""
+    stamp, value = history[index]
+    if not isinstance(value, Transform):
+        value = Transform(matrix_from_rpy(value[3], value[4], value[5]), np.array(value[0:3]))
+        history[index] = (stamp, value)
+    return value
