@@ -29,7 +29,9 @@ from .run import (
     JudgeConfig,
     RunOutcome,
     existing_run,
+    gps_cdr_records,
     gps_records,
+    imu_cdr_records,
     imu_records,
     in_receive_order,
     judge_records,
@@ -46,6 +48,26 @@ from .run import (
 )
 
 SENSORS = ("gps", "imu")
+
+
+class SensorRecord(tuple):
+    """A sensor message record ``(recv_ns, topic, msgtype, msg)`` — a 4-tuple like ``bags.BagMessage``,
+    what the judge reads — that also carries ``raw``: the message's CDR bytes for the run bag.
+
+    Real streams are serialised once per real bag (every run of the bag reuses the bytes), simulated
+    streams in bulk (``bags.messages.*_cdr``); ``_judge_and_write`` writes ``raw`` instead of
+    serialising each message object again.  Plain 4-tuples still work (they are serialised).
+    """
+
+    def __new__(cls, recv_ns, topic, msgtype, msg, raw=None):
+        record = tuple.__new__(cls, (recv_ns, topic, msgtype, msg))
+        record.raw = raw
+        return record
+
+
+def _bag_record(record) -> tuple:
+    raw = getattr(record, "raw", None)
+    return record if raw is None else (record[0], record[1], record[2], raw)
 
 
 def model_label(spec: Any) -> str:
@@ -197,9 +219,15 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
         if not records:
             raise UserError(f"{spec.bag}: topic {topic} is empty")
         _check_stamps(records, topic, spec.bag, strict=(topic == spec.imu_topic))
-    # Output bags use the standard topic names whatever the input called them.
-    gps = [(r[0], TOPICS["gps"], r[2], r[3]) for r in streams[spec.gps_topic]]
-    imu = [(r[0], TOPICS["imu"], r[2], r[3]) for r in streams[spec.imu_topic]]
+    # Output bags use the standard topic names whatever the input called them.  Each message is
+    # serialised once here (as write_bag would), for every run of this bag.
+    from ..bags import get_typestore
+
+    serialize = get_typestore().serialize_cdr
+    gps = [SensorRecord(r[0], TOPICS["gps"], r[2], r[3], bytes(serialize(r[3], r[2])))
+           for r in streams[spec.gps_topic]]
+    imu = [SensorRecord(r[0], TOPICS["imu"], r[2], r[3], bytes(serialize(r[3], r[2])))
+           for r in streams[spec.imu_topic]]
     return RealStreams(truth, datum, gps, imu)
 
 
@@ -221,9 +249,10 @@ def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
     model = load_imu(spec.replace["imu"], spec.judge, seed)
     samples = model.sample(truth, stamps_ns=stamps[inside])
     records = imu_records(samples)
+    raws = imu_cdr_records(samples)
     # Keep the real receive times: the judge sees the replaced stream with the real timing.
-    return [(int(recv), topic, msgtype, msg)
-            for recv, (_r, topic, msgtype, msg) in zip(receive[inside], records)]
+    return [SensorRecord(int(recv), topic, msgtype, msg, raw[3])
+            for recv, (_r, topic, msgtype, msg), raw in zip(receive[inside].tolist(), records, raws)]
 
 
 def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:
@@ -232,13 +261,28 @@ def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:
     # Anchored at the real bag's datum and rate, so simulated fixes land where and when the real ones do.
     model = load_gps(spec.replace["gps"], sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "gps"),
                      datum=streams.datum, rate=streams.gps_rate)
-    return gps_records(model.sample(streams.truth))
+    samples = model.sample(streams.truth)
+    raws = gps_cdr_records(samples)
+    return [SensorRecord(*record, raw[3]) for record, raw in zip(gps_records(samples), raws)]
+
+
+# The runs of one real bag share its ground truth: keep the last truth's /ground_truth/odom records.
+_TRUTH_RECORDS: list = [None, None, None]  # [truth, rate, records]
+
+
+def _shared_truth_records(truth, rate: float) -> list:
+    if _TRUTH_RECORDS[0] is not truth or _TRUTH_RECORDS[1] != rate:
+        _TRUTH_RECORDS[:] = [truth, rate, truth_records(truth, rate)]
+    return _TRUTH_RECORDS[2]
 
 
 def _judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, truth) -> RunOutcome:
+    """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run."""
     sensors = in_receive_order(sensors)
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
-    records = in_receive_order(sensors + judge_records(result) + truth_records(truth, spec.ground_truth_rate))
+    bag_sensors = [_bag_record(r) for r in sensors]
+    records = in_receive_order(bag_sensors + judge_records(result)
+                               + _shared_truth_records(truth, spec.ground_truth_rate))
     counts = write_run(path, records, with_judge_outcome(record, result), spec.storage)
     return RunOutcome(_label(path), str(path), False, counts, truth.duration)
 

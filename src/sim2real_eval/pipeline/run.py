@@ -358,12 +358,23 @@ def imu_records(samples) -> list:
     return list(bag_messages.imu_messages(samples, TOPICS["imu"]))
 
 
-def sensor_bag_records(gps, imu) -> list:
-    """/fix + /imu records for the bag, serialised in bulk (the same bytes rosbags would write for
-    ``gps_records`` + ``imu_records``, in that order before sorting)."""
+def gps_cdr_records(samples) -> list:
+    """/fix as CDR records (the bytes rosbags would write for ``gps_records``), serialised in bulk."""
     from ..bags import messages as bag_messages
 
-    return bag_messages.navsatfix_cdr(gps, TOPICS["gps"]) + bag_messages.imu_cdr(imu, TOPICS["imu"])
+    return bag_messages.navsatfix_cdr(samples, TOPICS["gps"])
+
+
+def imu_cdr_records(samples) -> list:
+    """/imu as CDR records (the bytes rosbags would write for ``imu_records``), serialised in bulk."""
+    from ..bags import messages as bag_messages
+
+    return bag_messages.imu_cdr(samples, TOPICS["imu"])
+
+
+def sensor_bag_records(gps, imu) -> list:
+    """/fix + /imu records for the bag (``gps_records`` + ``imu_records``, in that order, as bytes)."""
+    return gps_cdr_records(gps) + imu_cdr_records(imu)
 
 
 def judge_records(result) -> list:
