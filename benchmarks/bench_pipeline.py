@@ -9,8 +9,14 @@ Prints ``name: value`` lines:
                                 worker and shared by the variants; models; messages (the judge's message
                                 objects + the bag's CDR records, sorted); judge; bag_write
   per_run_outside_judge_ms      models + messages + bag_write + the shared truth parts / variants
+  replay_*                      the demo's run path (pipeline.replay on a shipped reference bag, one
+                                real run + the demo's 6 simulated runs of that bag, in this process):
+                                replay_read_real_bag_ms once per bag; per run (median): sensors
+                                (simulated samples + records), judge, bag_records, bag_write; and
+                                replay_per_run_outside_judge_ms (read_real_bag shared by the runs)
 
 Usage: python benchmarks/bench_pipeline.py [--runs 10] [--workers 2] [--storage sqlite3] [--repeats 5]
+       [--no-replay]
 """
 from __future__ import annotations
 
@@ -68,12 +74,55 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
     return times
 
 
+def profile_replay(out: Path, repeats: int) -> dict:
+    """Stages of the demo's runs of one real bag (``demo.BagGroup``: the real run + 6 simulated)."""
+    from sim2real_eval import demo
+    from sim2real_eval.pipeline import replay as P
+    from sim2real_eval.reference import shipped_reference_dir
+
+    config = demo.load_demo_config(None)
+    bag = sorted((shipped_reference_dir() / "line").iterdir())[0]
+    group = demo.plan_groups(config, {"line": [bag]}, "line")[0]
+    stages: dict = {name: [] for name in ("read_real_bag", "sensors", "judge", "bag_records", "bag_write")}
+    P.read_real_streams(group.real)  # warm-up: first-use costs (typestore, rosbags' generated deserialisers)
+    for repeat in range(repeats):
+        t0 = time.perf_counter()
+        streams = P.read_real_streams(group.real)
+        stages["read_real_bag"].append(time.perf_counter() - t0)
+        for i, spec in enumerate((group.real,) + group.sims):
+            t0 = time.perf_counter()
+            if spec is group.real:
+                sensors, record = streams.gps + streams.imu, spec.real_record()
+            else:
+                imu = P.simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
+                gps = P.simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
+                sensors, record = gps + imu, spec.sim_record(streams.datum)
+            sensors = R.in_receive_order(sensors)
+            t1 = time.perf_counter()
+            result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+            t2 = time.perf_counter()
+            records = R.in_receive_order([P._bag_record(r) for r in sensors] + R.judge_records(result)
+                                         + P._shared_truth_records(streams.truth, spec.ground_truth_rate))
+            t3 = time.perf_counter()
+            outcome = R.with_judge_outcome(record, result)
+            R.write_run(out / f"replay{repeat}_{i}", records, outcome, spec.storage)
+            t4 = time.perf_counter()
+            for name, value in zip(("sensors", "judge", "bag_records", "bag_write"),
+                                   (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                stages[name].append(value)
+    runs = 1 + len(group.sims)
+    out_stats = {name: statistics.median(values) for name, values in stages.items()}
+    out_stats["runs_per_bag"] = runs
+    return out_stats
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--storage", default="sqlite3", choices=("sqlite3", "mcap"))
     parser.add_argument("--repeats", type=int, default=5, help="profiled runs (median per stage)")
+    parser.add_argument("--no-replay", action="store_true", help="skip the replay (demo path) profile")
     args = parser.parse_args()
     runs = study_runs(args.runs, args.storage)
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,6 +131,7 @@ def main() -> None:
         R.simulate_run(runs[0], tmp / "warm")
         profiles = [profile_one(runs[1 % len(runs)], tmp / f"profiled{i}") for i in range(args.repeats)]
         profile = {key: statistics.median(p[key] for p in profiles) for key in profiles[0]}
+        replay = None if args.no_replay else profile_replay(tmp, max(1, args.repeats // 2))
         start = time.perf_counter()
         report = run_batch(runs, tmp / "batch", workers=args.workers, progress=False)
         wall = time.perf_counter() - start
@@ -99,6 +149,13 @@ def main() -> None:
                + (profile["truth"] + profile["truth_messages"]) / variants)
     print(f"per_run_outside_judge_ms: {outside * 1e3:.1f}")
     print(f"per_run_messages: {profile['messages_written']:.0f}")
+    if replay is not None:
+        print(f"replay_runs_per_bag: {replay['runs_per_bag']}")
+        for name in ("read_real_bag", "sensors", "judge", "bag_records", "bag_write"):
+            print(f"replay_{name}_ms: {replay[name] * 1e3:.1f}")
+        outside = (replay["sensors"] + replay["bag_records"] + replay["bag_write"]
+                   + replay["read_real_bag"] / replay["runs_per_bag"])
+        print(f"replay_per_run_outside_judge_ms: {outside * 1e3:.1f}")
 
 
 if __name__ == "__main__":
