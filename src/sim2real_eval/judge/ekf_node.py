@@ -565,7 +565,7 @@ def batch_imu_rows(node: EkfNode, topic: str, items: list, positions: List[int])
     position = np.asarray(positions, dtype=np.int64)
     dropped: Counter = Counter()
     alive = stamps > node.last_set_pose_ns
-    dropped["stamp_not_after_set_pose"] += int((~alive).sum())
+    dropped["stamp_not_after_set_pose"] += int((~alive).sum()) * len(inputs)  # once per input
     parts = []
     for item_index, item in enumerate(inputs):
         sensor = item.sensor

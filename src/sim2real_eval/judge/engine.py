@@ -31,8 +31,8 @@ I_INIT_COUNT, I_ACCEPTED_COUNT, I_REJECTED_COUNT = 9, 10, 11
 INTS_SIZE = 12
 # cfg_i
 C_DYNAMIC, C_USE_CONTROL, C_CONTROL_TIMEOUT, C_UKF, C_SENSOR_TIMEOUT = 0, 1, 2, 3, 4
-C_PREDICT_NOW, C_PERMIT_CORRECTED, C_PERIOD, C_TWO_D = 5, 6, 7, 8
-CFG_I_SIZE = 9
+C_PREDICT_NOW, C_PERMIT_CORRECTED, C_PERIOD, C_TWO_D, C_DISABLED = 5, 6, 7, 8, 9
+CFG_I_SIZE = 10
 # cfg_f
 F_LAMBDA, F_GRAVITY = 0, 1
 CFG_F_SIZE = 2
@@ -216,7 +216,9 @@ def ekf_tick(x, p, sigma, ints, control, cfg_i, cfg_f, q, limits, control_update
 
     Pops and processes every queued measurement with stamp ≤ now; with an empty queue and an
     initialised filter, a sensor-timeout predict to now; publish only if the filter stamp advanced
-    (unless permit_corrected_publication)."""
+    (unless permit_corrected_publication).  A disabled filter (disabled_at_startup) does nothing."""
+    if cfg_i[C_DISABLED] != 0:
+        return False
     predict_now = cfg_i[C_PREDICT_NOW] != 0
     if ints[I_HEAP_SIZE] > 0:
         while ints[I_HEAP_SIZE] > 0 and pool_stamp[heap[0]] <= now_ns:

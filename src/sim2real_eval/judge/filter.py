@@ -71,6 +71,7 @@ class Ekf:
         self.cfg_i[engine.C_PERMIT_CORRECTED] = bool(params.permit_corrected_publication)
         self.cfg_i[engine.C_PERIOD] = int(round(1e9 / params.frequency))
         self.cfg_i[engine.C_TWO_D] = bool(params.two_d_mode)
+        self.cfg_i[engine.C_DISABLED] = bool(params.disabled_at_startup)
         self.cfg_f = np.zeros(engine.CFG_F_SIZE)
         self.cfg_f[engine.F_GRAVITY] = params.gravitational_acceleration
         self.weights = np.zeros((2, 31))

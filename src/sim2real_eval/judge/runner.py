@@ -151,6 +151,8 @@ class _Run:
         self.gps_odometry: List[Odometry] = []
         self.synced = 0  # outputs already given to the TF buffer / navsat
         self.batch_topics = set()
+        self.fixes: List[int] = []  # navsat fixes: applied lazily before each navsat tick (_navsat_tick)
+        self.fix_index = 0
 
     # --- classification -----------------------------------------------------------------------------
     def result(self) -> JudgeResult:
@@ -165,7 +167,6 @@ class _Run:
         for position, (_recv, topic, _msg) in enumerate(self.stream):
             by_topic.setdefault(topic, []).append(position)
         python_events: List[int] = []  # stream positions handled by Python callbacks, in order
-        self.fixes: List[int] = []  # navsat fixes: applied lazily before each navsat tick (see _navsat_tick)
         row_parts = []
         for topic, positions in by_topic.items():
             if topic in own_outputs:
@@ -232,8 +233,6 @@ class _Run:
         self.out_covariance = np.zeros((capacity, 15, 15))
         self.row = 0
         rows_position = self.rows["position"]
-        fix_index = 0
-        self.fix_index = fix_index
         for position in self.python_events:
             recv, topic, msg = self.stream[position]
             row_end = int(np.searchsorted(rows_position, position))
