@@ -270,8 +270,13 @@ class _Run:
         count = int(self.ekf.filter.ints[engine.I_OUT_COUNT])
         if count == self.synced:
             return
-        for k in range(self.synced, count):
-            self.ekf.published_tf(int(self.out_stamp[k]), self.out_state[k])
+        params = self.judge.ekf_params
+        if params.publish_tf and params.world_frame == params.odom_frame:  # as EkfNode.published_tf
+            add, parent, child = self.tf.add_dynamic, params.odom_frame, params.base_link_frame_output
+            offset = int(round(params.transform_time_offset * 1e9))
+            states = self.out_state
+            for k, stamp in enumerate(self.out_stamp[self.synced:count].tolist(), self.synced):
+                add(parent, child, stamp + offset, states[k])
         if self.navsat is not None:
             self.navsat.odometry(self._odometry(count - 1))
         self.synced = count
