@@ -596,7 +596,7 @@ def batch_imu_rows(node: EkfNode, topic: str, items: list, positions: List[int])
                 flags[0:3] = _masked_memo(masks, rotation, flags[0:3])
                 flags[3:6] = _masked_memo(masks, rotation, flags[3:6])
                 z[:, 3:6] = imu_orientation_rows(quaternions[passing], np.array(target_rpy), sensor.relative)
-                block = rotated_blocks(rot6, orientation_cov[passing], 3)
+                block = rotated_blocks(rotation, orientation_cov[passing], 3)
                 offset, size = 0, 6
             elif part_index == 1:  # prepareTwist: ω_b = R·ω, v_b = R·0 + t × ω_state (at callback)
                 rotation, rot6, _rpy, masks = _frame_terms(target, False)
@@ -607,7 +607,7 @@ def batch_imu_rows(node: EkfNode, topic: str, items: list, positions: List[int])
                     aux[:, 0:3] = target.translation
                 flags[6:9] = _masked_memo(masks, rotation, flags[6:9])
                 flags[9:12] = _masked_memo(masks, rotation, flags[9:12])
-                block = rotated_blocks(rot6, gyro_cov[passing], 3)
+                block = rotated_blocks(rotation, gyro_cov[passing], 3)
                 offset, size = 6, 6
             else:  # prepareAcceleration (humble): gravity removed in the sensor frame, then rotated
                 rotation, rot6, _rpy, masks = _frame_terms(target, False)
@@ -622,7 +622,7 @@ def batch_imu_rows(node: EkfNode, topic: str, items: list, positions: List[int])
                 else:
                     z[:, 12:15] = rotated_vectors(rotation, acc)
                 flags[12:15] = _masked_memo(masks, rotation, flags[12:15])
-                block = rotated_blocks(rot6, accel_cov[passing], 0)  # top-left 3×3: R·C·Rᵀ
+                block = rotated_blocks(rotation, accel_cov[passing], 0)  # top-left 3×3: R·C·Rᵀ
                 offset, size = 12, 3
             update[:] = flags
             if params.two_d_mode:

@@ -304,16 +304,25 @@ def imu_orientation_rows(quaternions, offsets, relative):
 
 
 @njit(cache=True)
-def rotated_blocks(rotation6, covariances, offset):
-    """R6·C·R6ᵀ per message for 3×3 covariances (N, 9) placed at ``offset`` (0 or 3) of a 6×6 block."""
+def rotated_blocks(rotation, covariances, offset):
+    """The 6×6 covariance R6·C6·R6ᵀ per message, R6 = diag(R, R) and C6 holding a 3×3 covariance (N, 9)
+    at ``offset`` (0 or 3) and zeros elsewhere: only the block R·C·Rᵀ at ``offset`` is non-zero."""
     n = covariances.shape[0]
-    out = np.empty((n, 6, 6))
-    raw = np.zeros((6, 6))
+    out = np.zeros((n, 6, 6))
+    rc = np.empty((3, 3))
     for k in range(n):
         for i in range(3):
             for j in range(3):
-                raw[offset + i, offset + j] = covariances[k, 3 * i + j]
-        out[k] = rotation6 @ raw @ rotation6.T
+                acc = 0.0
+                for a in range(3):
+                    acc += rotation[i, a] * covariances[k, 3 * a + j]
+                rc[i, j] = acc
+        for i in range(3):
+            for j in range(3):
+                acc = 0.0
+                for b in range(3):
+                    acc += rc[i, b] * rotation[j, b]
+                out[k, offset + i, offset + j] = acc
     return out
 
 
