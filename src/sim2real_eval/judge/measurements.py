@@ -18,6 +18,7 @@ from .tf import TfBuffer, Transform, matrix_from_rpy, rpy_from_matrix
 # Indices forced by two_d_mode (z, roll, pitch, vz, vroll, vpitch, az).
 TWO_D_INDICES = (2, 3, 4, 8, 9, 10, 14)
 _TWO_D = np.array(TWO_D_INDICES)
+_TWO_D_DIAGONAL = _TWO_D * 16  # flat indices of the diagonal entries (i, i) of a 15×15
 MASK_NORM = 1e-6
 
 
@@ -34,7 +35,10 @@ def force_two_d(z: np.ndarray, cov: np.ndarray, update: np.ndarray) -> None:
     """RosFilter::forceTwoD: the 7 out-of-plane variables become zero pseudo-measurements with
     variance 1e-6 and their flags true; off-diagonals are left as they are (3.5.2)."""
     z[_TWO_D] = 0.0
-    cov[_TWO_D, _TWO_D] = 1e-6
+    if cov.flags.c_contiguous:
+        cov.reshape(-1)[_TWO_D_DIAGONAL] = 1e-6  # a view: one flat assignment
+    else:
+        cov[_TWO_D, _TWO_D] = 1e-6
     update[_TWO_D] = True
 
 

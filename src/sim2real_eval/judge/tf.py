@@ -200,13 +200,14 @@ class TfBuffer:
         return out
 
     def _up(self, path: List[str], stamp_ns: int) -> Optional[Transform]:
-        """T(path[-1]←path[0]) along a child-to-ancestor path."""
-        acc = Transform.identity()
+        """T(path[-1]←path[0]) along a child-to-ancestor path (None for an empty path = identity;
+        products with the identity are skipped: they are exact)."""
+        acc = None
         for child in path[:-1]:
             edge = self._edge(child, stamp_ns)
             if edge is None:
                 return None
-            acc = edge * acc
+            acc = edge if acc is None else edge * acc
         return acc
 
     def _lookup_at(self, target: str, source: str, stamp_ns: int):
@@ -226,8 +227,14 @@ class TfBuffer:
         dynamic = any(f in self.dynamic for f in source_path[:-1] + target_path[:-1])
         common_from_source = self._up(source_path, stamp_ns)
         common_from_target = self._up(target_path, stamp_ns)
-        if common_from_source is None or common_from_target is None:
+        if (common_from_source is None and len(source_path) > 1) or (
+            common_from_target is None and len(target_path) > 1
+        ):
             return None, dynamic
+        if common_from_target is None:  # target is the common ancestor
+            return common_from_source, dynamic
+        if common_from_source is None:  # source is the common ancestor
+            return common_from_target.inverse(), dynamic
         return common_from_target.inverse() * common_from_source, dynamic
 
     def lookup(self, target: str, source: str, stamp_ns: int) -> Optional[Transform]:
