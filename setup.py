@@ -46,7 +46,9 @@ setup(
         ("share/" + PACKAGE, ["package.xml"]),
         ("share/" + PACKAGE + "/launch", sorted(glob("launch/*.launch.py"))),
     ]
-    + tree("config", "share/" + PACKAGE),
+    + tree("config", "share/" + PACKAGE)
+    # The synthetic reference data set the demo plays as "real" (bags/reference, ~12 MB).
+    + tree("bags", "share/" + PACKAGE),
     # Robot-side core (models, geodesy, scenarios, ROS nodes) needs only numpy + PyYAML, and runs on
     # Python 3.8 (Jetson L4T r35).  Everything offline (bags, judge, scorer) needs Python >= 3.10.
     install_requires=[
