@@ -52,11 +52,13 @@ class GroundTruth:
     def duration(self) -> float:
         return float(self.t[-1] - self.t[0]) if len(self) else 0.0
 
-    def validate(self, source: str = "ground truth") -> "GroundTruth":
+    def validate(self, source: str = "ground truth") -> GroundTruth:
         """Check shapes, finiteness and strictly increasing time; name the first bad index."""
         n = len(self)
         if self.t.ndim != 1 or n < 2:
-            raise UserError(f"{source}: need at least 2 samples with a 1-D time axis, got shape {self.t.shape}")
+            raise UserError(
+                f"{source}: need at least 2 samples with a 1-D time axis, got shape {self.t.shape}"
+            )
         for name in FIELDS[1:]:
             arr = getattr(self, name)
             if arr.shape != (n, _WIDTHS[name]):
@@ -76,10 +78,12 @@ class GroundTruth:
         norms = np.linalg.norm(self.orientation, axis=1)
         if (np.abs(norms - 1.0) > 1e-3).any():
             i = int(np.argmax(np.abs(norms - 1.0) > 1e-3))
-            raise UserError(f"{source}: orientation is not a unit quaternion at index {i} (norm {norms[i]:.6f})")
+            raise UserError(
+                f"{source}: orientation is not a unit quaternion at index {i} (norm {norms[i]:.6f})"
+            )
         return self
 
-    def interpolate(self, times) -> "GroundTruth":
+    def interpolate(self, times) -> GroundTruth:
         """Truth at ``times`` (seconds): linear for vectors, slerp for the orientation.
 
         For t[i] <= τ <= t[i+1], f = (τ − t[i]) / (t[i+1] − t[i]): x(τ) = x[i] + (x[i+1] − x[i])·f;
@@ -148,7 +152,7 @@ class GroundTruth:
             object.__setattr__(self, "_tables", tables)  # a cache, not a field: the container stays frozen
         return tables
 
-    def slice(self, start: int, stop: Optional[int] = None) -> "GroundTruth":
+    def slice(self, start: int, stop: Optional[int] = None) -> GroundTruth:
         return GroundTruth(**{name: getattr(self, name)[start:stop] for name in FIELDS})
 
     def as_dict(self) -> Dict[str, np.ndarray]:
@@ -158,7 +162,7 @@ class GroundTruth:
         np.savez(path, **self.as_dict())
 
     @classmethod
-    def load_npz(cls, path, source: Optional[str] = None) -> "GroundTruth":
+    def load_npz(cls, path, source: Optional[str] = None) -> GroundTruth:
         source = source or str(path)
         try:
             with np.load(path) as data:
@@ -171,7 +175,7 @@ class GroundTruth:
 
     @classmethod
     def from_kinematics(cls, t, position, orientation, velocity, angular_velocity=None,
-                        world_acceleration=None) -> "GroundTruth":
+                        world_acceleration=None) -> GroundTruth:
         """Build truth from pose + world velocity, deriving what is missing.
 
         World acceleration (when not given) is the central-difference derivative of velocity
