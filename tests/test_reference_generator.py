@@ -50,7 +50,8 @@ def message_digest(records) -> str:
     digest = hashlib.sha256()
     for recv_ns, topic, msgtype, msg in records:
         digest.update(int(recv_ns).to_bytes(8, "little") + topic.encode())
-        digest.update(bytes(store.serialize_cdr(msg, msgtype)))
+        data = msg if isinstance(msg, (bytes, bytearray, memoryview)) else store.serialize_cdr(msg, msgtype)
+        digest.update(bytes(data))
     return digest.hexdigest()
 
 
@@ -147,7 +148,12 @@ def short_run(tmp_path_factory):
 
 
 def by_topic(records, topic):
-    return [r for r in records if r[1] == topic]
+    """Records of one topic with the message as an object (the generator gives /fix, /imu as CDR)."""
+    from sim2real_eval.bags import get_typestore
+
+    store = get_typestore()
+    return [(recv, name, msgtype, store.deserialize_cdr(msg, msgtype) if isinstance(msg, bytes) else msg)
+            for recv, name, msgtype, msg in records if name == topic]
 
 
 def test_topics_rates_and_order(short_run):
