@@ -156,6 +156,14 @@ class NavsatNode:
         self.latest_world_pose = pose
         self.odom_updated = True
 
+    def odometry_after_transform(self, frame_id: str, child_frame_id: str) -> None:
+        """odomCallback once the transform is computed: only the frames and the new-odometry flag matter
+        then (the pose feeds /gps/filtered, which is not produced; ``latest_world_pose`` is not updated)."""
+        assert self.transform_good
+        self.world_frame = frame_id
+        self.base_link_frame = child_frame_id
+        self.odom_updated = True
+
     def _apply_manual_datum(self) -> None:
         """datumCallback: datum fix used directly (no GPS-offset removal), identity world pose, the
         datum yaw as orientation."""

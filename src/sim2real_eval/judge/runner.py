@@ -278,7 +278,10 @@ class _Run:
             for k, stamp in enumerate(self.out_stamp[self.synced:count].tolist(), self.synced):
                 add(parent, child, stamp + offset, states[k])
         if self.navsat is not None:
-            self.navsat.odometry(self._odometry(count - 1))
+            if self.navsat.transform_good:
+                self.navsat.odometry_after_transform(params.world_frame, params.base_link_frame_output)
+            else:
+                self.navsat.odometry(self._odometry(count - 1))
         self.synced = count
 
     def _odometry(self, k: int) -> Odometry:
