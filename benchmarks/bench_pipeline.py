@@ -92,11 +92,11 @@ def profile_replay(out: Path, repeats: int) -> dict:
         for i, spec in enumerate((group.real,) + group.sims):
             t0 = time.perf_counter()
             if spec is group.real:
-                sensors, record = streams.gps + streams.imu, spec.real_record()
+                sensors, record = streams.gps + streams.imu, spec.real_record_for(streams)
             else:
                 imu = P.simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
                 gps = P.simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
-                sensors, record = gps + imu, spec.sim_record(streams.datum)
+                sensors, record = gps + imu, spec.sim_record_for(streams)
             sensors = R.in_receive_order(sensors)
             t1 = time.perf_counter()
             result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))

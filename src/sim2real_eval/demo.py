@@ -5,7 +5,8 @@ Steps (``run_demo``):
    synthetic reference data set: the runs shipped in ``bags/reference`` plus, when K exceeds them, runs
    regenerated deterministically into ``OUT/reference`` (``reference.py``).  Input bags are only read.
 2. Runs (``OUT/runs/<side>/<variant>/<scenario>/<k>/``, the pipeline's run convention; resumable): per
-   real bag one task (``BagGroup``) reads the bag once and writes
+   real bag one task (``BagGroup``) reads the bag once and writes these runs, all judged on sensor
+   messages from the same time window (where the bag's INS truth exists; ``window_ns`` in run.yaml):
    - the real run: the real /fix + /imu judged as recorded;
    - per GPS variant of the GPS study: simulated GPS *and* IMU driven by the bag's INS ground truth
      (``pipeline.replay`` with both streams replaced; variant directory = the GPS preset name);
@@ -232,14 +233,15 @@ class BagGroup:
         return {"group": self.label}
 
     def execute(self, out):
-        from .pipeline.replay import _judge_and_write, read_real_streams, simulated_gps, simulated_imu
+        from .pipeline.replay import judge_and_write, read_real_streams, simulated_gps, simulated_imu
         from .pipeline.run import RunOutcome, existing_run, remove_stale_temporaries
 
         start = time.perf_counter()
         streams = read_real_streams(self.real)
         written, counts = 0, {}
-        todo = [(self.real.real_directory(out), self.real.real_record(), None)]
-        todo += [(spec.sim_directory(out), spec.sim_record(streams.datum), spec) for spec in self.sims]
+        # Every run of the bag is judged on the same window (streams.window_ns, in each run.yaml).
+        todo = [(self.real.real_directory(out), self.real.real_record_for(streams), None)]
+        todo += [(spec.sim_directory(out), spec.sim_record_for(streams), spec) for spec in self.sims]
         for path, record, spec in todo:
             if existing_run(path, record):
                 continue
@@ -250,7 +252,7 @@ class BagGroup:
                 imu = simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
                 gps = simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
                 sensors, judge_spec = gps + imu, spec
-            outcome = _judge_and_write(judge_spec, path, record, sensors, streams.truth)
+            outcome = judge_and_write(judge_spec, path, record, sensors, streams.truth)
             written += 1
             for topic, count in outcome.messages.items():
                 counts[topic] = counts.get(topic, 0) + count

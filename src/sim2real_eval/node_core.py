@@ -29,6 +29,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import rotations
+from .art import (  # topics, frames, static TFs, judge configs shared with the pipeline
+    ART_STATIC_TFS,
+    EKF_CONFIG,
+    GPS_FRAME,
+    GPS_ODOMETRY_TOPIC,
+    IMU_FRAME,
+    NAVSAT_CONFIG,
+    TOPICS,
+)
 from .errors import UserError
 from .models.base import period_ns as model_period_ns
 from .models.base import stamps_to_seconds
@@ -37,13 +46,7 @@ from .truth import GroundTruth
 NS_PER_S = 1000000000
 PACKAGE = "sim2real_eval"
 
-# Topics and frames shared with the offline pipeline (docs/architecture.md, "runs").
-TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix",
-          "imu": "/imu"}
-GPS_ODOMETRY_TOPIC = "/odometry/gps"
 MAGNETIC_FIELD_TOPIC = "/imu/mag"
-# ART IROS-2024 static TFs, static_transform_publisher order "PARENT CHILD x y z yaw pitch roll".
-ART_STATIC_TFS = ("base_link imu 0 0 0 3.1416 -1.5708 0", "base_link gps 0 0 0 0 0 0")
 
 
 # --------------------------------------------------------------------------------------------- time
@@ -372,8 +375,9 @@ class NoiseNodeConfig:
 
 
 NOISE_NODE_DEFAULTS = {
-    "gps": {"model": "ch_gauss", "rate": 10.0, "frame_id": "gps", "output_topic": TOPICS["gps"]},
-    "imu": {"model": "chrono_paper_demo", "rate": 100.0, "frame_id": "imu", "output_topic": TOPICS["imu"]},
+    "gps": {"model": "ch_gauss", "rate": 10.0, "frame_id": GPS_FRAME, "output_topic": TOPICS["gps"]},
+    "imu": {"model": "chrono_paper_demo", "rate": 100.0, "frame_id": IMU_FRAME,
+            "output_topic": TOPICS["imu"]},
 }
 COMMON_NODE_DEFAULTS = {
     "seed": 0, "seed_keys": [], "truth_topic": TOPICS["ground_truth"], "truth_mode": "interpolate",
@@ -782,7 +786,7 @@ def parse_static_tf_text(text: str) -> Tuple[str, str, float, float, float, floa
 
 
 def imu_mounting_rpy(static_tfs: Sequence[str] = ART_STATIC_TFS,
-                     imu_frame: str = "imu") -> Optional[List[float]]:
+                     imu_frame: str = IMU_FRAME) -> Optional[List[float]]:
     """[roll, pitch, yaw] of base_link→``imu_frame``: the IMU model's ``mounting_rpy``, so simulated
     data is expressed in the frame the judge's TF says (as the offline pipeline does)."""
     for text in static_tfs:
@@ -845,8 +849,8 @@ def default_config(name: str) -> str:
 
 def judge_plan(args: Dict[str, str]) -> List[ProcessSpec]:
     """judge.launch.py: the robot_localization pair with our configs."""
-    ekf = args.get("ekf_config") or default_config("ekf_art_iros2024.yaml")
-    navsat = args.get("navsat_config") or default_config("navsat_art_iros2024.yaml")
+    ekf = args.get("ekf_config") or default_config(EKF_CONFIG)
+    navsat = args.get("navsat_config") or default_config(NAVSAT_CONFIG)
     use_sim_time = _bool_text(args.get("use_sim_time", "true"), "use_sim_time")
     return judge_nodes(ekf, navsat, use_sim_time)
 
@@ -933,8 +937,8 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
             imu.parameters[0]["tick_topic"] = "/real" + TOPICS["imu"]
         nodes.append(imu)
     nodes += static_tf_nodes()
-    ekf = get["ekf_config"] or default_config("ekf_art_iros2024.yaml")
-    navsat = get["navsat_config"] or default_config("navsat_art_iros2024.yaml")
+    ekf = get["ekf_config"] or default_config(EKF_CONFIG)
+    navsat = get["navsat_config"] or default_config(NAVSAT_CONFIG)
     nodes += judge_nodes(ekf, navsat)
     record = run_record(mode, str(bag_path), get["gps_model"] if sim_gps else None,
                         get["imu_model"] if sim_imu else None, seed, keys, ekf, navsat)

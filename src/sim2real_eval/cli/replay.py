@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..art import TOPICS  # standard library only: --help stays cheap
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("bag", help="real rosbag2 directory (sqlite3 or MCAP) or ROS 1 .bag")
@@ -25,18 +27,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated streams (default 0)")
     parser.add_argument("--truth", default="auto", help="ground-truth source in the bag (default: auto)")
     parser.add_argument("--msg-path", default=None, help="folder of extra .msg definitions")
-    parser.add_argument("--imu-topic", default="/imu", help="real IMU topic (default /imu)")
-    parser.add_argument("--gps-topic", default="/fix", help="real GPS topic (default /fix)")
+    parser.add_argument("--imu-topic", default=TOPICS["imu"], help="real IMU topic (default %(default)s)")
+    parser.add_argument("--gps-topic", default=TOPICS["gps"], help="real GPS topic (default %(default)s)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--ground-truth-rate", type=float, default=None,
                         help="Hz of /ground_truth/odom (default 50)")
 
 
 def run(args) -> int:
+    from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
     from ..errors import UserError
     from ..pipeline.replay import ReplaySpec, parse_replace, replay
-    from ..pipeline.run import ART_STATIC_TFS, DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
-    from ..pipeline.study import DEFAULT_EKF, DEFAULT_NAVSAT, NAME_PATTERN, parse_static_tf_text
+    from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
+    from ..pipeline.study import NAME_PATTERN, parse_static_tf_text
     from ..resources import config_path
 
     bag = Path(args.bag)
@@ -51,8 +54,8 @@ def run(args) -> int:
 
     tfs = tuple(parse_static_tf_text(t, f"--static-tf {t!r}") for t in args.static_tf) if args.static_tf \
         else ART_STATIC_TFS
-    judge = JudgeConfig(config_file(args.config, DEFAULT_EKF, "--config"),
-                        config_file(args.navsat, DEFAULT_NAVSAT, "--navsat"), tfs)
+    judge = JudgeConfig(config_file(args.config, EKF_CONFIG, "--config"),
+                        config_file(args.navsat, NAVSAT_CONFIG, "--navsat"), tfs)
     if args.k < 0 or args.seed < 0:
         raise UserError("--k and --seed must be >= 0")
     rate = DEFAULT_GROUND_TRUTH_RATE if args.ground_truth_rate is None else args.ground_truth_rate

@@ -5,12 +5,21 @@ From one real bag (read-only) this makes the pair the paper compares (seed 003 �
 - ``OUT/sim/<variant>/<scenario>/<k>/``: the same bag with the chosen streams replaced, where
   ``variant`` = ``sim_imu-<preset>`` (``sim_gps-<preset>_imu-<preset>`` with both replaced).
 
-Ground truth comes from the bag's INS topics (``bags.truth.truth_from_bag``).  A replaced IMU is
-sampled **at the real IMU's header stamps** (and keeps the real messages' receive times), so the judge
-sees the same timing; IMU messages whose stamp lies outside the ground-truth span are dropped (the
-truth is never extrapolated).  A replaced GPS is sampled at the model's own rate (ticks k·period on
-the data clock inside the truth span) around the bag's datum.  Every other input stays real.
-Both runs also carry ``/ground_truth/odom`` from the INS truth.
+Ground truth comes from the bag's INS topics (``bags.truth.truth_from_bag``).
+
+**One time window for every run of a bag.**  The judge gets sensor messages only from the window where
+the truth exists, ``window_ns = [start, end]`` (``truth_window_ns``: the header stamps whose time lies in
+[truth.t[0], truth.t[-1]]), recorded in every run.yaml.  The real streams are cropped to it too (a real
+IMU typically starts before the INS solution): otherwise the real run's estimate would start earlier
+than its simulated counterparts', the scorer (time origin = the earliest stamp of estimate and truth)
+would see the identical ground truth on a different time axis, and S_gt — hence D and W2 — would
+differ between sides for no physical reason.
+
+A replaced IMU is sampled **at the real IMU's header stamps** in the window (and keeps the real
+messages' receive times), so the judge sees the same timing; the truth is never extrapolated.  A
+replaced GPS is sampled at the real GPS stream's rate (ticks k·period on the data clock inside the
+window) around the bag's datum.  Every other input stays real (cropped to the window).
+Both runs also carry the same ``/ground_truth/odom`` from the INS truth.
 """
 from __future__ import annotations
 
@@ -55,7 +64,7 @@ class SensorRecord(tuple):
     what the judge reads — that also carries ``raw``: the message's CDR bytes for the run bag.
 
     Real streams are serialised once per real bag (every run of the bag reuses the bytes), simulated
-    streams in bulk (``bags.messages.*_cdr``); ``_judge_and_write`` writes ``raw`` instead of
+    streams in bulk (``bags.messages.*_cdr``); ``judge_and_write`` writes ``raw`` instead of
     serialising each message object again.  Plain 4-tuples still work (they are serialised).
     """
 
@@ -134,21 +143,29 @@ class ReplaySpec:
             "version": __version__,
         }
 
-    def real_record(self) -> dict:
-        return {**self._common("real", "real"), "gps": "real", "imu": "real", **self._tail()}
+    def real_record(self, window_ns) -> dict:
+        """run.yaml of the real run; ``window_ns`` = [start, end] of the sensor messages judged."""
+        return {**self._common("real", "real"), "gps": "real", "imu": "real",
+                "window_ns": [int(v) for v in window_ns], **self._tail()}
 
-    def sim_record(self, datum, gps_rate: float | None = None) -> dict:
-        """run.yaml of the replayed run; ``datum`` and ``gps_rate`` are the real bag's (see simulated_gps)."""
+    def sim_record(self, datum, window_ns, gps_rate: float | None = None) -> dict:
+        """run.yaml of the replayed run; ``datum``, ``window_ns`` and ``gps_rate`` are the real bag's
+        (see RealStreams)."""
         gps = (model_parameters("gps", self.replace["gps"], datum=datum, rate=gps_rate)
                if "gps" in self.replace else "real")
         imu = model_parameters("imu", self.replace["imu"], self.judge) if "imu" in self.replace else "real"
         return {**self._common("sim", self.variant), "replaced": [s for s in SENSORS if s in self.replace],
                 "models": {sensor: plain(spec) for sensor, spec in self.replace.items()},
-                "gps": gps, "imu": imu, **self._tail()}
+                "gps": gps, "imu": imu, "window_ns": [int(v) for v in window_ns], **self._tail()}
+
+    def real_record_for(self, streams: RealStreams) -> dict:
+        """run.yaml of the real run of the bag read into ``streams``."""
+        return self.real_record(streams.window_ns)
 
     def sim_record_for(self, streams: RealStreams) -> dict:
-        """run.yaml of the replayed run from the real bag's streams (datum, and GPS rate when replaced)."""
-        return self.sim_record(streams.datum, streams.gps_rate if "gps" in self.replace else None)
+        """run.yaml of the replayed run from the real bag's streams (datum, window, GPS rate if replaced)."""
+        return self.sim_record(streams.datum, streams.window_ns,
+                               streams.gps_rate if "gps" in self.replace else None)
 
     def real_directory(self, out) -> Path:
         return run_directory(out, "real", "real", self.scenario, self.k)
@@ -159,12 +176,16 @@ class ReplaySpec:
 
 @dataclass
 class RealStreams:
-    """What the replay needs from the real bag (all in memory: sensor topics are small)."""
+    """What the replay needs from the real bag (all in memory: sensor topics are small).
+
+    ``gps`` and ``imu`` hold only the messages whose header stamp lies in ``window_ns`` (inclusive).
+    """
 
     truth: Any
     datum: Any
-    gps: list  # (recv_ns, topic, msgtype, msg)
+    gps: list  # SensorRecord (recv_ns, topic, msgtype, msg) + raw CDR bytes
     imu: list
+    window_ns: tuple  # (start, end) int ns: truth_window_ns(truth)
 
     @property
     def gps_rate(self) -> float:
@@ -181,6 +202,32 @@ class RealStreams:
 
 def _stamp_ns(msg) -> int:
     return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+
+
+def truth_window_ns(truth) -> tuple[int, int]:
+    """(start, end) int ns such that a header stamp s lies inside the truth span, i.e.
+    truth.t[0] <= s·1e-9 <= truth.t[-1] with the one ns→s conversion (``models.base.stamps_to_seconds``),
+    exactly when start <= s <= end.
+
+    The conversion is monotonic in s, so each bound is where it flips; at epoch-scale times one float
+    second covers ~240 ns, so the flip is searched among the integers around t·1e9.
+    """
+    import numpy as np
+
+    from ..models.base import stamps_to_seconds
+
+    def first_at_or_after(seconds: float) -> int:
+        guess = int(np.ceil(seconds * 1e9))
+        candidates = guess + np.arange(-4096, 4097, dtype=np.int64)
+        inside = stamps_to_seconds(candidates) >= seconds
+        first = int(np.argmax(inside))
+        if not inside[-1] or first == 0:  # cannot happen for float64 seconds; guards the search range
+            raise ValueError(f"truth_window_ns: no ns bound found near {seconds!r} s")
+        return int(candidates[first])
+
+    start = first_at_or_after(float(truth.t[0]))
+    after_end = first_at_or_after(float(np.nextafter(truth.t[-1], np.inf)))
+    return start, after_end - 1
 
 
 def _check_stamps(records: list, topic: str, bag: str, strict: bool) -> None:
@@ -215,10 +262,17 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
         streams = {spec.gps_topic: [], spec.imu_topic: []}
         for message in reader.messages(topics=list(wanted)):
             streams[message.topic].append((int(message.recv_ns), message.topic, message.msgtype, message.msg))
+    window = truth_window_ns(truth)
     for topic, records in streams.items():
         if not records:
             raise UserError(f"{spec.bag}: topic {topic} is empty")
         _check_stamps(records, topic, spec.bag, strict=(topic == spec.imu_topic))
+        # Every run of the bag is judged on the same window: the real streams are cropped like the
+        # simulated ones are sampled (see the module docstring).
+        records[:] = [r for r in records if window[0] <= _stamp_ns(r[3]) <= window[1]]
+        if not records:
+            raise UserError(f"{spec.bag}: topic {topic}: no message stamp lies inside the ground-truth span "
+                            f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
     # Output bags use the standard topic names whatever the input called them.  Each message is
     # serialised once here (as write_bag would), for every run of this bag.
     from ..bags import get_typestore
@@ -228,31 +282,25 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
            for r in streams[spec.gps_topic]]
     imu = [SensorRecord(r[0], TOPICS["imu"], r[2], r[3], bytes(serialize(r[3], r[2])))
            for r in streams[spec.imu_topic]]
-    return RealStreams(truth, datum, gps, imu)
+    return RealStreams(truth, datum, gps, imu, window)
 
 
 def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
-    """The replacement IMU: sampled at the real header stamps inside the truth span, real receive times."""
+    """The replacement IMU: sampled at the real header stamps (all inside the window), real receive times."""
     import numpy as np
 
     from ..models import sensor_seed
 
-    truth = streams.truth
     stamps = np.array([_stamp_ns(r[3]) for r in streams.imu], dtype=np.int64)
-    receive = np.array([r[0] for r in streams.imu], dtype=np.int64)
-    inside = (stamps * 1e-9 >= truth.t[0]) & (stamps * 1e-9 <= truth.t[-1])
-    if not inside.any():
-        raise UserError(f"{spec.bag}: topic {spec.imu_topic}: no message stamp lies inside the ground-truth "
-                        "span "
-                        f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
+    receive = [r[0] for r in streams.imu]
     seed = sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "imu")
     model = load_imu(spec.replace["imu"], spec.judge, seed)
-    samples = model.sample(truth, stamps_ns=stamps[inside])
+    samples = model.sample(streams.truth, stamps_ns=stamps)
     records = imu_records(samples)
     raws = imu_cdr_records(samples)
     # Keep the real receive times: the judge sees the replaced stream with the real timing.
     return [SensorRecord(int(recv), topic, msgtype, msg, raw[3])
-            for recv, (_r, topic, msgtype, msg), raw in zip(receive[inside].tolist(), records, raws)]
+            for recv, (_r, topic, msgtype, msg), raw in zip(receive, records, raws)]
 
 
 def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:
@@ -276,8 +324,9 @@ def _shared_truth_records(truth, rate: float) -> list:
     return _TRUTH_RECORDS[2]
 
 
-def _judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, truth) -> RunOutcome:
-    """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run."""
+def judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, truth) -> RunOutcome:
+    """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
+    sensor messages + the judge's outputs + ``/ground_truth/odom`` of ``truth``, ``record`` as run.yaml."""
     sensors = in_receive_order(sensors)
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
     bag_sensors = [_bag_record(r) for r in sensors]
@@ -295,7 +344,7 @@ def replay(spec: ReplaySpec, out) -> tuple[RunOutcome, RunOutcome]:
     """Write (or find complete) the real run and the replayed sim run of one real bag."""
     streams = read_real_streams(spec)
     real_path, sim_path = spec.real_directory(out), spec.sim_directory(out)
-    real_record, sim_record = spec.real_record(), spec.sim_record_for(streams)
+    real_record, sim_record = spec.real_record_for(streams), spec.sim_record_for(streams)
     # Check both before writing either, so a refused pair leaves OUT as it was.
     real_done = existing_run(real_path, real_record)
     sim_done = existing_run(sim_path, sim_record)
@@ -303,12 +352,12 @@ def replay(spec: ReplaySpec, out) -> tuple[RunOutcome, RunOutcome]:
         real = RunOutcome(_label(real_path), str(real_path), True, {})
     else:
         remove_stale_temporaries(real_path)
-        real = _judge_and_write(spec, real_path, real_record, streams.gps + streams.imu, streams.truth)
+        real = judge_and_write(spec, real_path, real_record, streams.gps + streams.imu, streams.truth)
     if sim_done:
         sim = RunOutcome(_label(sim_path), str(sim_path), True, {})
     else:
         remove_stale_temporaries(sim_path)
         imu = simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
         gps = simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
-        sim = _judge_and_write(spec, sim_path, sim_record, gps + imu, streams.truth)
+        sim = judge_and_write(spec, sim_path, sim_record, gps + imu, streams.truth)
     return real, sim

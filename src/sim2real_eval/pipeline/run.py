@@ -24,16 +24,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import __version__
+from ..art import ART_STATIC_TFS, GPS_ODOMETRY_TOPIC, IMU_FRAME, TOPICS
 from ..errors import UserError
 
-ART_STATIC_TFS = ("base_link imu 0 0 0 3.1416 -1.5708 0", "base_link gps 0 0 0 0 0 0")
 DEFAULT_GROUND_TRUTH_RATE = 50.0  # Hz: plenty for speed metrics, 2× fewer messages than a 100 Hz truth
 STORAGES = ("sqlite3", "mcap")
 SIDES = ("sim", "real")
-TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix",
-          "imu": "/imu"}
-GPS_ODOMETRY_TOPIC = "/odometry/gps"
-IMU_FRAME = "imu"
 RUN_FILE = "run.yaml"
 OUTCOME_KEY = "judge_outcome"  # run.yaml section written after the judge ran (not part of the spec)
 

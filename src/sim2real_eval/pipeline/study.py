@@ -30,13 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
 from ..errors import UserError
 from ..resources import config_path
 from ..yamlio import Section, load_yaml
-from .run import ART_STATIC_TFS, DEFAULT_GROUND_TRUTH_RATE, STORAGES, JudgeConfig, SimRunSpec
+from .run import DEFAULT_GROUND_TRUTH_RATE, STORAGES, JudgeConfig, SimRunSpec
 
-DEFAULT_EKF = "ekf_art_iros2024.yaml"
-DEFAULT_NAVSAT = "navsat_art_iros2024.yaml"
 TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate",
             "storage")
 JUDGE_KEYS = ("ekf", "navsat", "static_tfs")
@@ -114,8 +113,8 @@ def parse_static_tf_text(text: str, where: str) -> str:
 
 def load_judge_config(section: Section, base_dir: Path) -> JudgeConfig:
     section.unknown_keys(JUDGE_KEYS)
-    ekf = resolve_config_file(section, "ekf", section.string("ekf", DEFAULT_EKF), base_dir)
-    navsat = resolve_config_file(section, "navsat", section.string("navsat", DEFAULT_NAVSAT), base_dir)
+    ekf = resolve_config_file(section, "ekf", section.string("ekf", EKF_CONFIG), base_dir)
+    navsat = resolve_config_file(section, "navsat", section.string("navsat", NAVSAT_CONFIG), base_dir)
     raw_tfs = section.data.get("static_tfs", list(ART_STATIC_TFS))
     if not isinstance(raw_tfs, list):
         raise section.error("static_tfs", f"expected a list of strings, got {raw_tfs!r}")

@@ -1,0 +1,31 @@
+"""The ART vehicle of seed 003 (1/6-scale car) as the judge sees it: frames, topics, static TFs, configs.
+
+One definition for the offline pipeline, the reference data set, the ROS nodes and launch files
+(robot-side: Python 3.8, standard library only).
+"""
+from __future__ import annotations
+
+BASE_FRAME = "base_link"
+IMU_FRAME = "imu"
+GPS_FRAME = "gps"
+
+# The ART IROS-2024 launch's static TFs, static_transform_publisher order
+# "PARENT CHILD x y z yaw pitch roll" (m, rad): the IMU is mounted yaw π, pitch −π/2 (as written in
+# the launch file, 3.1416 and -1.5708), the GPS antenna at base_link.
+ART_STATIC_TFS = (
+    f"{BASE_FRAME} {IMU_FRAME} 0 0 0 3.1416 -1.5708 0",
+    f"{BASE_FRAME} {GPS_FRAME} 0 0 0 0 0 0",
+)
+
+# Topics of every run bag and of the ROS nodes (docs/architecture.md, "runs").
+TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix",
+          "imu": "/imu"}
+GPS_ODOMETRY_TOPIC = "/odometry/gps"
+
+# robot_localization parameter files of the ART judge (in the installed config/ directory).
+EKF_CONFIG = "ekf_art_iros2024.yaml"
+NAVSAT_CONFIG = "navsat_art_iros2024.yaml"
+EKF_ABSOLUTE_GPS_CONFIG = "ekf_art_absolute_gps.yaml"  # the later absolute-GPS preset
+
+__all__ = ["ART_STATIC_TFS", "BASE_FRAME", "EKF_ABSOLUTE_GPS_CONFIG", "EKF_CONFIG", "GPS_FRAME",
+           "GPS_ODOMETRY_TOPIC", "IMU_FRAME", "NAVSAT_CONFIG", "TOPICS"]
