@@ -105,6 +105,30 @@ def test_vepd_json_schema(quick_demo):
     assert set(summary["wall_time_s"]) == {"real_bags", "runs", "score", "report", "total"}
 
 
+def test_every_run_of_a_bag_is_judged_on_the_same_window(quick_demo):
+    """All runs made from one real bag (real, five GPS variants, sim IMU) record the same window_ns and
+    carry the same ground truth, so the scorer's S_gt of a bag is the same number on every side."""
+    import csv
+
+    import yaml
+
+    out = quick_demo[2]
+    windows: dict = {}
+    for run_yaml in (out / "runs").rglob("run.yaml"):
+        record = yaml.safe_load(run_yaml.read_text())
+        windows.setdefault((record["scenario"], record["k"]), set()).add(tuple(record["window_ns"]))
+    assert len(windows) == 4 and all(len(found) == 1 for found in windows.values()), windows
+    s_gt: dict = {}
+    for table in (out / "runs.csv", out / "imu_study" / "runs.csv"):
+        with table.open() as handle:
+            for row in csv.DictReader(handle):
+                s_gt.setdefault((row["scenario"], row["k"]), set()).add((row["side"], row["S_gt"]))
+    assert len(s_gt) == 4
+    for key, found in s_gt.items():
+        assert {side for side, _value in found} == {"real", "sim"}
+        assert len({value for _side, value in found}) == 1, (key, found)
+
+
 def test_rerun_resumes_without_rejudging(quick_demo):
     from sim2real_eval.pipeline.batch import run_batch
 
