@@ -28,11 +28,13 @@ from .study import (
     score_study,
     vepd,
     wasserstein,
+    wasserstein_rows,
 )
 
 __all__ = [
     "REAL", "SPECTRA", "SPEED_CHOICES", "SPEED_EXPRESSIONS", "SPEED_PRESETS", "RunRecord", "RunScore",
     "ScoreOptions", "StudyResult", "average_ranks", "bootstrap_intervals", "check_study", "common_timeline",
     "distances", "moving_average", "permutation_pvalues", "resample_run", "resolve_speed", "rmse",
-    "score_run", "score_study", "speed_from_velocity", "spectrum", "vepd", "wasserstein", "wiener_entropy",
+    "score_run", "score_study", "speed_from_velocity", "spectrum", "vepd", "wasserstein",
+    "wasserstein_rows", "wiener_entropy",
 ]
