@@ -101,6 +101,31 @@ def single_truth(truth_at_stamp: GroundTruth, stamp_ns: int, source: str) -> Gro
     return truth_at_stamp.interpolate(stamps_to_seconds([stamp_ns]))
 
 
+class SensorModel:
+    """The two hosts of every sensor model: batch ``sample`` (offline) and streaming ``step`` (ROS
+    node).  Both end in the subclass's ``measure(stamps, truth_at_stamps)``, so they give the same
+    numbers for the same seed.  Subclasses set ``period_ns`` and ``source`` and define ``measure``."""
+
+    period_ns: int
+    source: str
+
+    def default_stamps(self, truth: GroundTruth) -> np.ndarray:
+        return default_stamps(truth, self.period_ns)
+
+    def sample(self, truth: GroundTruth, stamps_ns: Optional[np.ndarray] = None):
+        """Batch: samples at ``stamps_ns`` (default: every period tick inside the truth span)."""
+        truth.validate(f"{self.source}: ground truth")
+        stamps = (
+            self.default_stamps(truth) if stamps_ns is None else check_stamps(stamps_ns, truth, self.source)
+        )
+        return self.measure(stamps, truth.interpolate(stamps_to_seconds(stamps)))
+
+    def step(self, stamp_ns: int, truth_at_stamp: GroundTruth):
+        """Streaming: the sample at one stamp (length 0 when dropped), state kept in the model."""
+        stamps = np.array([int(stamp_ns)], dtype=np.int64)
+        return self.measure(stamps, single_truth(truth_at_stamp, int(stamp_ns), self.source))
+
+
 def available_presets(kind: str) -> List[str]:
     folder = config_path("sensors", kind)
     return sorted(p.stem for p in Path(folder).glob("*.yaml")) if Path(folder).is_dir() else []

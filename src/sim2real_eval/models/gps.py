@@ -18,7 +18,7 @@ Parameters (YAML keys):
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional
+from typing import Dict
 
 import numpy as np
 
@@ -29,12 +29,9 @@ from ..yamlio import Section
 from . import samples as S
 from .base import (
     SampleClock,
-    check_stamps,
-    default_stamps,
+    SensorModel,
     period_ns,
     resolve_spec,
-    single_truth,
-    stamps_to_seconds,
 )
 from .noise import POSITION_MODELS, build_noise
 from .seeding import as_seed_sequence, child, generator
@@ -258,7 +255,7 @@ def _named_int(sec: Section, key: str, table: Dict[str, int], default: str) -> i
     return table[sec.string(key, default, choices=table)]
 
 
-class GpsModel:
+class GpsModel(SensorModel):
     """One simulated receiver; ``sample`` (batch) and ``step`` (streaming) give identical numbers."""
 
     TOP_KEYS = (
@@ -335,22 +332,6 @@ class GpsModel:
             "outage_mode": self.outage_mode,
             "dropout_probability": self.dropout_probability,
         }
-
-    def default_stamps(self, truth: GroundTruth) -> np.ndarray:
-        return default_stamps(truth, self.period_ns)
-
-    def sample(self, truth: GroundTruth, stamps_ns: Optional[np.ndarray] = None) -> S.GpsSamples:
-        """Batch: fixes at ``stamps_ns`` (default: every period tick inside the truth span)."""
-        truth.validate(f"{self.source}: ground truth")
-        stamps = (
-            self.default_stamps(truth) if stamps_ns is None else check_stamps(stamps_ns, truth, self.source)
-        )
-        return self.measure(stamps, truth.interpolate(stamps_to_seconds(stamps)))
-
-    def step(self, stamp_ns: int, truth_at_stamp: GroundTruth) -> S.GpsSamples:
-        """Streaming: the fix at one stamp (length 0 when dropped), state kept in the model."""
-        stamps = np.array([int(stamp_ns)], dtype=np.int64)
-        return self.measure(stamps, single_truth(truth_at_stamp, int(stamp_ns), self.source))
 
     def measure(self, stamps: np.ndarray, truth: GroundTruth) -> S.GpsSamples:
         """The fixes at int64 ``stamps`` given the truth already at those stamps (one row each).

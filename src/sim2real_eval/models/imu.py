@@ -20,7 +20,7 @@ Parameters (YAML keys):
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict
 
 import numpy as np
 
@@ -30,12 +30,9 @@ from ..yamlio import Section
 from . import samples as S
 from .base import (
     SampleClock,
-    check_stamps,
-    default_stamps,
+    SensorModel,
     period_ns,
     resolve_spec,
-    single_truth,
-    stamps_to_seconds,
 )
 from .magnetometer import Magnetometer
 from .noise import CHANNEL_MODELS, build_noise
@@ -59,7 +56,7 @@ def _covariance_row(sec: Section, key: str, auto_variance: np.ndarray):
     return row, variances
 
 
-class ImuModel:
+class ImuModel(SensorModel):
     """One simulated IMU; ``sample`` (batch) and ``step`` (streaming) give identical numbers."""
 
     TOP_KEYS = (
@@ -132,22 +129,6 @@ class ImuModel:
             "magnetometer": self.magnetometer.params,
             "reported_covariance": dict(self.reported_yaml),
         }
-
-    def default_stamps(self, truth: GroundTruth) -> np.ndarray:
-        return default_stamps(truth, self.period_ns)
-
-    def sample(self, truth: GroundTruth, stamps_ns: Optional[np.ndarray] = None) -> S.ImuSamples:
-        """Batch: samples at ``stamps_ns`` (default: every period tick inside the truth span)."""
-        truth.validate(f"{self.source}: ground truth")
-        stamps = (
-            self.default_stamps(truth) if stamps_ns is None else check_stamps(stamps_ns, truth, self.source)
-        )
-        return self.measure(stamps, truth.interpolate(stamps_to_seconds(stamps)))
-
-    def step(self, stamp_ns: int, truth_at_stamp: GroundTruth) -> S.ImuSamples:
-        """Streaming: the sample at one stamp, state kept in the model."""
-        stamps = np.array([int(stamp_ns)], dtype=np.int64)
-        return self.measure(stamps, single_truth(truth_at_stamp, int(stamp_ns), self.source))
 
     def sensor_frame(self, truth: GroundTruth):
         """True (orientation q_ws, angular velocity ω_s, specific force f_s) in the sensor frame."""
