@@ -336,3 +336,34 @@ def test_corrupt_bag_and_unwritable_out(art_bag, tmp_path, capsys):
     code = main(["replay", str(art_bag), "--replace", "imu=chrono_paper_demo", "--out", str(blocker)])
     assert code == 2 and str(blocker) in capsys.readouterr().err
     assert sqlite3  # the .db3 is an sqlite file: truncation above is a real corruption
+
+
+def test_stream_rate_hand_values():
+    from sim2real_eval.errors import UserError
+    from sim2real_eval.pipeline.replay import stream_rate
+
+    ms = 1_000_000
+    assert stream_rate([0, 100 * ms, 200 * ms, 300 * ms], "s") == 10.0
+    # One dropped message: the 200 ms step counts as two periods (1 / median would say so too).
+    assert stream_rate([0, 100 * ms, 200 * ms, 400 * ms, 500 * ms], "s") == 10.0
+    # Jittered stamps: steps 95, 110, 92, 103 ms -> median 99 ms (10.10 Hz); the span 400 ms / 4 -> 10 Hz.
+    assert stream_rate([5 * ms, 100 * ms, 210 * ms, 302 * ms, 405 * ms], "s") == 10.0
+    assert stream_rate([0, 0, 500 * ms, 1000 * ms], "s") == 2.0  # repeated stamps are no period
+    with pytest.raises(UserError, match="real GPS stream: need two messages"):
+        stream_rate([7, 7], "real GPS stream")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1.0, 50.0), st.integers(100, 400), st.floats(0.0, 0.1), st.integers(0, 2**32 - 1))
+def test_stream_rate_ignores_jitter_and_drops(rate, n, jitter, seed):
+    """Ticks at ``rate`` with uniform stamp jitter up to ``jitter`` periods and ~3 % dropped messages
+    (never two in a row): the estimate is 1/period to the stream's span resolution."""
+    from sim2real_eval.pipeline.replay import stream_rate
+
+    rng = np.random.default_rng(seed)
+    period = 1e9 / rate
+    keep = np.ones(n, dtype=bool)
+    keep[1:-1:2] = rng.random(len(keep[1:-1:2])) > 0.06
+    stamps = (1e18 + period * np.arange(n) + rng.uniform(-jitter, jitter, n) * period).astype(np.int64)[keep]
+    tolerance = rate * 2 * jitter / (n - 1) + 0.005 + 1e-9
+    assert abs(stream_rate(stamps, "s") - rate) <= tolerance
