@@ -78,10 +78,11 @@ def distributions_png(result: StudyResult) -> bytes:
             for col, variant in enumerate(variants):
                 ax = axes[row, col]
                 sim = _values(result, variant, field)
-                ax.hist(real, bins=bins, density=True, color=REAL_COLOR, alpha=0.35,
-                        label=f"real (n={len(real)})")
-                ax.hist(sim, bins=bins, density=True, color=colors[variant], alpha=0.45,
-                        label=f"sim (n={len(sim)})")
+                # One filled outline per histogram (looks like edge-less bars, 1 artist instead of 20).
+                ax.hist(real, bins=bins, density=True, histtype="stepfilled", color=REAL_COLOR,
+                        alpha=0.35, label=f"real (n={len(real)})")
+                ax.hist(sim, bins=bins, density=True, histtype="stepfilled", color=colors[variant],
+                        alpha=0.45, label=f"sim (n={len(sim)})")
                 _kde_line(ax, real, grid, REAL_COLOR, lw=1.6)
                 _kde_line(ax, sim, grid, colors[variant], lw=1.8)
                 w = result.combined[variant][w_name]
