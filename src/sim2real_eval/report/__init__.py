@@ -5,6 +5,8 @@ place only when complete (atomic.atomic_directory): a failure leaves no partial 
 """
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 from ..atomic import atomic_directory
@@ -34,22 +36,25 @@ def default_trace_runs(result: StudyResult) -> list:
 
 
 def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_runs=None,
-                 extra_options=None, overwrite: bool = False) -> Path:
+                 extra_options=None, overwrite: bool = False, workers: int = 1) -> Path:
     """Write the report folder ``out_dir``; returns its path.
 
     ``series``: {(side, variant, scenario, k): RunSeries} for the velocity-trace figures;
-    ``trace_runs``: [(scenario, k)] (default: ``default_trace_runs``).
+    ``trace_runs``: [(scenario, k)] (default: ``default_trace_runs``); ``workers`` > 1 draws the
+    figures in that many forked processes (same PNG bytes: each figure is drawn by one process alone).
     """
     trace_runs = default_trace_runs(result) if trace_runs is None else list(trace_runs)
     scored = {(r.scenario, r.k) for r in result.runs}
     for scenario, k in trace_runs:
         if (scenario, k) not in scored:
             raise UserError(f"--trace-runs: no scored run {scenario}:{k}")
-    pngs = {"distributions": figures.distributions_png(result), "overview": figures.overview_png(result)}
+    jobs = [("distributions", figures.distributions_png, (result,)),
+            ("overview", figures.overview_png, (result,))]
     for scenario, k in trace_runs:
-        png = figures.traces_png(result, series, scenario, k)
-        if png is not None:
-            pngs[f"traces_{scenario}_{k}"] = png
+        # Only the runs the figure shows travel to a worker.
+        shown = {key: value for key, value in series.items() if key[2:] == (scenario, k)}
+        jobs.append((f"traces_{scenario}_{k}", figures.traces_png, (result, shown, scenario, k)))
+    pngs = {name: png for (name, _, _), png in zip(jobs, _draw_all(jobs, workers)) if png is not None}
     titles = {
         "distributions": "Fig. 3 — per-run RMSE and entropy-difference distributions, real vs sim",
         "overview": "Tables I and II at a glance",
@@ -72,6 +77,19 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
         for name, png in pngs.items():
             (figure_dir / f"{_safe(name)}.png").write_bytes(png)
     return out_dir
+
+
+def _draw(job) -> bytes | None:
+    _name, function, args = job
+    return function(*args)
+
+
+def _draw_all(jobs: list, workers: int) -> list:
+    """PNG bytes (or None) of every figure job, in job order."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [_draw(job) for job in jobs]
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("fork")) as pool:
+        return list(pool.map(_draw, jobs))
 
 
 def _safe(name: str) -> str:
