@@ -31,7 +31,9 @@ AREAS = (
     ("message building for the run bags", "pipeline/run.py", "judge_records"),
     ("ground-truth odometry messages", "pipeline/run.py", "truth_records"),
     ("run bag writing (rosbags, sqlite3)", "pipeline/run.py", "write_run"),
+    ("scoring: find runs (run.yaml)", "metrics/inputs.py", "discover_runs_dir"),
     ("scoring: read runs + per-run metrics", "metrics/inputs.py", "load_and_score_all"),
+    ("  of which opening bags (rosbags metadata + QoS YAML)", "bags/reader.py", "open_bag"),
     ("scoring: W1/W2/VEPD + bootstrap + permutations", "metrics/study.py", "score_study"),
     ("report: figures + HTML", "report/__init__.py", "write_report"),
 )

@@ -12,7 +12,8 @@ Prints ``name: value`` lines:
   cpu_ms_per_run          CPU time of one run read + scored in this process (robust to a busy machine;
                           the 2 s goal needs <= ~20 ms with 2 cores)
   study_s                 Tables I/II + bootstrap (1000) + permutations (1000) for all variants
-  report_s                writing vepd.json, tables, figures and report.html
+  report_s                writing vepd.json, tables, figures and report.html (figures in this process)
+  report_parallel_s       the same with the figures drawn by --workers processes
 
 Usage: python benchmarks/bench_score.py [--workers 2] [--runs 10] [--keep DIR]
 """
@@ -119,6 +120,9 @@ def main() -> None:
         start = time.perf_counter()
         write_report(Path(temp) / "report", result, series, str(root))
         report_s = time.perf_counter() - start
+        start = time.perf_counter()
+        write_report(Path(temp) / "report_parallel", result, series, str(root), workers=args.workers)
+        report_parallel_s = time.perf_counter() - start
         print(f"runs: {len(records)}")
         if per_run is not None:
             print(f"messages_per_run: {per_run}")
@@ -127,6 +131,7 @@ def main() -> None:
         print(f"cpu_ms_per_run: {cpu_ms:.1f}")
         print(f"study_s: {study_s:.3f}")
         print(f"report_s: {report_s:.3f}")
+        print(f"report_parallel_s: {report_parallel_s:.3f}")
 
 
 if __name__ == "__main__":
