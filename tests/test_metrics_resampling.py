@@ -92,21 +92,21 @@ def _groups(rng, sizes, shift=0.0):
     return [np.column_stack([rng.normal(0.1 + shift, 0.02, n), rng.random(n)]) for n in sizes]
 
 
-@pytest.mark.parametrize("real_sizes, sim_sizes, shift", [
-    ((10, 10, 10), (10, 10, 10), 0.03),    # the demo's shape
-    ((3, 7, 4), (5, 2, 9), 0.0),           # unequal strata and sides
-    ((6,), (6,), 0.0),                     # one stratum, same distribution
+@pytest.mark.parametrize("real_sizes, sim_sizes, shift, n", [
+    ((10, 10, 10), (10, 10, 10), 0.03, 300),    # the demo's shape
+    ((3, 7, 4), (5, 2, 9), 0.0, 300),           # unequal strata and sides
+    ((6,), (5,), 0.0, 1100),                    # one stratum; several blocks of resamples
 ])
-def test_resampling_equals_the_one_at_a_time_loop(real_sizes, sim_sizes, shift):
+def test_resampling_equals_the_one_at_a_time_loop(real_sizes, sim_sizes, shift, n):
     rng = np.random.default_rng(11)
     real, sim = _groups(rng, real_sizes), _groups(rng, sim_sizes, shift)
     seed = np.random.SeedSequence([2024, 7])
-    got = bootstrap_intervals(real, sim, 300, seed)
-    expected = loop_bootstrap(real, sim, 300, seed)
+    got = bootstrap_intervals(real, sim, n, seed)
+    expected = loop_bootstrap(real, sim, n, seed)
     for name in ("W1", "W2", "VEPD"):
         np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-12)
-    got_p = permutation_pvalues(real, sim, 300, seed)
-    expected_p = loop_permutation(real, sim, 300, seed)
+    got_p = permutation_pvalues(real, sim, n, seed)
+    expected_p = loop_permutation(real, sim, n, seed)
     assert got_p == pytest.approx(expected_p, abs=0)
 
 

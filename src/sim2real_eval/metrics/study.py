@@ -111,6 +111,14 @@ def _stack(groups):
     return np.concatenate([g[:, 0] for g in groups]), np.concatenate([g[:, 1] for g in groups])
 
 
+BLOCK = 500  # resamples per vectorised block: memory stays bounded for big studies or many resamples
+
+
+def _blocks(total: int) -> list:
+    """Sizes of consecutive blocks of at most BLOCK resamples that add up to ``total``."""
+    return [min(BLOCK, total - first) for first in range(0, total, BLOCK)]
+
+
 def _distance_rows(values: np.ndarray, real_index: np.ndarray, sim_index: np.ndarray) -> np.ndarray:
     """(R, 3) rows [W1, W2, VEPD] for R resamples; ``values`` (N, 2) [E, D], indices (R, ·) into it."""
     real, sim = values[real_index], values[sim_index]
@@ -127,8 +135,8 @@ def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence
     run's E and D together.  Returns {"W1": [lo, hi], "W2": ..., "VEPD": ...}.
 
     The draws are made one group at a time in a fixed order (real strata, then sim strata, per
-    resample) so a seed always gives the same intervals; the distances of all resamples are then
-    computed at once on an index matrix.
+    resample) so a seed always gives the same intervals; the distances of a block of resamples are
+    then computed at once on an index matrix.
     """
     rng = np.random.default_rng(seed_sequence)
     groups = list(real_groups) + list(sim_groups)
@@ -136,12 +144,14 @@ def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence
     starts = np.cumsum([0] + [len(g) for g in groups])[:-1].tolist()
     sizes = [len(g) for g in groups]
     n_real = sum(len(g) for g in real_groups)
-    index = np.empty((n_resamples, len(values)), dtype=np.int64)
-    for b in range(n_resamples):
-        row = index[b]
-        for start, size in zip(starts, sizes):
-            row[start:start + size] = start + rng.integers(0, size, size)
-    samples = _distance_rows(values, index[:, :n_real], index[:, n_real:])
+    parts = []
+    for count in _blocks(n_resamples):
+        index = np.empty((count, len(values)), dtype=np.int64)
+        for row in index:
+            for start, size in zip(starts, sizes):
+                row[start:start + size] = start + rng.integers(0, size, size)
+        parts.append(_distance_rows(values, index[:, :n_real], index[:, n_real:]))
+    samples = np.concatenate(parts) if parts else np.empty((0, 3))
     tail = 100 * (1 - level) / 2
     lo, hi = np.percentile(samples, [tail, 100 - tail], axis=0)
     return {name: [float(lo[i]), float(hi[i])] for i, name in enumerate(("W1", "W2", "VEPD"))}
@@ -151,27 +161,30 @@ def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_seque
     """p-values of H0 "real and sim runs come from one distribution" for W1, W2 and VEPD.
 
     Side labels are shuffled within each stratum; p = (1 + #{stat_perm >= stat_obs}) / (1 + n).
-    One shuffle per stratum and permutation, in a fixed order (seeded); the statistics of all
+    One shuffle per stratum and permutation, in a fixed order (seeded); the statistics of a block of
     permutations are computed at once.
     """
     rng = np.random.default_rng(seed_sequence)
     observed = np.array(distances(*_stack(real_groups), *_stack(sim_groups)))
+    # Permuted statistics equal to the observed one up to rounding count as reaching it.
+    threshold = observed - 1e-12 * np.maximum(1.0, np.abs(observed))
     pooled = [np.concatenate([r, s]) for r, s in zip(real_groups, sim_groups)]
     values = np.concatenate(pooled)
     starts = np.cumsum([0] + [len(p) for p in pooled])[:-1].tolist()
     n_real = [len(r) for r in real_groups]
-    real_index = np.empty((n_permutations, sum(n_real)), dtype=np.int64)
-    sim_index = np.empty((n_permutations, len(values) - sum(n_real)), dtype=np.int64)
-    for i in range(n_permutations):
-        real_at = sim_at = 0
-        for start, pool, n in zip(starts, pooled, n_real):
-            shuffled = start + rng.permutation(len(pool))
-            real_index[i, real_at:real_at + n] = shuffled[:n]
-            sim_index[i, sim_at:sim_at + len(pool) - n] = shuffled[n:]
-            real_at += n
-            sim_at += len(pool) - n
-    stats_perm = _distance_rows(values, real_index, sim_index)
-    exceed = (stats_perm >= observed - 1e-12 * np.maximum(1.0, np.abs(observed))).sum(axis=0)
+    exceed = np.zeros(3, dtype=np.int64)
+    for count in _blocks(n_permutations):
+        real_index = np.empty((count, sum(n_real)), dtype=np.int64)
+        sim_index = np.empty((count, len(values) - sum(n_real)), dtype=np.int64)
+        for i in range(count):
+            real_at = sim_at = 0
+            for start, pool, n in zip(starts, pooled, n_real):
+                shuffled = start + rng.permutation(len(pool))
+                real_index[i, real_at:real_at + n] = shuffled[:n]
+                sim_index[i, sim_at:sim_at + len(pool) - n] = shuffled[n:]
+                real_at += n
+                sim_at += len(pool) - n
+        exceed += (_distance_rows(values, real_index, sim_index) >= threshold).sum(axis=0)
     p = (1 + exceed) / (1 + n_permutations)
     return {"p_W1": float(p[0]), "p_W2": float(p[1]), "p_VEPD": float(p[2])}
 
