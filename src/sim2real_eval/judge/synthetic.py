@@ -15,12 +15,12 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .tf import StaticTransform, quaternion_from_matrix
+from .. import art
+from .tf import parse_static_tf, quaternion_from_matrix
 
-ART_STATIC_TFS = (
-    StaticTransform("base_link", "gps", (0.0, 0.0, 0.0), 0.0, 0.0, 0.0),
-    StaticTransform("base_link", "imu", (0.0, 0.0, 0.0), 3.1416, -1.5708, 0.0),
-)
+# The ART launch's static TFs (art.py), parsed; gps first, imu second (callers index them).
+ART_STATIC_TFS = tuple(sorted((parse_static_tf(text) for text in art.ART_STATIC_TFS),
+                              key=lambda tf: tf.child))
 EARTH_RADIUS = 6378137.0
 GRAVITY = 9.80665
 
@@ -105,7 +105,7 @@ def art_like_samples(
         diag([gyro_sigma**2] * 3),
         accel_s,
         diag([accel_sigma**2] * 3),
-        frame_id="imu",
+        frame_id=art.IMU_FRAME,
     )
 
     gps_stamps = ticks(gps_rate)
@@ -128,7 +128,7 @@ def art_like_samples(
         np.tile([var, 0, 0, 0, var, 0, 0, 0, 4 * var], (m, 1)),
         np.full(m, 2, np.uint8),
         np.zeros((m, 3)),
-        frame_id="gps",
+        frame_id=art.GPS_FRAME,
     )
     return imu, gps
 
@@ -147,7 +147,7 @@ def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
             linear_acceleration=_vec(imu.linear_acceleration[i]),
             linear_acceleration_covariance=list(imu.linear_acceleration_covariance[i]),
         )
-        out.append((int(imu.receive_ns[i]), "/imu", msg))
+        out.append((int(imu.receive_ns[i]), art.TOPICS["imu"], msg))
     for i in range(len(gps)):
         msg = SimpleNamespace(
             header=SimpleNamespace(stamp=_stamp(gps.stamp_ns[i]), frame_id=gps.frame_id),
@@ -158,6 +158,6 @@ def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
             position_covariance=list(gps.position_covariance[i]),
             position_covariance_type=int(gps.position_covariance_type[i]),
         )
-        out.append((int(gps.receive_ns[i]), "/fix", msg))
+        out.append((int(gps.receive_ns[i]), art.TOPICS["gps"], msg))
     out.sort(key=lambda item: item[0])  # stable: IMU before GPS at equal receive times
     return out
