@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import apsw
+import rosbags.rosbag2.reader as rosbags_reader_module
 from rosbags.interfaces import MessageDefinitionFormat
 from rosbags.rosbag1 import Reader as Reader1
 from rosbags.rosbag1 import ReaderError as ReaderError1
@@ -39,6 +40,29 @@ from .typestore import LAYOUT_DEPENDENT, detect_sbg_layout, get_typestore, types
 # What a damaged storage file raises inside rosbags / apsw / the mcap parser.
 _STORAGE_ERRORS = (ReaderError1, ReaderError2, apsw.Error, struct.error, EOFError, OSError, ValueError,
                    KeyError, IndexError, AssertionError, RuntimeError)
+
+
+def _memoise_qos_parse() -> None:
+    """rosbags parses every topic's offered-QoS YAML text (v4-v8 metadata) with a fresh pure-Python
+    ruamel loader: ~70 % of opening a small bag.  The result depends only on the text, so parse each
+    distinct text once (a fresh list each time: callers never share a mutable result)."""
+    original = getattr(rosbags_reader_module, "parse_qos", None)
+    if original is None or getattr(original, "memoised", False):
+        return
+    parsed: dict = {}
+
+    def parse_qos(dcts):
+        if not isinstance(dcts, str):  # v9 lists, or nothing: no text to key on
+            return original(dcts)
+        if dcts not in parsed:
+            parsed[dcts] = tuple(original(dcts))
+        return list(parsed[dcts])
+
+    parse_qos.memoised = True
+    rosbags_reader_module.parse_qos = parse_qos
+
+
+_memoise_qos_parse()
 
 
 @dataclass(frozen=True)
