@@ -293,7 +293,7 @@ def score_runs(runs_dir: Path, keep, options, workers: int):
     if not specs:
         raise UserError(f"{runs_dir}: no runs to score")
     records, series, skipped = load_and_score_all(specs, options, False, workers)
-    return score_study(records, options, skipped), series
+    return score_study(records, options, skipped, workers=workers), series
 
 
 def ordering_checks(gps_doc: dict, imu_doc: dict | None) -> dict:
@@ -407,10 +407,10 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     staging = out / ".report-staging"
     if staging.exists():
         shutil.rmtree(staging)
-    write_report(staging, gps_result, gps_series, str(runs_dir), extra_options=extra)
+    write_report(staging, gps_result, gps_series, str(runs_dir), extra_options=extra, workers=workers)
     imu_study = f"real GPS + {imu_name} vs real GPS + real IMU ({imu_scenario})"
     write_report(staging / IMU_STUDY, imu_result, imu_series, str(runs_dir),
-                 extra_options=dict(extra, study=imu_study))
+                 extra_options=dict(extra, study=imu_study), workers=workers)
     gps_doc = tables.vepd_document(gps_result, extra)
     imu_doc = tables.vepd_document(imu_result, extra)
     ordering = ordering_checks(gps_doc, imu_doc)

@@ -112,7 +112,7 @@ def run(args) -> int:
         write_report(args.out, result, series, source, trace_runs,
                      extra_options={"input": kind, "source": str(source),
                                     **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
-                     overwrite=args.overwrite)
+                     overwrite=args.overwrite, workers=args.workers or os.cpu_count() or 1)
         advance(1, report_task)
 
     best = min(result.variants, key=lambda v: result.combined[v]["VEPD"])
