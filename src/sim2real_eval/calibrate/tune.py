@@ -254,21 +254,10 @@ class _Ray:
     """Trials as Ray tasks (1 CPU each) on the cluster at ``address`` ("local" starts one here)."""
 
     def __init__(self, context, address: str, workers: int):
-        try:
-            import ray
-        except ImportError:
-            raise UserError("--ray needs the 'ray' package (pip install 'sim2real_eval[all]')") from None
+        from ..pipeline.batch import connect_ray
+
+        ray, self.started = connect_ray(address, workers)
         self.ray = ray
-        self.started = False
-        if not ray.is_initialized():
-            try:
-                if address == "local":
-                    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-                else:
-                    ray.init(address=address, log_to_driver=False)
-            except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise UserError(f"--ray {address}: cannot connect to a Ray cluster ({exc})") from None
-            self.started = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.capacity = max(1, min(workers, cpus) if address == "local" else cpus)
         self.context_ref = ray.put(context)

@@ -144,19 +144,27 @@ def _run_pool(tasks, pending, out, workers, collect: Callable) -> None:
     pool.shutdown(wait=True)
 
 
-def _run_ray(tasks, pending, out, address: str, workers: int, collect: Callable) -> None:
+def connect_ray(address: str, workers: int):
+    """(ray module, started_here): join the cluster at ``address`` ("auto", an address, or "local" to
+    start one with ``workers`` CPUs here) unless Ray is already initialised in this process."""
     try:
         import ray
     except ImportError:
         raise UserError("--ray needs the 'ray' package (pip install 'sim2real_eval[all]')") from None
-    if not ray.is_initialized():
-        try:
-            if address == "local":
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, log_to_driver=False)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise UserError(f"--ray {address}: cannot connect to a Ray cluster ({exc})") from None
+    if ray.is_initialized():
+        return ray, False
+    try:
+        if address == "local":
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise UserError(f"--ray {address}: cannot connect to a Ray cluster ({exc})") from None
+    return ray, True
+
+
+def _run_ray(tasks, pending, out, address: str, workers: int, collect: Callable) -> None:
+    ray, _started = connect_ray(address, workers)
     remote = ray.remote(execute_task)
     refs = {remote.remote(tasks[index], out): index for index in pending}
     waiting = list(refs)
