@@ -170,13 +170,7 @@ def predict(
     (ω += aΔ, enabled linear accelerations replaced); x ← F·x; wrap angles; P ← J P Jᵀ + Δ·Q.
     Returns (state, covariance)."""
     f, j = transition(state, delta)
-    q = process_noise
-    if dynamic_noise:
-        q = process_noise.copy()
-        speed2 = 0.0
-        for i in range(6, 12):
-            speed2 += state[i] * state[i]
-        q[:6, :6] *= speed2
+    q = process_noise_for(process_noise, state, dynamic_noise)
     x = state.copy()
     if use_control:
         for i in range(3):
@@ -387,6 +381,30 @@ def ukf_weights(alpha: float, kappa: float, beta: float):
 
 
 @njit(cache=True)
+def process_noise_for(process_noise: np.ndarray, state: np.ndarray, dynamic_noise: bool) -> np.ndarray:
+    """Q, or the dynamic Q′: the pose block scaled by ‖(vx, vy, vz, vroll, vpitch, vyaw)‖² of ``state``."""
+    if not dynamic_noise:
+        return process_noise
+    q = process_noise.copy()
+    speed2 = 0.0
+    for i in range(6, 12):
+        speed2 += state[i] * state[i]
+    q[:6, :6] *= speed2
+    return q
+
+
+@njit(cache=True)
+def sigma_points(state: np.ndarray, covariance: np.ndarray, lam: float) -> np.ndarray:
+    """The UKF's 31 sigma points: x and x ± the columns of chol((n + λ)·P)."""
+    root = llt_lower((15 + lam) * covariance)
+    points = np.empty((31, 15))
+    points[0] = state
+    points[1:16] = state + root.T
+    points[16:31] = state - root.T
+    return points
+
+
+@njit(cache=True)
 def ukf_predict(
     state: np.ndarray,
     covariance: np.ndarray,
@@ -402,22 +420,11 @@ def ukf_predict(
     angles wrapped.  The control acceleration is not applied (as in ukf.cpp).
     Returns (state, covariance, sigma points (31, 15))."""
     f, _j = transition(state, delta)
-    root = llt_lower((15 + lam) * covariance)
-    points = np.empty((31, 15))
-    points[0] = state
-    points[1:16] = state + root.T
-    points[16:31] = state - root.T
-    sigma = points @ f.T  # every sigma point through the same F
+    sigma = sigma_points(state, covariance, lam) @ f.T  # every sigma point through the same F
     x = state_weights @ sigma
     diff = sigma - x
     p = (diff * np.expand_dims(covar_weights, 1)).T @ diff
-    q = process_noise
-    if dynamic_noise:
-        q = process_noise.copy()
-        speed2 = 0.0
-        for i in range(6, 12):
-            speed2 += x[i] * x[i]
-        q[:6, :6] *= speed2
+    q = process_noise_for(process_noise, x, dynamic_noise)
     p = p + delta * q
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
@@ -443,11 +450,7 @@ def ukf_correct(
     K = P_xz(P_zz + R)⁻¹, ν = z − ẑ (angles wrapped), gate d² = νᵀ(P_zz + R)⁻¹ν ≥ thr² → reject,
     x += Kν, P −= K·P_zz·Kᵀ.  Returns (applied, state, covariance, sigma)."""
     if regenerate:
-        root = llt_lower((15 + lam) * covariance)
-        sigma = np.empty((31, 15))
-        sigma[0] = state
-        sigma[1:16] = state + root.T
-        sigma[16:31] = state - root.T
+        sigma = sigma_points(state, covariance, lam)
     count = 0
     for i in range(15):
         if update[i] and np.isfinite(z[i]):
