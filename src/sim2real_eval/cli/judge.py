@@ -20,8 +20,16 @@ NAVSATFIX = "sensor_msgs/msg/NavSatFix"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("bag", type=Path, help="ROS 1 .bag or rosbag2 directory / .db3 / .mcap")
-    parser.add_argument("--config", type=Path, required=True, help="ekf_node parameter YAML")
+    parser.add_argument("bag", type=Path, nargs="?", help="ROS 1 .bag or rosbag2 directory / .db3 / .mcap")
+    parser.add_argument(
+        "--check",
+        type=Path,
+        nargs="+",
+        metavar="CONFIG",
+        help="only lint these robot_localization parameter files (ekf/ukf and navsat sections) as Humble "
+        "reads them; one line per problem, exit 2 on any error (no BAG, --config or --output needed)",
+    )
+    parser.add_argument("--config", type=Path, help="ekf_node parameter YAML (required unless --check)")
     parser.add_argument("--node", help="node section of --config to use (default: the only filter section)")
     parser.add_argument(
         "--filter",
@@ -49,7 +57,7 @@ def add_arguments(parser) -> None:
         help="ROS-style topic remapping of the nodes' topics; repeatable",
     )
     parser.add_argument(
-        "--output", type=Path, required=True, help="output rosbag2 directory (must not exist)"
+        "--output", type=Path, help="output rosbag2 directory (must not exist; required unless --check)"
     )
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT when complete")
@@ -72,6 +80,20 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def check(paths) -> int:
+    """``judge --check``: every finding of every file, one line each, then a summary line per file."""
+    from ..judge.params import check_params_file
+
+    errors = 0
+    for path in paths:
+        result = check_params_file(path)
+        for _level, text in result.lines:
+            print(text)
+        print(f"{path}: {result.summary}: {result.errors} error(s), {result.warnings} warning(s)")
+        errors += result.errors
+    return 2 if errors else 0
+
+
 def run(args) -> int:
     from ..atomic import atomic_directory  # noqa: F401 - write_bag is atomic (atomic_directory)
     from ..bags import open_bag, write_bag
@@ -79,6 +101,12 @@ def run(args) -> int:
     from ..errors import UserError
     from ..judge import Judge, load_ekf_params, load_navsat_params, parse_static_tf
 
+    if args.check:
+        return check(args.check)
+    given = (("BAG", args.bag), ("--config", args.config), ("--output", args.output))
+    missing = [name for name, value in given if value is None]
+    if missing:
+        raise UserError(f"missing {', '.join(missing)} (needed unless --check)")
     static_tfs = [parse_static_tf(spec) for spec in args.static_tf]
     remaps = parse_remaps(args.remap)
     ekf_params = load_ekf_params(args.config, args.node, args.filter)
