@@ -427,3 +427,17 @@ def test_judge_runs_upstream_bag2_config_verbatim(peer_bag, tmp_path, capsys):
                  "--output", str(out), "--no-progress"])
     assert code == 0, capsys.readouterr().err
     assert (out / "summary.json").is_file()
+
+
+def test_check_warns_where_humble_runs_but_the_judge_refuses(tmp_path):
+    path = write(tmp_path, "nav:\n  ros__parameters:\n    use_local_cartesian: true\n"
+                           "ekf:\n  ros__parameters:\n    frequency: 30.0\n    smooth_lagged_data: true\n")
+    result = check_params_file(path)
+    assert result.errors == 0 and [text for _, text in result.lines] == [
+        f"{path}:3: nav.use_local_cartesian: warning: not implemented by the embedded judge (Humble runs it; "
+        "the judge refuses it)",
+        f"{path}:5: ekf: warning: no odomN/poseN/twistN/imuN input is configured (Humble's filter never "
+        "publishes; the judge refuses it)",
+        f"{path}:7: ekf.smooth_lagged_data: warning: lagged-data smoothing is not implemented by the "
+        "embedded judge (Humble runs it; the judge refuses it)",
+    ]

@@ -823,7 +823,16 @@ def check_params_file(path) -> FileCheck:
         kwargs = {} if kind == "navsat" else {"filter_type": kind}
         result, findings = checker(params, section.name, source=source, **kwargs)
         if kind != "navsat":
-            findings = findings + _judge_limits(result, "warning")
+            limits = _judge_limits(result, "warning")
+        elif result.use_local_cartesian:
+            message = "not implemented by the embedded judge (Humble runs it; the judge refuses it)"
+            limits = [Finding("warning", section.name, "use_local_cartesian", message)]
+        else:
+            limits = []
+        for limit in limits:
+            param = params.get(limit.key)
+            line = param.line if isinstance(param, RosParam) else section.line
+            findings.append(Finding(limit.level, limit.node, limit.key, limit.message, line))
         for finding in sorted(findings, key=lambda f: f.line or 0):
             if finding.node == section.name or section.is_wildcard:
                 lines.append((finding.level, f"{finding.where(source)}: {finding.level}: {finding.message}"))
