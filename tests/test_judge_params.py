@@ -306,6 +306,7 @@ robots:
 """)
     p = load_ekf_params(path)
     assert p.node == "robots/ekf_filter_node" and not p.two_d_mode  # the later, specific section wins
+    assert load_ekf_params(path, node="ekf_filter_node").node == "robots/ekf_filter_node"
     with pytest.raises(UserError, match=r":3: /\*\*\.use_sim_time: integer 1, but"):
         load_ekf_params(write(tmp_path, path.read_text().replace("use_sim_time: true", "use_sim_time: 1"),
                               "w.yaml"))
@@ -441,3 +442,16 @@ def test_check_warns_where_humble_runs_but_the_judge_refuses(tmp_path):
         f"{path}:7: ekf.smooth_lagged_data: warning: lagged-data smoothing is not implemented by the "
         "embedded judge (Humble runs it; the judge refuses it)",
     ]
+
+
+def test_docs_list_every_declared_parameter(repo_root):
+    from sim2real_eval.judge import params
+
+    docs = (repo_root / "docs" / "judge.md").read_text()
+    table = docs[docs.index("| node | double |"):docs.index("Only declared parameters are checked")]
+    names = {**params.FILTER_PARAM_TYPES, **params.UKF_TYPES, **params.NAVSAT_TYPES, **params.NODE_TYPES,
+             **params.DIAGNOSTIC_TYPES}
+    missing = [name for name in names if name not in table]
+    assert not missing
+    for kind, suffixes in params.SENSOR_SUFFIX_TYPES.items():
+        assert all(suffix.split("_")[-1] in table for suffix in suffixes if suffix), kind

@@ -214,7 +214,7 @@ NEAR_SUBNORMAL = st.builds(
 
 
 @pytest.mark.skipif(LIBC is None, reason="glibc's strtod/strtoll are not loadable here")
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(NUMBERISH, NEAR_SUBNORMAL))
 def test_numbers_match_glibc(text):
     assert same(rcl_scalar(text), c_scalar(text))

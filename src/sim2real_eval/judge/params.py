@@ -48,6 +48,7 @@ DEFAULT_PROCESS_NOISE_DIAGONAL = (
 )
 SENSOR_KINDS = ("odom", "pose", "twist", "imu")
 _SENSOR_KEY = re.compile(r"^(odom|pose|twist|imu)(\d+)(?:_|$)")
+_SENSOR_PARTS = re.compile(r"^(odom|pose|twist|imu)(\d+)(.*)$")
 FILTER_TYPES = ("ekf", "ukf")
 
 
@@ -144,7 +145,7 @@ class NavsatParams:
 BOOL, INTEGER, DOUBLE, STRING = "bool", "integer", "double", "string"
 BOOL_ARRAY, DOUBLE_ARRAY = "bool_array", "double_array"
 
-FILTER_TYPES_DECLARED: Dict[str, str] = {
+FILTER_PARAM_TYPES: Dict[str, str] = {
     "print_diagnostics": BOOL, "gravitational_acceleration": DOUBLE, "debug": BOOL,
     "debug_out_file": STRING, "map_frame": STRING, "odom_frame": STRING, "base_link_frame": STRING,
     "base_link_frame_output": STRING, "world_frame": STRING, "tf_prefix": STRING, "publish_tf": BOOL,
@@ -252,7 +253,7 @@ class _Reader:
     Every read declares the key (so unread keys can be reported afterwards), checks the rclcpp type,
     and records what is wrong as a Finding instead of raising, so a lint sees every problem at once."""
 
-    def __init__(self, params: Dict[str, Any], node: str, executable: str):
+    def __init__(self, params: Dict[str, Any], node: str, executable: str, types: Dict[str, str]):
         self.values: Dict[str, Any] = {}
         self.lines: Dict[str, Optional[int]] = {}
         self.nodes: Dict[str, str] = {}
@@ -263,6 +264,7 @@ class _Reader:
                 self.values[key], self.lines[key], self.nodes[key] = item, None, node
         self.node = node
         self.executable = executable
+        self.types = types
         self.declared: Set[str] = set()
         self.findings: List[Finding] = []
 
@@ -279,8 +281,15 @@ class _Reader:
     def has(self, key: str) -> bool:
         return key in self.values
 
-    def get(self, key: str, declared: str, default):
-        """declare_parameter(key, default) with a static type: the file's value if it has the type."""
+    def declared_type(self, key: str) -> str:
+        if key in self.types:
+            return self.types[key]
+        kind, _index, suffix = _SENSOR_PARTS.match(key).groups()
+        return SENSOR_SUFFIX_TYPES[kind][suffix]
+
+    def get(self, key: str, default):
+        """declare_parameter(key, default) with the declared static type: the file's value if it has it."""
+        declared = self.declared_type(key)
         self.declared.add(key)
         if key not in self.values:
             return default
@@ -298,7 +307,7 @@ class _Reader:
 
     def double(self, key: str, default: float, *, positive: bool = False, allow_inf: bool = False,
                nonnegative: bool = False) -> float:
-        value = self.get(key, DOUBLE, default)
+        value = self.get(key, default)
         if value is default:
             return value
         if math.isnan(value) or (math.isinf(value) and not allow_inf):
@@ -313,7 +322,7 @@ class _Reader:
         return value
 
     def doubles(self, key: str, default) -> Optional[List[float]]:
-        values = self.get(key, DOUBLE_ARRAY, default)
+        values = self.get(key, default)
         if values is default:
             return values
         if not all(math.isfinite(v) for v in values):
@@ -329,15 +338,15 @@ def _read_sensors(r: _Reader, two_d_mode: bool) -> List[SensorConfig]:
         index = 0
         while True:  # numbering stops at the first missing index, as upstream
             name = f"{kind}{index}"
-            topic = r.get(name, STRING, None)
+            topic = r.get(name, None)
             if topic is None:
                 break
             if not topic:
                 r.error(name, "an empty topic name: Humble's subscription throws (invalid topic name)")
             sensor = SensorConfig(kind=kind, index=index, topic=topic, config=(False,) * STATE_SIZE)
             if "_differential" in suffixes:
-                sensor.differential = r.get(f"{name}_differential", BOOL, False)
-                sensor.relative = r.get(f"{name}_relative", BOOL, False)
+                sensor.differential = r.get(f"{name}_differential", False)
+                sensor.relative = r.get(f"{name}_relative", False)
                 if sensor.differential and sensor.relative:
                     r.add("note", f"{name}_relative", f"{name}_differential and {name}_relative are "
                                                       "both true: Humble uses differential mode (so does "
@@ -357,9 +366,9 @@ def _read_sensors(r: _Reader, two_d_mode: bool) -> List[SensorConfig]:
                         sensor.acceleration_threshold = threshold
             if kind == "imu":
                 sensor.remove_gravitational_acceleration = r.get(
-                    f"{name}_remove_gravitational_acceleration", BOOL, False)
-            sensor.queue_size = r.get(f"{name}_queue_size", INTEGER, 10)
-            config = r.get(f"{name}_config", BOOL_ARRAY, None)
+                    f"{name}_remove_gravitational_acceleration", False)
+            sensor.queue_size = r.get(f"{name}_queue_size", 10)
+            config = r.get(f"{name}_config", None)
             if config is not None and len(config) != STATE_SIZE:
                 r.error(f"{name}_config", f"expected {STATE_SIZE} true/false, got {len(config)}: Humble "
                                           "reads past the end of the list (undefined behaviour)")
@@ -402,7 +411,7 @@ def _matrix(r: _Reader, key: str, default: np.ndarray) -> np.ndarray:
 
 def _read_control(r: _Reader, p: EkfParams) -> None:
     """The control block of loadParams: declared only when use_control is true."""
-    config = r.get("control_config", BOOL_ARRAY, None)
+    config = r.get("control_config", None)
     if config is None:
         if not any(f.key == "control_config" for f in r.findings):
             r.warning("use_control", "use_control is true but control_config is missing: Humble uses no "
@@ -455,23 +464,23 @@ def _read_control(r: _Reader, p: EkfParams) -> None:
 
 def _read_filter(r: _Reader, p: EkfParams) -> None:
     """ros_filter.cpp loadParams, in its order (ukf_node's alpha/kappa/beta and diagnostics first)."""
-    for key, kind in NODE_TYPES.items():
-        r.get(key, kind, None)
+    for key in NODE_TYPES:
+        r.get(key, None)
     if p.filter_type == "ukf":
         p.ukf_alpha = r.double("alpha", 0.001)
         p.ukf_kappa = r.double("kappa", 0.0)
         p.ukf_beta = r.double("beta", 2.0)
     r.double("diagnostic_updater.period", 1.0)
-    r.get("diagnostic_updater.use_fqn", BOOL, False)
-    p.print_diagnostics = r.get("print_diagnostics", BOOL, False)
+    r.get("diagnostic_updater.use_fqn", False)
+    p.print_diagnostics = r.get("print_diagnostics", False)
     p.gravitational_acceleration = r.double("gravitational_acceleration", 9.80665)
-    if r.get("debug", BOOL, False):
-        r.get("debug_out_file", STRING, "robot_localization_debug.txt")
-    p.map_frame = r.get("map_frame", STRING, "map")
-    p.odom_frame = r.get("odom_frame", STRING, "odom")
-    p.base_link_frame = r.get("base_link_frame", STRING, "base_link")
-    p.base_link_frame_output = r.get("base_link_frame_output", STRING, p.base_link_frame)
-    p.world_frame = r.get("world_frame", STRING, p.odom_frame)
+    if r.get("debug", False):
+        r.get("debug_out_file", "robot_localization_debug.txt")
+    p.map_frame = r.get("map_frame", "map")
+    p.odom_frame = r.get("odom_frame", "odom")
+    p.base_link_frame = r.get("base_link_frame", "base_link")
+    p.base_link_frame_output = r.get("base_link_frame_output", p.base_link_frame)
+    p.world_frame = r.get("world_frame", p.odom_frame)
     if len({p.map_frame, p.odom_frame, p.base_link_frame}) != 3 or p.base_link_frame_output in (
             p.map_frame, p.odom_frame):
         r.error("map_frame", "map_frame, odom_frame and base_link_frame must all differ (and "
@@ -479,37 +488,37 @@ def _read_filter(r: _Reader, p: EkfParams) -> None:
                              "configuration' and runs with broken transforms")
     elif p.world_frame not in (p.map_frame, p.odom_frame):
         r.error("world_frame", f"must equal map_frame or odom_frame, got {p.world_frame!r}")
-    if r.get("tf_prefix", STRING, None) is not None:
+    if r.get("tf_prefix", None) is not None:
         # 3.5.2 appends an always-empty prefix: setting tf_prefix only strips leading slashes.
         r.add("note", "tf_prefix", "Humble 3.5.2 reads it but never prepends it; it only strips a leading "
                                    "'/' from the frame names")
         for name in ("map_frame", "odom_frame", "base_link_frame", "base_link_frame_output", "world_frame"):
             frame = getattr(p, name)
             setattr(p, name, frame[1:] if frame.startswith("/") else frame)
-    p.publish_tf = r.get("publish_tf", BOOL, True)
-    p.publish_acceleration = r.get("publish_acceleration", BOOL, False)
-    p.permit_corrected_publication = r.get("permit_corrected_publication", BOOL, False)
+    p.publish_tf = r.get("publish_tf", True)
+    p.publish_acceleration = r.get("publish_acceleration", False)
+    p.permit_corrected_publication = r.get("permit_corrected_publication", False)
     p.transform_time_offset = r.double("transform_time_offset", 0.0)
     p.transform_timeout = r.double("transform_timeout", 0.0)
     p.frequency = r.double("frequency", 30.0, positive=True)
-    p.predict_to_current_time = r.get("predict_to_current_time", BOOL, False)
+    p.predict_to_current_time = r.get("predict_to_current_time", False)
     p.sensor_timeout = r.double("sensor_timeout", 1.0 / p.frequency)
-    p.two_d_mode = r.get("two_d_mode", BOOL, False)
-    p.smooth_lagged_data = r.get("smooth_lagged_data", BOOL, False)
+    p.two_d_mode = r.get("two_d_mode", False)
+    p.smooth_lagged_data = r.get("smooth_lagged_data", False)
     p.history_length = r.double("history_length", 0.0)
-    p.reset_on_time_jump = r.get("reset_on_time_jump", BOOL, False)
-    p.use_control = r.get("use_control", BOOL, False)
+    p.reset_on_time_jump = r.get("reset_on_time_jump", False)
+    p.use_control = r.get("use_control", False)
     p.control_timeout = r.double("control_timeout", 0.0)
     if p.use_control:
         _read_control(r, p)
-    p.dynamic_process_noise_covariance = r.get("dynamic_process_noise_covariance", BOOL, False)
+    p.dynamic_process_noise_covariance = r.get("dynamic_process_noise_covariance", False)
     initial_state = r.doubles("initial_state", None)
     if initial_state is not None and len(initial_state) != STATE_SIZE:
         r.warning("initial_state", f"expected {STATE_SIZE} numbers, got {len(initial_state)}: Humble ignores "
                                    "the initial state")
     elif initial_state is not None:
         p.initial_state = np.array(initial_state)
-    p.disabled_at_startup = r.get("disabled_at_startup", BOOL, False)
+    p.disabled_at_startup = r.get("disabled_at_startup", False)
     p.sensors = _read_sensors(r, p.two_d_mode)
     p.process_noise_covariance = _matrix(r, "process_noise_covariance", p.process_noise_covariance)
     p.initial_estimate_covariance = _matrix(r, "initial_estimate_covariance", p.initial_estimate_covariance)
@@ -517,29 +526,29 @@ def _read_filter(r: _Reader, p: EkfParams) -> None:
 
 def _read_navsat(r: _Reader, p: NavsatParams) -> None:
     """navsat_transform.cpp's constructor, in its order."""
-    for key, kind in NODE_TYPES.items():
-        r.get(key, kind, None)
+    for key in NODE_TYPES:
+        r.get(key, None)
     p.magnetic_declination_radians = r.double("magnetic_declination_radians", 0.0)
     p.yaw_offset = r.double("yaw_offset", 0.0)
-    p.zero_altitude = r.get("zero_altitude", BOOL, False)
-    p.publish_filtered_gps = r.get("publish_filtered_gps", BOOL, True)
-    p.use_odometry_yaw = r.get("use_odometry_yaw", BOOL, False)
-    p.wait_for_datum = r.get("wait_for_datum", BOOL, False)
-    p.use_local_cartesian = r.get("use_local_cartesian", BOOL, False)
+    p.zero_altitude = r.get("zero_altitude", False)
+    p.publish_filtered_gps = r.get("publish_filtered_gps", True)
+    p.use_odometry_yaw = r.get("use_odometry_yaw", False)
+    p.wait_for_datum = r.get("wait_for_datum", False)
+    p.use_local_cartesian = r.get("use_local_cartesian", False)
     p.frequency = r.double("frequency", 10.0, positive=True)
     p.delay = r.double("delay", 0.0)
     p.transform_timeout = r.double("transform_timeout", 0.0)
-    if r.get("broadcast_utm_transform", BOOL, False):
+    if r.get("broadcast_utm_transform", False):
         r.add("note", "broadcast_utm_transform", "deprecated: Humble warns and uses it as "
                                                  "broadcast_cartesian_transform")
         p.broadcast_cartesian_transform = True
     else:
-        p.broadcast_cartesian_transform = r.get("broadcast_cartesian_transform", BOOL, False)
-    if r.get("broadcast_utm_transform_as_parent_frame_", BOOL, False):
+        p.broadcast_cartesian_transform = r.get("broadcast_cartesian_transform", False)
+    if r.get("broadcast_utm_transform_as_parent_frame_", False):
         p.broadcast_cartesian_transform_as_parent_frame = True
     else:
         p.broadcast_cartesian_transform_as_parent_frame = r.get(
-            "broadcast_cartesian_transform_as_parent_frame", BOOL, False)
+            "broadcast_cartesian_transform_as_parent_frame", False)
     if p.wait_for_datum:
         datum = r.doubles("datum", None)
         if datum is None and r.has("datum"):
@@ -593,7 +602,7 @@ def _report_unread(r: _Reader, candidates: Set[str], conditional: Dict[str, str]
         if key in NOT_READ_ON_HUMBLE:
             r.add(level, key, NOT_READ_ON_HUMBLE[key])
             continue
-        match = re.match(r"^(odom|pose|twist|imu)(\d+)(.*)$", key)
+        match = _SENSOR_PARTS.match(key)
         if match:
             kind, index, suffix = match.group(1), int(match.group(2)), match.group(3)
             if suffix in _SUFFIX_NOT_ON_HUMBLE:
@@ -626,7 +635,8 @@ def check_filter(params: Dict[str, Any], node: str = "", filter_type: Optional[s
     p = EkfParams(source=source, node=node)
     raw_type = params.get("filter_type")
     raw_type = raw_type.value if isinstance(raw_type, RosParam) else raw_type
-    r = _Reader(params, node, "ekf_node")
+    types = {**FILTER_PARAM_TYPES, **UKF_TYPES, **NODE_TYPES, **DIAGNOSTIC_TYPES}
+    r = _Reader(params, node, "ekf_node", types)
     if filter_type is None and raw_type is not None:
         if raw_type not in FILTER_TYPES:
             r.error("filter_type", f"unknown filter type {raw_type!r}; expected ekf or ukf")
@@ -640,7 +650,7 @@ def check_filter(params: Dict[str, Any], node: str = "", filter_type: Optional[s
         "deceleration_gains")}
     if p.filter_type != "ukf":
         conditional.update({key: "read only by ukf_node" for key in UKF_TYPES})
-    candidates = (set(FILTER_TYPES_DECLARED) | set(UKF_TYPES) | set(NODE_TYPES) | set(DIAGNOSTIC_TYPES)
+    candidates = (set(FILTER_PARAM_TYPES) | set(UKF_TYPES) | set(NODE_TYPES) | set(DIAGNOSTIC_TYPES)
                   | _sensor_candidates(r.values))
     _report_unread(r, candidates, conditional)
     p.warnings = [f.text(source) for f in r.findings if f.level == "warning"]
@@ -651,7 +661,7 @@ def check_navsat(params: Dict[str, Any], node: str = "", source: str = "<dict>"
                  ) -> Tuple[NavsatParams, List[Finding]]:
     """Read one ``ros__parameters`` mapping as Humble's navsat_transform_node → (NavsatParams, findings)."""
     p = NavsatParams(source=source, node=node)
-    r = _Reader(params, node, "navsat_transform_node")
+    r = _Reader(params, node, "navsat_transform_node", {**NAVSAT_TYPES, **NODE_TYPES})
     _read_navsat(r, p)
     conditional = {"datum": "read only when wait_for_datum is true"}
     if p.broadcast_cartesian_transform and "broadcast_cartesian_transform" not in r.declared:
@@ -745,9 +755,11 @@ def _select_section(path: Path, node: Optional[str], wanted: str) -> Tuple[str, 
         raise UserError(f"{path}: no 'node_name: ros__parameters:' section found")
     if node is not None:
         key = node.lstrip("/")
-        for name in sections:
-            if name.lstrip("/") == key:
-                return name, file.for_node(name)
+        exact = [name for name in sections if name.lstrip("/") == key]
+        by_base = [name for name in sections if name.rsplit("/", 1)[-1] == key]  # "ns/ekf" for "ekf"
+        for found in (exact, by_base):
+            if len(found) == 1:
+                return found[0], file.for_node(found[0])
         raise UserError(f"{path}: no section for node {node!r}; sections: {', '.join(sections)}")
     if len(sections) == 1:
         name = next(iter(sections))
