@@ -61,7 +61,7 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
     t5 = time.perf_counter()
     records = R.in_receive_order(R.sensor_bag_records(gps, imu) + R.judge_records(result) + truth_messages)
     t6 = time.perf_counter()
-    R.write_run(out, records, spec.record(), spec.storage)
+    R.write_run(out, records, spec.info(), spec.storage)
     t7 = time.perf_counter()
     times["truth"] = t1 - t0
     times["truth_messages"] = t2 - t1
@@ -75,42 +75,37 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
 
 
 def profile_replay(out: Path, repeats: int) -> dict:
-    """Stages of the demo's runs of one real bag (``demo.BagGroup``: the real run + 6 simulated)."""
+    """Stages of the demo's runs of one real bag (``pipeline.replay.BagReplay``: real run + 6 simulated)."""
     from sim2real_eval import demo
     from sim2real_eval.pipeline import replay as P
     from sim2real_eval.reference import shipped_reference_dir
 
     config = demo.load_demo_config(None)
     bag = sorted((shipped_reference_dir() / "line").iterdir())[0]
-    group = demo.plan_groups(config, {"line": [bag]}, "line")[0]
+    task = demo.plan_groups(config, {"line": [bag]}, "line")[0]
+    spec = task.spec
     stages: dict = {name: [] for name in ("read_real_bag", "sensors", "judge", "bag_records", "bag_write")}
-    P.read_real_streams(group.real)  # warm-up: first-use costs (typestore, rosbags' generated deserialisers)
+    P.read_real_streams(spec)  # warm-up: first-use costs (typestore, rosbags' generated deserialisers)
     for repeat in range(repeats):
         t0 = time.perf_counter()
-        streams = P.read_real_streams(group.real)
+        streams = P.read_real_streams(spec)
         stages["read_real_bag"].append(time.perf_counter() - t0)
-        for i, spec in enumerate((group.real,) + group.sims):
+        for i, sim in enumerate((None,) + task.sims):
             t0 = time.perf_counter()
-            if spec is group.real:
-                sensors, record = streams.gps + streams.imu, spec.real_record_for(streams)
-            else:
-                imu = P.simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
-                gps = P.simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
-                sensors, record = gps + imu, spec.sim_record_for(streams)
-            sensors = R.in_receive_order(sensors)
+            sensors = R.in_receive_order(P.sensor_streams(spec, streams, sim))
+            info = spec.run_info(streams, sim)
             t1 = time.perf_counter()
             result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
             t2 = time.perf_counter()
-            records = R.in_receive_order([P._bag_record(r) for r in sensors] + R.judge_records(result)
-                                         + P._shared_truth_records(streams.truth, spec.ground_truth_rate))
+            records = R.in_receive_order([P.bag_record(r) for r in sensors] + R.judge_records(result)
+                                         + streams.truth_records(spec.ground_truth_rate))
             t3 = time.perf_counter()
-            outcome = R.with_judge_outcome(record, result)
-            R.write_run(out / f"replay{repeat}_{i}", records, outcome, spec.storage)
+            R.write_run(out / f"replay{repeat}_{i}", records, info.with_outcome(result), spec.storage)
             t4 = time.perf_counter()
             for name, value in zip(("sensors", "judge", "bag_records", "bag_write"),
                                    (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 stages[name].append(value)
-    runs = 1 + len(group.sims)
+    runs = 1 + len(task.sims)
     out_stats = {name: statistics.median(values) for name, values in stages.items()}
     out_stats["runs_per_bag"] = runs
     return out_stats

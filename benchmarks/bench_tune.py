@@ -45,18 +45,22 @@ PARAMS = "gps.position_noise.sigma=0.0005:0.5:log"
 def real_runs(root: Path, k: int, study) -> Path:
     """OUT/real/real/<scenario>/<k>/ from the reference bags (shipped, else regenerated)."""
     from sim2real_eval import reference as ref
-    from sim2real_eval.pipeline.replay import ReplaySpec, replay
+    from sim2real_eval.pipeline.replay import Replacement
+    from sim2real_eval.runs import RealBag
+    from sim2real_eval.service import plan_replays, replay_bags
 
     setup = ref.load_setup()
     shipped = ref.shipped_reference_dir()
     out = root / "runs"
+    bags = []
     for scenario in study.scenarios:
         have = ref.existing_runs(shipped, scenario)
         for index in range(k):
             bag = have[index] if index < len(have) else ref.write_reference_run(setup, root / "reference",
                                                                                scenario, index)
-            replay(ReplaySpec(bag=str(bag), replace={"gps": "ch_gauss"}, judge=study.judge, scenario=scenario,
-                              k=index, seed=study.seed), out)
+            bags.append(RealBag(str(bag), scenario, index))
+    tasks = plan_replays(bags, [Replacement({"gps": "ch_gauss"})], study.judge, seed=study.seed)
+    replay_bags(tasks, out, workers=1, progress=False).raise_on_failure()
     return out
 
 

@@ -11,6 +11,7 @@ from sim2real_eval.errors import UserError
 from sim2real_eval.pipeline import run as pipeline_run
 from sim2real_eval.pipeline.run import JudgeConfig, SimRunSpec, existing_run
 from sim2real_eval.pipeline.study import load_study
+from sim2real_eval.runs import first_difference
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -169,7 +170,6 @@ def test_existing_run_resume_and_mismatch(tmp_path, judge_files):
     with pytest.raises(UserError, match="differs from the requested one at 'seed'"):
         existing_run(path, other.record())
     judge_files[0].write_text("ekf_filter_node:\n  ros__parameters:\n    frequency: 30.0\n")
-    pipeline_run.file_sha256.cache_clear()
     with pytest.raises(UserError, match="judge.ekf_sha256"):
         existing_run(path, spec.record())
 
@@ -220,10 +220,10 @@ def test_expansion_covers_every_cell_once(tmp_path_factory, variants, scenarios,
 @settings(max_examples=50, deadline=None)
 @given(record=st.dictionaries(_names, _records, min_size=1, max_size=4), data=st.data())
 def test_first_difference_names_the_changed_key(record, data):
-    assert pipeline_run._first_difference(record, yaml.safe_load(yaml.safe_dump(record))) is None
+    assert first_difference(record, yaml.safe_load(yaml.safe_dump(record))) is None
     key = data.draw(st.sampled_from(sorted(record)))
     changed = dict(record, **{key: ["<changed>"]})
-    diff = pipeline_run._first_difference(record, changed)
+    diff = first_difference(record, changed)
     assert diff is not None and diff.split(".")[0].split("[")[0] == key
 
 

@@ -1,12 +1,14 @@
 """The main job: the paper's study (seed 003) end to end — real bags → runs → VEPD report.
 
 Steps (``run_demo``):
-1. Real bags: ``--real DIR`` (``DIR/<scenario>/<run>/``, runs sorted by name, the first K used), or the
-   synthetic reference data set: the runs shipped in ``bags/reference`` plus, when K exceeds them, runs
-   regenerated deterministically into ``OUT/reference`` (``reference.py``).  Input bags are only read.
+1. Real bags: ``--real DIR`` (``DIR/<scenario>/<run>/``, runs sorted by name, the first K used; named
+   by ``runs.find_real_bags`` like ``replay`` names them), or the synthetic reference data set: the
+   runs shipped in ``bags/reference`` plus, when K exceeds them, runs regenerated deterministically
+   into ``OUT/reference`` (``reference.py``).  Input bags are only read.
 2. Runs (``OUT/runs/<side>/<variant>/<scenario>/<k>/``, the pipeline's run convention; resumable): per
-   real bag one task (``BagGroup``) reads the bag once and writes these runs, all judged on sensor
-   messages from the same time window (where the bag's INS truth exists; ``window_ns`` in run.yaml):
+   real bag one task (``pipeline.replay.BagReplay``, the one replay unit, via ``service.replay_bags``)
+   reads the bag once and writes these runs, all judged on sensor messages from the same time window
+   (where the bag's INS truth exists; ``window_ns`` in run.yaml):
    - the real run: the real /fix + /imu judged as recorded;
    - per GPS variant of the GPS study: simulated GPS *and* IMU driven by the bag's INS ground truth
      (``pipeline.replay`` with both streams replaced; variant directory = the GPS preset name);
@@ -30,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .pipeline.replay import ReplaySpec
 from .yamlio import Section, load_yaml
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
@@ -114,28 +115,17 @@ def _model(sec: Section, key: str) -> Any:
 
 
 # ------------------------------------------------------------------------------- real bags
-def is_bag(path: Path) -> bool:
-    """A rosbag2 directory (metadata.yaml) or a ROS 1 .bag file; hidden entries are temporaries."""
-    if path.name.startswith("."):
-        return False
-    if path.is_dir():
-        return (path / "metadata.yaml").is_file()
-    return path.is_file() and path.suffix == ".bag"
-
-
 def find_real_bags(directory, k: int) -> dict:
-    """{scenario: [bag paths]} from ``DIR/<scenario>/<run>/``: the first ``k`` runs (by name) per scenario."""
+    """{scenario: [bag paths]} from ``DIR/<scenario>/<run>/``: the first ``k`` runs (by name) per scenario,
+    named by the one rule of ``runs.find_real_bags``."""
+    from .runs import find_real_bags as named_bags
+
     root = Path(directory)
     if not root.is_dir():
         raise UserError(f"--real {root}: not a directory (expected DIR/<scenario>/<run bag>/)")
-    found = {}
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        bags = sorted(p for p in folder.iterdir() if is_bag(p))
-        if bags:
-            found[folder.name] = bags[:k]
-    if not found:
-        raise UserError(f"--real {root}: no bags found "
-                        "(expected DIR/<scenario>/<run>/ rosbag2 folders or .bag files)")
+    found: dict = {}
+    for bag in named_bags([root], limit=k, what="--real"):
+        found.setdefault(bag.scenario, []).append(Path(bag.path))
     return found
 
 
@@ -201,84 +191,27 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
 
 
 # ------------------------------------------------------------------------------------ runs
-@dataclass(frozen=True)
-class NamedReplaySpec(ReplaySpec):
-    """A replay whose sim variant directory has a chosen name (the GPS preset); default naming otherwise."""
-
-    name: str = ""
-
-    @property
-    def variant(self) -> str:
-        return self.name or super().variant
-
-
-@dataclass(frozen=True)
-class BagGroup:
-    """Every run made from one real bag: the real run plus its simulated counterparts.
-
-    Satisfies the batch runner's task protocol.  The runner's own resume check looks at
-    ``directory(out)``, which is never created: resume happens per run inside ``execute`` (each run
-    directory is checked against its run.yaml, like the pipeline does), because the sim runs' records
-    need the bag's datum, which is only known after reading the bag.
-    """
-
-    label: str
-    real: Any                 # ReplaySpec of the real run (its ``replace`` is unused)
-    sims: tuple               # ReplaySpecs of the simulated runs
-
-    def directory(self, out) -> Path:
-        return Path(out) / ".groups" / self.label.replace("/", "_")
-
-    def record(self) -> dict:
-        return {"group": self.label}
-
-    def execute(self, out):
-        from .pipeline.replay import judge_and_write, read_real_streams, simulated_gps, simulated_imu
-        from .pipeline.run import RunOutcome, existing_run, remove_stale_temporaries
-
-        start = time.perf_counter()
-        streams = read_real_streams(self.real)
-        written, counts = 0, {}
-        # Every run of the bag is judged on the same window (streams.window_ns, in each run.yaml).
-        todo = [(self.real.real_directory(out), self.real.real_record_for(streams), None)]
-        todo += [(spec.sim_directory(out), spec.sim_record_for(streams), spec) for spec in self.sims]
-        for path, record, spec in todo:
-            if existing_run(path, record):
-                continue
-            remove_stale_temporaries(path)
-            if spec is None:
-                sensors, judge_spec = streams.gps + streams.imu, self.real
-            else:
-                imu = simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
-                gps = simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
-                sensors, judge_spec = gps + imu, spec
-            outcome = judge_and_write(judge_spec, path, record, sensors, streams.truth)
-            written += 1
-            for topic, count in outcome.messages.items():
-                counts[topic] = counts.get(topic, 0) + count
-        return RunOutcome(self.label, str(self.real.real_directory(out)), written == 0, counts,
-                          time.perf_counter() - start)
-
-
 def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None) -> list:
-    """One BagGroup per real bag (k = position of the bag in its scenario's sorted list)."""
-    spec_class = NamedReplaySpec
+    """One ``pipeline.replay.BagReplay`` per real bag (k = position of the bag in its scenario's sorted
+    list): the real run, one run per GPS variant (directory = the GPS preset), the IMU study's run."""
+    from .pipeline.replay import Replacement
+    from .runs import RealBag
+    from .service import plan_replays
+
+    gps_study = [Replacement({"gps": gps, "imu": config.gps_study_imu}, name=gps)
+                 for gps in config.gps_variants]
+    imu_study = [Replacement({"imu": config.imu_study_imu})]
     groups = []
     for scenario, paths in bags.items():
-        for k, bag in enumerate(paths):
-            common = dict(bag=str(bag), judge=config.judge, scenario=scenario, k=k, seed=config.seed,
-                          ground_truth_rate=config.ground_truth_rate)
-            real = spec_class(replace={}, **common)
-            sims = [spec_class(replace={"gps": gps, "imu": config.gps_study_imu}, name=gps, **common)
-                    for gps in config.gps_variants]
-            if scenario == imu_scenario:
-                sims.append(spec_class(replace={"imu": config.imu_study_imu}, **common))
-            groups.append(BagGroup(f"{scenario}/{k}", real, tuple(sims)))
+        sims = gps_study + (imu_study if scenario == imu_scenario else [])
+        named = [RealBag(str(bag), scenario, k) for k, bag in enumerate(paths)]
+        groups += plan_replays(named, sims, config.judge, seed=config.seed,
+                               ground_truth_rate=config.ground_truth_rate)
     return groups
 
 
 def imu_variant(config: DemoConfig) -> str:
-    from .pipeline.replay import replay_variant
+    from .runs import replay_variant
 
     return replay_variant({"imu": config.imu_study_imu})
 
@@ -286,14 +219,12 @@ def imu_variant(config: DemoConfig) -> str:
 # ---------------------------------------------------------------------------------- scoring
 def score_runs(runs_dir: Path, keep, options, workers: int):
     """Score the runs of ``runs_dir`` selected by ``keep(spec)`` → (StudyResult, series)."""
-    from .metrics import score_study
-    from .metrics.inputs import discover_runs_dir, load_and_score_all
+    from . import service
+    from .metrics.inputs import discover_runs_dir
 
-    specs = [spec for spec in discover_runs_dir(runs_dir, options) if keep(spec)]
-    if not specs:
-        raise UserError(f"{runs_dir}: no runs to score")
-    records, series, skipped = load_and_score_all(specs, options, False, workers)
-    return score_study(records, options, skipped, workers=workers), series
+    scored = service.score_runs(discover_runs_dir(runs_dir, options), options, keep=keep, workers=workers,
+                                source=str(runs_dir))
+    return scored.result, scored.series
 
 
 def ordering_checks(gps_doc: dict, imu_doc: dict | None) -> dict:
@@ -334,8 +265,9 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     """The whole demo (see the module docstring); returns what the CLI prints."""
     from . import reference as ref
     from .metrics import ScoreOptions
-    from .pipeline.batch import BatchReport, available_cores, run_batch
+    from .pipeline.batch import available_cores
     from .report import tables, write_report
+    from .service import replay_bags
 
     timings = {}
     t_start = time.perf_counter()
@@ -375,16 +307,8 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     t = time.perf_counter()
     groups = plan_groups(config, bags, imu_scenario)
     runs_dir = out / RUNS
-    description = f"judging {len(groups)} real bags and their simulations"
-    if ray_address is None and workers > 1 and len(groups) > 1:
-        # The first bag is judged here: the judge's numba kernels are compiled (or loaded from numba's
-        # cache) once in this process and inherited by the forked workers, not compiled in each.
-        first = run_batch(groups[:1], runs_dir, workers=1, progress=False)
-        rest = run_batch(groups[1:], runs_dir, workers=workers, progress=progress, description=description)
-        report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
-    else:
-        report = run_batch(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
-                           description=description)
+    report = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
+                         description=f"judging {len(groups)} real bags and their simulations").report
     report.raise_on_failure()
     timings["runs"] = time.perf_counter() - t
     runs_total = sum(1 + len(g.sims) for g in groups)
@@ -467,5 +391,5 @@ def summary_table(result: DemoResult) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BagGroup", "DemoConfig", "DemoResult", "NamedReplaySpec", "find_real_bags", "load_demo_config",
-           "ordering_checks", "plan_groups", "run_demo", "summary_table"]
+__all__ = ["DemoConfig", "DemoResult", "find_real_bags", "load_demo_config", "ordering_checks", "plan_groups",
+           "run_demo", "summary_table"]

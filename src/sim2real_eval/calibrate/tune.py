@@ -168,25 +168,20 @@ def evaluate(context: TrialContext, models: dict, number: int = -1,
     shared filesystem and can run on any Ray node.  A UserError (e.g. parameters a model refuses)
     becomes a failed trial, not a crash.
     """
-    from ..metrics.inputs import discover_runs_dir, load_and_score_all
-    from ..metrics.study import score_study
-    from ..pipeline.run import SimRunSpec
+    from .. import service
+    from ..metrics.inputs import discover_runs_dir
+    from ..pipeline.study import Variant
 
     start = time.perf_counter()
     study = context.study
     try:
         with tempfile.TemporaryDirectory(prefix="sim2real-tune-") as tmp:
-            for scenario in context.scenarios:
-                for k in range(study.repeats):
-                    SimRunSpec(
-                        variant=TUNE_VARIANT, scenario=scenario, k=k, seed=study.seed,
-                        gps=models["gps"], imu=models["imu"], judge=study.judge,
-                        scenario_params=study.scenarios[scenario],
-                        ground_truth_rate=study.ground_truth_rate, storage="sqlite3",
-                    ).execute(tmp)
-            specs = discover_runs_dir(tmp, context.options)
-            records, _series, _skipped = load_and_score_all(specs, context.options, workers=1)
-        result = score_study(list(context.real_records) + records, context.options)
+            tasks = study.runs("sqlite3", variants=[Variant(TUNE_VARIANT, models["gps"], models["imu"])],
+                               scenarios=context.scenarios)
+            service.simulate_runs(tasks, tmp, workers=1, progress=False).first_failure()
+            scored = service.score_runs(discover_runs_dir(tmp, context.options), context.options,
+                                        extra_records=context.real_records, workers=1)
+        result = scored.result
     except UserError as exc:
         return TrialResult(number, dict(values or {}), None, None, None, {}, time.perf_counter() - start,
                            str(exc))
@@ -294,7 +289,8 @@ class TuneResult:
 
 def load_real_records(real_dir, scenarios, options) -> tuple:
     """Scored real runs (side ``real``) of the given scenarios; every scenario needs ≥ 2 runs."""
-    from ..metrics.inputs import discover_runs_dir, load_and_score_all
+    from .. import service
+    from ..metrics.inputs import discover_runs_dir
 
     specs = [s for s in discover_runs_dir(real_dir, options) if s.side == "real"]
     have = {}
@@ -306,8 +302,7 @@ def load_real_records(real_dir, scenarios, options) -> tuple:
             raise UserError(f"{real_dir}: real/real/{scenario}: {have.get(scenario, 0)} real run(s); "
                             f"need at least 2 (scenarios with real runs: {found})")
     specs = [s for s in specs if s.scenario in scenarios]
-    records, _series, _skipped = load_and_score_all(specs, options, workers=1)
-    return tuple(records)
+    return tuple(service.load_runs(specs, options, workers=1).records)
 
 
 def base_models(study, variant_name: str | None) -> tuple[str, dict]:

@@ -1,22 +1,13 @@
 """``sim2real-eval judge``: run the embedded robot_localization (ekf_node + navsat) on a bag.
 
 Output: OUT/ is a rosbag2 directory with /odometry/filtered (and /odometry/gps when navsat runs) plus
-OUT/summary.json; it appears only when complete.
+OUT/summary.json; it appears only when complete.  The work is ``service.judge_bag``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import contextlib
 from pathlib import Path
-
-EXPECTED_TYPES = {
-    "odom": "nav_msgs/msg/Odometry",
-    "pose": "geometry_msgs/msg/PoseWithCovarianceStamped",
-    "twist": "geometry_msgs/msg/TwistWithCovarianceStamped",
-    "imu": "sensor_msgs/msg/Imu",
-}
-NAVSATFIX = "sensor_msgs/msg/NavSatFix"
 
 
 def add_arguments(parser) -> None:
@@ -76,10 +67,6 @@ def parse_remaps(items) -> dict:
     return remaps
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def check(paths) -> int:
     """``judge --check``: every finding of every file, one line each, then a summary line per file."""
     from ..judge.params import check_params_file
@@ -95,11 +82,8 @@ def check(paths) -> int:
 
 
 def run(args) -> int:
-    from ..atomic import atomic_directory  # noqa: F401 - write_bag is atomic (atomic_directory)
-    from ..bags import open_bag, write_bag
-    from ..bags.messages import odometry_messages
     from ..errors import UserError
-    from ..judge import Judge, load_ekf_params, load_navsat_params, parse_static_tf
+    from ..service import judge_bag, write_judged_bag
 
     if args.check:
         return check(args.check)
@@ -107,105 +91,14 @@ def run(args) -> int:
     missing = [name for name, value in given if value is None]
     if missing:
         raise UserError(f"missing {', '.join(missing)} (needed unless --check)")
-    static_tfs = [parse_static_tf(spec) for spec in args.static_tf]
     remaps = parse_remaps(args.remap)
-    ekf_params = load_ekf_params(args.config, args.node, args.filter)
-    navsat_params = load_navsat_params(args.navsat, args.navsat_node) if args.navsat else None
     if args.output.exists() and not args.overwrite:
         raise UserError(f"{args.output}: already exists (choose another output or pass --overwrite)")
-    judge = Judge(ekf_params, navsat_params, static_tfs, gps_topic=args.gps_topic, remaps=remaps)
-
-    with open_bag(args.bag) as bag:
-        topics = bag.topics
-        if bag.message_count == 0:
-            raise UserError(f"{args.bag}: the bag is empty")
-        wanted = []
-        for sensor in ekf_params.sensors:
-            topic = judge.topic(sensor.topic)
-            if topic not in judge.input_topics:
-                continue  # produced by the judge itself (navsat's /odometry/gps)
-            where = f"{sensor.name} ({sensor.topic}) of {args.config}"
-            if topic not in topics:
-                raise UserError(
-                    f"topic {topic}, {where}, is not in {args.bag} "
-                    f"(topics: {', '.join(sorted(topics)) or 'none'})"
-                )
-            if topics[topic].msgtype != EXPECTED_TYPES[sensor.kind]:
-                raise UserError(
-                    f"topic {topic} in {args.bag} is {topics[topic].msgtype}; {where} needs "
-                    f"{EXPECTED_TYPES[sensor.kind]}"
-                )
-            wanted.append(topic)
-        if navsat_params is not None:
-            gps = judge.gps_topic
-            if gps not in topics:
-                raise UserError(
-                    f"GPS topic {gps} (navsat gps/fix) is not in {args.bag} "
-                    f"(topics: {', '.join(sorted(topics))})"
-                )
-            if topics[gps].msgtype != NAVSATFIX:
-                raise UserError(
-                    f"topic {gps} in {args.bag} is {topics[gps].msgtype}; navsat needs {NAVSATFIX}"
-                )
-            wanted.append(gps)
-            if (
-                judge.navsat_imu_topic in topics
-                and not navsat_params.use_odometry_yaw
-                and not navsat_params.wait_for_datum
-            ):
-                if topics[judge.navsat_imu_topic].msgtype != EXPECTED_TYPES["imu"]:
-                    raise UserError(
-                        f"topic {judge.navsat_imu_topic} in {args.bag} is not sensor_msgs/msg/Imu"
-                    )
-                wanted.append(judge.navsat_imu_topic)
-        if ekf_params.use_control and judge.cmd_vel_topic in topics:
-            wanted.append(judge.cmd_vel_topic)
-        wanted = list(dict.fromkeys(wanted))
-        stream = ((m.recv_ns, m.topic, m.msg) for m in bag.messages(wanted, allow_empty=True))
-        result = _run_with_progress(judge, stream, bag.start_ns, bag.end_ns, not args.no_progress)
-        if result.published == 0:
-            raise UserError(
-                f"{args.bag}: the filter never initialised (no usable measurement on "
-                f"{', '.join(wanted)}); dropped: {result.dropped}"
-            )
-
-    summary = {
-        "bag": str(args.bag),
-        "config": {
-            "ekf": str(args.config),
-            "ekf_sha256": _sha256(args.config),
-            "node": ekf_params.node,
-            "filter_type": ekf_params.filter_type,
-        },
-        "final_position": [float(v) for v in result.final_position],
-        "final_stamp_ns": int(result.filtered.stamp_ns[-1]),
-        "published": result.published,
-        "gps_odometry_published": len(result.gps_odometry) if result.gps_odometry is not None else None,
-        "inputs": result.inputs,
-        "dropped": result.dropped,
-        "warnings": result.warnings,
-        "static_tfs": list(args.static_tf),
-        "remaps": remaps,
-    }
-    if navsat_params is not None:
-        summary["config"].update(
-            {
-                "navsat": str(args.navsat),
-                "navsat_sha256": _sha256(args.navsat),
-                "navsat_node": navsat_params.node,
-            }
-        )
-    messages = list(odometry_messages(result.filtered, judge.filtered_topic))
-    if result.gps_odometry is not None:
-        messages += list(odometry_messages(result.gps_odometry, judge.gps_odometry_topic))
-        messages.sort(key=lambda m: m[0])
-    write_bag(
-        args.output,
-        messages,
-        storage=args.storage,
-        extra_files={"summary.json": json.dumps(summary, indent=2) + "\n"},
-        overwrite=args.overwrite,
-    )
+    judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
+                       navsat_node=args.navsat_node, gps_topic=args.gps_topic, static_tfs=args.static_tf,
+                       remaps=remaps, progress=None if args.no_progress else _progress)
+    write_judged_bag(judged, args.output, storage=args.storage, overwrite=args.overwrite)
+    result = judged.result
     print(
         f"{args.output}: {result.published} /odometry/filtered, final position "
         f"({', '.join(f'{v:.4f}' for v in result.final_position)})"
@@ -213,9 +106,12 @@ def run(args) -> int:
     return 0
 
 
-def _run_with_progress(judge, stream, start_ns, end_ns, show: bool):
-    if not show or start_ns is None or end_ns is None or end_ns <= start_ns:
-        return judge.run(stream)
+@contextlib.contextmanager
+def _progress(start_ns, end_ns):
+    """A bar over the bag's time span; yields ``advance(recv_ns)`` (None when the span is unknown)."""
+    if start_ns is None or end_ns is None or end_ns <= start_ns:
+        yield None
+        return
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     span = (end_ns - start_ns) * 1e-9
@@ -234,6 +130,5 @@ def _run_with_progress(judge, stream, start_ns, end_ns, show: bool):
                 state["last"] = recv_ns
                 progress.update(task, completed=(recv_ns - start_ns) * 1e-9)
 
-        result = judge.run(stream, progress=advance)
+        yield advance
         progress.update(task, completed=span)
-    return result

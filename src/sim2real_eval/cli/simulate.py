@@ -5,8 +5,6 @@ skips complete runs; a run directory that differs from the study is refused.
 """
 from __future__ import annotations
 
-import time
-
 
 def add_arguments(parser) -> None:
     parser.add_argument("study", help="study file (config/studies/*.yaml)")
@@ -21,16 +19,12 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..pipeline.batch import run_batch
-    from ..pipeline.study import load_study
+    from ..service import simulate_study
 
-    study = load_study(args.study)
-    tasks = study.runs(storage=args.storage)
-    start = time.perf_counter()
-    report = run_batch(tasks, args.out, workers=args.workers, ray_address=args.ray,
-                       progress=not args.no_progress, description=f"simulate {study.name}")
-    elapsed = time.perf_counter() - start
-    report.raise_on_failure()
-    print(f"{study.name}: {report.written} runs written, {report.skipped} already complete "
-          f"({len(tasks)} in the study) in {elapsed:.1f} s → {args.out}/sim")
+    done = simulate_study(args.study, args.out, storage=args.storage, workers=args.workers,
+                          ray_address=args.ray, progress=not args.no_progress)
+    done.report.raise_on_failure()
+    report = done.report
+    print(f"{done.study.name}: {report.written} runs written, {report.skipped} already complete "
+          f"({len(done.tasks)} in the study) in {done.seconds:.1f} s → {args.out}/sim")
     return 0

@@ -131,46 +131,23 @@ def read_reference_csv(path) -> tuple:
 
 
 # ----------------------------------------------------------------------------------------------
-# Pipeline run directories: OUT/<side>/<variant>/<scenario>/<k>/ (a rosbag2 dir with run.yaml)
-
-
-def _visible_dirs(path: Path) -> list:
-    # Hidden entries are atomic-write temporaries (".name.tmp-..."): never complete runs.
-    return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+# Pipeline run directories: OUT/<side>/<variant>/<scenario>/<k>/ (a rosbag2 dir with run.yaml);
+# the layout and run.yaml are ``sim2real_eval.runs``'s.
 
 
 def discover_runs_dir(root, options: ScoreOptions) -> list:
-    root = Path(root)
-    if not root.is_dir():
-        raise UserError(f"{root}: not a directory (expected OUT/<side>/<variant>/<scenario>/<k>/)")
-    sides = [p for p in _visible_dirs(root) if p.name in SIDES]
-    if not sides:
-        raise UserError(f"{root}: no real/ or sim/ folder (expected OUT/<side>/<variant>/<scenario>/<k>/)")
+    """RunSpecs of a run tree: identity from the directories, topics from each run.yaml."""
+    from ..runs import find_runs, read_run_info
+
     specs = []
-    for side_dir in sides:
-        for variant_dir in _visible_dirs(side_dir):
-            for scenario_dir in _visible_dirs(variant_dir):
-                if scenario_dir.name in options.exclude_scenarios:
-                    continue
-                for run_dir in _visible_dirs(scenario_dir):
-                    specs.append(_run_dir_spec(run_dir, side_dir.name, variant_dir.name,
-                                               scenario_dir.name, options))
+    for run, run_dir in find_runs(root, options.exclude_scenarios):
+        info = read_run_info(run_dir)
+        specs.append(RunSpec(
+            run.side, run.variant, run.scenario, run.k, str(run_dir), "bag",
+            estimate_topic=info.topic("estimate"), truth_topic=info.topic("ground_truth"),
+            speed=resolve_speed(options.speed, run.side, f"{run_dir}: speed"),
+        ))
     return specs
-
-
-def _run_dir_spec(run_dir: Path, side: str, variant: str, scenario: str, options: ScoreOptions) -> RunSpec:
-    if not run_dir.name.isdigit():
-        raise UserError(f"{run_dir}: run folder name must be the run number k")
-    run_yaml = run_dir / "run.yaml"
-    if not run_yaml.is_file():
-        raise UserError(f"{run_dir}: no run.yaml (not a run directory written by the pipeline)")
-    topics = Section(load_yaml(run_yaml), str(run_yaml)).section("topics")
-    return RunSpec(
-        side, variant, scenario, int(run_dir.name), str(run_dir), "bag",
-        estimate_topic=topics.string("estimate", DEFAULT_TOPICS["estimate"]),
-        truth_topic=topics.string("ground_truth", DEFAULT_TOPICS["ground_truth"]),
-        speed=resolve_speed(options.speed, side, f"{run_dir}: speed"),
-    )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """Replay of a real bag: simulated IMU and/or GPS in place of the real streams, judged like the real one.
 
-From one real bag (read-only) this makes the pair the paper compares (seed 003 §III-A):
+``BagReplay`` is the one replay unit (a batch task; the ``replay`` command and the demo run it): it
+reads one real bag (read-only) once and makes the runs the paper compares (seed 003 §III-A):
 - ``OUT/real/real/<scenario>/<k>/``: the real /fix and /imu, judged unmodified;
-- ``OUT/sim/<variant>/<scenario>/<k>/``: the same bag with the chosen streams replaced, where
-  ``variant`` = ``sim_imu-<preset>`` (``sim_gps-<preset>_imu-<preset>`` with both replaced).
+- ``OUT/sim/<variant>/<scenario>/<k>/`` per ``Replacement``: the same bag with the chosen streams
+  replaced, where ``variant`` = ``sim_imu-<preset>`` (``sim_gps-<preset>_imu-<preset>`` with both
+  replaced, or a chosen name).
+Scenario and k of a bag follow ``runs.name_real_bag`` (``DIR/<scenario>/<run>/``) unless given.
 
 Ground truth comes from the bag's INS topics (``bags.truth.truth_from_bag``).
 
@@ -23,21 +26,31 @@ Both runs also carry the same ``/ground_truth/odom`` from the INS truth.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import UserError
+from ..runs import (
+    SENSORS,
+    RealBag,
+    RunId,
+    RunInfo,
+    bag_run_id,
+    bag_run_info,
+    existing_run,
+    remove_stale_temporaries,
+    replay_variant,
+)
+from ..stamps import header_ns
 from .run import (
     DEFAULT_GROUND_TRUTH_RATE,
-    GPS_ODOMETRY_TOPIC,
     IMU,
     NAVSATFIX,
     TOPICS,
     JudgeConfig,
     RunOutcome,
-    existing_run,
     gps_cdr_records,
     gps_records,
     imu_cdr_records,
@@ -48,15 +61,9 @@ from .run import (
     load_gps,
     load_imu,
     model_parameters,
-    plain,
-    remove_stale_temporaries,
-    run_directory,
     truth_records,
-    with_judge_outcome,
     write_run,
 )
-
-SENSORS = ("gps", "imu")
 
 
 class SensorRecord(tuple):
@@ -74,23 +81,10 @@ class SensorRecord(tuple):
         return record
 
 
-def _bag_record(record) -> tuple:
+def bag_record(record) -> tuple:
+    """The run bag's form of a sensor record: its CDR bytes when it carries them."""
     raw = getattr(record, "raw", None)
     return record if raw is None else (record[0], record[1], record[2], raw)
-
-
-def model_label(spec: Any) -> str:
-    if isinstance(spec, str):
-        return Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
-    if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-        return spec["name"]
-    raise UserError(f"--replace: cannot name the model {spec!r} (give a preset name or a YAML file)")
-
-
-def replay_variant(replace: dict) -> str:
-    """``{"imu": "chrono_paper_demo"}`` → ``sim_imu-chrono_paper_demo`` (sensors in gps, imu order)."""
-    parts = [f"{sensor}-{model_label(replace[sensor])}" for sensor in SENSORS if sensor in replace]
-    return "sim_" + "_".join(parts)
 
 
 def parse_replace(items) -> dict:
@@ -110,9 +104,23 @@ def parse_replace(items) -> dict:
 
 
 @dataclass(frozen=True)
-class ReplaySpec:
-    bag: str
+class Replacement:
+    """Simulated streams in place of a real bag's: ``replace`` {sensor: model spec}; the sim run's
+    variant is ``name``, by default ``runs.replay_variant(replace)``."""
+
     replace: dict
+    name: str = ""
+
+    @property
+    def variant(self) -> str:
+        return self.name or replay_variant(self.replace)
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """One real bag and how every run made from it is read, named, seeded and judged."""
+
+    bag: str
     judge: JudgeConfig
     scenario: str
     k: int = 0
@@ -124,54 +132,27 @@ class ReplaySpec:
     imu_topic: str = TOPICS["imu"]
     gps_topic: str = TOPICS["gps"]
 
-    @property
-    def variant(self) -> str:
-        return replay_variant(self.replace)
+    @classmethod
+    def of(cls, bag: RealBag, judge: JudgeConfig, **options) -> ReplaySpec:
+        """The spec of a bag named by ``runs.name_real_bag`` / ``runs.find_real_bags``."""
+        return cls(bag=bag.path, judge=judge, scenario=bag.scenario, k=bag.k, **options)
 
-    def _common(self, side: str, variant: str) -> dict:
-        return {"side": side, "variant": variant, "scenario": self.scenario, "k": self.k, "seed": self.seed,
-                "source": str(Path(self.bag).resolve())}
+    def run_id(self, sim: Replacement | None = None) -> RunId:
+        """The real run (``sim`` None) or the sim run of ``sim``."""
+        bag = RealBag(self.bag, self.scenario, self.k)
+        return bag_run_id(bag, {}) if sim is None else bag_run_id(bag, sim.replace, sim.variant)
 
-    def _tail(self) -> dict:
-        return {
-            "judge": self.judge.record(),
-            "ground_truth_rate": self.ground_truth_rate,
-            "ground_truth_source": self.truth_source,
-            "storage": self.storage,
-            "input_topics": {"gps": self.gps_topic, "imu": self.imu_topic},
-            "topics": dict(TOPICS, gps_odometry=GPS_ODOMETRY_TOPIC),
-            "version": __version__,
-        }
-
-    def real_record(self, window_ns) -> dict:
-        """run.yaml of the real run; ``window_ns`` = [start, end] of the sensor messages judged."""
-        return {**self._common("real", "real"), "gps": "real", "imu": "real",
-                "window_ns": [int(v) for v in window_ns], **self._tail()}
-
-    def sim_record(self, datum, window_ns, gps_rate: float | None = None) -> dict:
-        """run.yaml of the replayed run; ``datum``, ``window_ns`` and ``gps_rate`` are the real bag's
-        (see RealStreams)."""
-        gps = (model_parameters("gps", self.replace["gps"], datum=datum, rate=gps_rate)
-               if "gps" in self.replace else "real")
-        imu = model_parameters("imu", self.replace["imu"], self.judge) if "imu" in self.replace else "real"
-        return {**self._common("sim", self.variant), "replaced": [s for s in SENSORS if s in self.replace],
-                "models": {sensor: plain(spec) for sensor, spec in self.replace.items()},
-                "gps": gps, "imu": imu, "window_ns": [int(v) for v in window_ns], **self._tail()}
-
-    def real_record_for(self, streams: RealStreams) -> dict:
-        """run.yaml of the real run of the bag read into ``streams``."""
-        return self.real_record(streams.window_ns)
-
-    def sim_record_for(self, streams: RealStreams) -> dict:
-        """run.yaml of the replayed run from the real bag's streams (datum, window, GPS rate if replaced)."""
-        return self.sim_record(streams.datum, streams.window_ns,
-                               streams.gps_rate if "gps" in self.replace else None)
-
-    def real_directory(self, out) -> Path:
-        return run_directory(out, "real", "real", self.scenario, self.k)
-
-    def sim_directory(self, out) -> Path:
-        return run_directory(out, "sim", self.variant, self.scenario, self.k)
+    def run_info(self, streams: RealStreams, sim: Replacement | None = None) -> RunInfo:
+        """run.yaml of the real run (``sim`` None) or of the sim run of ``sim``, from the bag's streams:
+        every run records the bag's ``window_ns``; a replaced GPS runs at the bag's datum and rate."""
+        replace = {} if sim is None else sim.replace
+        gps = (model_parameters("gps", replace["gps"], datum=streams.datum, rate=streams.gps_rate)
+               if "gps" in replace else "real")
+        imu = model_parameters("imu", replace["imu"], self.judge) if "imu" in replace else "real"
+        return bag_run_info(self.run_id(sim), self.bag, self.seed, self.judge.record(), replace=replace,
+                            gps=gps, imu=imu, window_ns=streams.window_ns,
+                            ground_truth_rate=self.ground_truth_rate, ground_truth_source=self.truth_source,
+                            storage=self.storage, input_topics={"gps": self.gps_topic, "imu": self.imu_topic})
 
 
 @dataclass
@@ -179,6 +160,7 @@ class RealStreams:
     """What the replay needs from the real bag (all in memory: sensor topics are small).
 
     ``gps`` and ``imu`` hold only the messages whose header stamp lies in ``window_ns`` (inclusive).
+    The bag's /ground_truth/odom records are made once (``truth_records``) and shared by its runs.
     """
 
     truth: Any
@@ -186,11 +168,18 @@ class RealStreams:
     gps: list  # SensorRecord (recv_ns, topic, msgtype, msg) + raw CDR bytes
     imu: list
     window_ns: tuple  # (start, end) int ns: truth_window_ns(truth)
+    _truth_records: dict = field(default_factory=dict, repr=False)
 
     @property
     def gps_rate(self) -> float:
         """Rate of the real GPS stream (Hz, ``stream_rate`` of its header stamps in the window)."""
-        return stream_rate([_stamp_ns(r[3]) for r in self.gps], "real GPS stream")
+        return stream_rate([header_ns(r[3]) for r in self.gps], "real GPS stream")
+
+    def truth_records(self, rate: float) -> list:
+        """/ground_truth/odom of the bag's truth at ``rate`` Hz (computed once per rate)."""
+        if rate not in self._truth_records:
+            self._truth_records[rate] = truth_records(self.truth, rate)
+        return self._truth_records[rate]
 
 
 def stream_rate(stamps_ns, what: str) -> float:
@@ -210,10 +199,6 @@ def stream_rate(stamps_ns, what: str) -> float:
         raise UserError(f"{what}: need two messages with different stamps to know its rate")
     periods = np.maximum(1, np.rint(steps / float(np.median(steps)))).sum()
     return round(1e9 * float(periods) / float(steps.sum()), 2)
-
-
-def _stamp_ns(msg) -> int:
-    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
 
 
 def truth_window_ns(truth) -> tuple[int, int]:
@@ -245,7 +230,7 @@ def truth_window_ns(truth) -> tuple[int, int]:
 def _check_stamps(records: list, topic: str, bag: str, strict: bool) -> None:
     import numpy as np
 
-    stamps = np.array([_stamp_ns(r[3]) for r in records], dtype=np.int64)
+    stamps = np.array([header_ns(r[3]) for r in records], dtype=np.int64)
     steps = np.diff(stamps)
     bad = steps <= 0 if strict else steps < 0
     if bad.any():
@@ -281,7 +266,7 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
         _check_stamps(records, topic, spec.bag, strict=(topic == spec.imu_topic))
         # Every run of the bag is judged on the same window: the real streams are cropped like the
         # simulated ones are sampled (see the module docstring).
-        records[:] = [r for r in records if window[0] <= _stamp_ns(r[3]) <= window[1]]
+        records[:] = [r for r in records if window[0] <= header_ns(r[3]) <= window[1]]
         if not records:
             raise UserError(f"{spec.bag}: topic {topic}: no message stamp lies inside the ground-truth span "
                             f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
@@ -297,16 +282,16 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     return RealStreams(truth, datum, gps, imu, window)
 
 
-def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
+def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
     """The replacement IMU: sampled at the real header stamps (all inside the window), real receive times."""
     import numpy as np
 
     from ..models import sensor_seed
 
-    stamps = np.array([_stamp_ns(r[3]) for r in streams.imu], dtype=np.int64)
+    stamps = np.array([header_ns(r[3]) for r in streams.imu], dtype=np.int64)
     receive = [r[0] for r in streams.imu]
-    seed = sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "imu")
-    model = load_imu(spec.replace["imu"], spec.judge, seed)
+    seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
+    model = load_imu(sim.replace["imu"], spec.judge, seed)
     samples = model.sample(streams.truth, stamps_ns=stamps)
     records = imu_records(samples)
     raws = imu_cdr_records(samples)
@@ -315,61 +300,85 @@ def simulated_imu(spec: ReplaySpec, streams: RealStreams) -> list:
             for recv, (_r, topic, msgtype, msg), raw in zip(receive, records, raws)]
 
 
-def simulated_gps(spec: ReplaySpec, streams: RealStreams) -> list:
+def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
     from ..models import sensor_seed
 
     # Anchored at the real bag's datum and rate, so simulated fixes land where and when the real ones do.
-    model = load_gps(spec.replace["gps"], sensor_seed(spec.seed, spec.variant, spec.scenario, spec.k, "gps"),
+    model = load_gps(sim.replace["gps"], sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "gps"),
                      datum=streams.datum, rate=streams.gps_rate)
     samples = model.sample(streams.truth)
     raws = gps_cdr_records(samples)
     return [SensorRecord(*record, raw[3]) for record, raw in zip(gps_records(samples), raws)]
 
 
-# The runs of one real bag share its ground truth: keep the last truth's /ground_truth/odom records.
-_TRUTH_RECORDS: list = [None, None, None]  # [truth, rate, records]
+def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
+    """/fix + /imu of a run (in that order, any receive order): the real ones, or with the streams of
+    ``sim`` replaced by simulated ones."""
+    if sim is None:
+        return streams.gps + streams.imu
+    imu = simulated_imu(spec, sim, streams) if "imu" in sim.replace else streams.imu
+    gps = simulated_gps(spec, sim, streams) if "gps" in sim.replace else streams.gps
+    return gps + imu
 
 
-def _shared_truth_records(truth, rate: float) -> list:
-    if _TRUTH_RECORDS[0] is not truth or _TRUTH_RECORDS[1] != rate:
-        _TRUTH_RECORDS[:] = [truth, rate, truth_records(truth, rate)]
-    return _TRUTH_RECORDS[2]
-
-
-def judge_and_write(spec: ReplaySpec, path: Path, record: dict, sensors: list, truth) -> RunOutcome:
+def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list, streams: RealStreams,
+                    label: str = "") -> RunOutcome:
     """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
-    sensor messages + the judge's outputs + ``/ground_truth/odom`` of ``truth``, ``record`` as run.yaml."""
+    sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml."""
     sensors = in_receive_order(sensors)
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
-    bag_sensors = [_bag_record(r) for r in sensors]
-    records = in_receive_order(bag_sensors + judge_records(result)
-                               + _shared_truth_records(truth, spec.ground_truth_rate))
-    counts = write_run(path, records, with_judge_outcome(record, result), spec.storage)
-    return RunOutcome(_label(path), str(path), False, counts, truth.duration)
+    bag_sensors = [bag_record(r) for r in sensors]
+    truth = streams.truth_records(spec.ground_truth_rate)
+    records = in_receive_order(bag_sensors + judge_records(result) + truth)
+    counts = write_run(path, records, info.with_outcome(result), spec.storage)
+    return RunOutcome(label or info.run.label, str(path), False, counts, streams.truth.duration)
 
 
-def _label(path: Path) -> str:
-    return "/".join(path.parts[-4:])
+@dataclass(frozen=True)
+class BagReplay:
+    """The one replay unit: every run made from one real bag — its real run (``real``) and one
+    simulated run per ``Replacement`` — judged on the same window from one reading of the bag.
 
+    A batch task (``pipeline.batch``).  Resume happens per run inside ``execute`` (each run directory
+    against its run.yaml, all checked before any is written, so a refused run leaves OUT as it was),
+    because the records need the bag's window and datum, known only after reading it; the runner's
+    own check looks at ``directory(out)``, which is never created.
+    """
 
-def replay(spec: ReplaySpec, out) -> tuple[RunOutcome, RunOutcome]:
-    """Write (or find complete) the real run and the replayed sim run of one real bag."""
-    streams = read_real_streams(spec)
-    real_path, sim_path = spec.real_directory(out), spec.sim_directory(out)
-    real_record, sim_record = spec.real_record_for(streams), spec.sim_record_for(streams)
-    # Check both before writing either, so a refused pair leaves OUT as it was.
-    real_done = existing_run(real_path, real_record)
-    sim_done = existing_run(sim_path, sim_record)
-    if real_done:
-        real = RunOutcome(_label(real_path), str(real_path), True, {})
-    else:
-        remove_stale_temporaries(real_path)
-        real = judge_and_write(spec, real_path, real_record, streams.gps + streams.imu, streams.truth)
-    if sim_done:
-        sim = RunOutcome(_label(sim_path), str(sim_path), True, {})
-    else:
-        remove_stale_temporaries(sim_path)
-        imu = simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
-        gps = simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
-        sim = judge_and_write(spec, sim_path, sim_record, gps + imu, streams.truth)
-    return real, sim
+    spec: ReplaySpec
+    sims: tuple = ()  # Replacement
+    real: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.scenario}/{self.spec.k}"
+
+    def directory(self, out) -> Path:
+        return Path(out) / ".groups" / self.label.replace("/", "_")
+
+    def record(self) -> dict:
+        return {"group": self.label}
+
+    def execute(self, out) -> RunOutcome:
+        """Write (or find complete) every run of the bag; the outcome lists each run's in ``runs``."""
+        start = time.perf_counter()
+        streams = read_real_streams(self.spec)
+        todo = ([None] if self.real else []) + list(self.sims)
+        planned = [(sim, self.spec.run_id(sim).directory(out), self.spec.run_info(streams, sim))
+                   for sim in todo]
+        complete = [existing_run(path, info) for _sim, path, info in planned]
+        outcomes = []
+        for (sim, path, info), done in zip(planned, complete):
+            if done:
+                outcomes.append(RunOutcome(info.run.label, str(path), True, {}))
+                continue
+            remove_stale_temporaries(path)
+            outcomes.append(judge_and_write(self.spec, path, info, sensor_streams(self.spec, streams, sim),
+                                            streams))
+        counts: dict = {}
+        for outcome in outcomes:
+            for topic, count in outcome.messages.items():
+                counts[topic] = counts.get(topic, 0) + count
+        written = [o for o in outcomes if not o.skipped]
+        return RunOutcome(self.label, str(self.spec.run_id().directory(out)), not written, counts,
+                          time.perf_counter() - start, tuple(outcomes))

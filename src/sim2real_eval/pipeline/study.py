@@ -25,7 +25,6 @@ removed before the dict reaches the model loader).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,15 +32,13 @@ from typing import Any
 from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
 from ..errors import UserError
 from ..resources import config_path
+from ..runs import NAME_PATTERN, NAME_RULE, STORAGES
 from ..yamlio import Section, load_yaml
-from .run import DEFAULT_GROUND_TRUTH_RATE, STORAGES, JudgeConfig, SimRunSpec
+from .run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, SimRunSpec
 
 TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate",
             "storage")
 JUDGE_KEYS = ("ekf", "navsat", "static_tfs")
-
-# Names become directory components: keep them portable and unambiguous.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
 @dataclass(frozen=True)
@@ -63,8 +60,16 @@ class Study:
     ground_truth_rate: float = DEFAULT_GROUND_TRUTH_RATE
     storage: str = "sqlite3"
 
-    def runs(self, storage: str | None = None) -> list[SimRunSpec]:
-        """Every run of the study, ordered variant → scenario → k (the order of the files)."""
+    def runs(self, storage: str | None = None, variants=None, scenarios=None) -> list[SimRunSpec]:
+        """Every run of the study, ordered variant → scenario → k (the order of the files).
+
+        ``variants`` (Variant objects) / ``scenarios`` (names) replace the study's own (tune: the
+        candidate model on the scored scenarios)."""
+        variants = self.variants if variants is None else variants
+        if scenarios is None:
+            scenarios = self.scenarios
+        else:
+            scenarios = {name: self.scenarios[name] for name in scenarios}
         return [
             SimRunSpec(
                 variant=variant.name,
@@ -78,15 +83,15 @@ class Study:
                 ground_truth_rate=self.ground_truth_rate,
                 storage=storage or self.storage,
             )
-            for variant in self.variants
-            for scenario, params in self.scenarios.items()
+            for variant in variants
+            for scenario, params in scenarios.items()
             for k in range(self.repeats)
         ]
 
 
 def check_name(section: Section, key: str, value: Any, what: str) -> str:
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise section.error(key, f"{what} {value!r} must be a string of letters, digits, '_', '.', '+', '-'")
+        raise section.error(key, f"{what} {value!r} must be a string of {NAME_RULE}")
     return value
 
 

@@ -1,0 +1,614 @@
+"""What a run is: its identity, its directory, its ``run.yaml`` — one definition for every writer and reader.
+
+A **run** is one judged bag: ``OUT/<side>/<variant>/<scenario>/<k>/`` is a rosbag2 directory with
+``run.yaml`` inside (docs/architecture.md, "runs").  Writers: the offline pipeline (simulated runs,
+replayed real bags), the demo, and the ROS launch's recorder_node; readers: the scorer, resume, tune.
+All of them use this module for
+
+- the identity ``RunId(side, variant, scenario, k)``: its label, its directory (``RunId.directory``
+  encodes the layout, ``find_runs`` decodes it) and the run key of its random streams (``seed_keys``);
+- the names of a real bag's runs (``name_real_bag``, ``find_real_bags``): the documented layout of
+  real bags is ``DIR/<scenario>/<run>/``, so a bag's scenario is its folder's name and its ``k`` its
+  position among the bags of that folder (sorted by name);
+- the run.yaml record ``RunInfo`` (typed; ``to_dict``/``to_yaml`` write it in one key order,
+  ``RunInfo.from_dict``/``read_run_info`` validate it) and the builders of its parts
+  (``judge_record``, ``model_parameters``, ``bag_run_info``, ``recorded_replay_run``);
+- resume: ``existing_run`` (a complete matching run is kept, a different one refused);
+- ``file_sha256``, the one file digest of the package.
+
+Robot-side: Python 3.8, standard library + PyYAML (+ the models, imported lazily), so the ROS
+recorder builds its run.yaml with the same code as the offline pipeline.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .art import GPS_ODOMETRY_TOPIC, TOPICS
+from .errors import UserError
+
+RUN_FILE = "run.yaml"
+REAL = "real"
+SIDES = (REAL, "sim")
+SENSORS = ("gps", "imu")
+STORAGES = ("sqlite3", "mcap")
+OUTCOME_KEY = "judge_outcome"  # written after the judge ran: an output, never compared on resume
+LAYOUT = "OUT/<side>/<variant>/<scenario>/<k>/"
+
+# Names become directory components: keep them portable and unambiguous.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+NAME_RULE = "letters, digits, '_', '.', '+', '-'"
+
+
+def check_name(value: Any, what: str) -> str:
+    """``value`` if it can name a directory of the layout, else a UserError naming ``what``."""
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise UserError(f"{what} {value!r}: use {NAME_RULE} (it names a directory)")
+    return value
+
+
+# ------------------------------------------------------------------------------------ identity
+@dataclass(frozen=True)
+class RunId:
+    """Which run: ``side`` (sim | real), ``variant`` (``real`` on the real side), ``scenario``, ``k``."""
+
+    side: str
+    variant: str
+    scenario: str
+    k: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.side}/{self.variant}/{self.scenario}/{self.k}"
+
+    def directory(self, out) -> Path:
+        """``OUT/<side>/<variant>/<scenario>/<k>``: the one encoding of the layout."""
+        return Path(out) / self.side / self.variant / self.scenario / str(int(self.k))
+
+    @property
+    def seed_keys(self) -> tuple:
+        """The run key of the run's sensor streams: ``sensor_seed(seed, *seed_keys, "gps" | "imu")``."""
+        return (self.variant, self.scenario, self.k)
+
+
+def run_directory(out, side: str, variant: str, scenario: str, k: int) -> Path:
+    return RunId(side, variant, scenario, int(k)).directory(out)
+
+
+def _visible_dirs(path: Path) -> list:
+    # Hidden entries are atomic-write temporaries (".name.tmp-..."): never complete runs.
+    return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def find_runs(root, exclude_scenarios: Iterable[str] = ()) -> List[Tuple[RunId, Path]]:
+    """Every run directory under ``root`` (the layout decoded), in side/variant/scenario/k name order.
+
+    Only the directory names are read; ``read_run_info`` reads a run's record.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"{root}: not a directory (expected {LAYOUT})")
+    sides = [p for p in _visible_dirs(root) if p.name in SIDES]
+    if not sides:
+        raise UserError(f"{root}: no real/ or sim/ folder (expected {LAYOUT})")
+    excluded = set(exclude_scenarios)
+    found = []
+    for side_dir in sides:
+        for variant_dir in _visible_dirs(side_dir):
+            for scenario_dir in _visible_dirs(variant_dir):
+                if scenario_dir.name in excluded:
+                    continue
+                for run_dir in _visible_dirs(scenario_dir):
+                    if not run_dir.name.isdigit():
+                        raise UserError(f"{run_dir}: run folder name must be the run number k")
+                    found.append((RunId(side_dir.name, variant_dir.name, scenario_dir.name,
+                                        int(run_dir.name)), run_dir))
+    return found
+
+
+# ------------------------------------------------------------------------ names of real bags
+def is_bag(path: Path) -> bool:
+    """A rosbag2 directory (metadata.yaml) or a ROS 1 .bag file; hidden entries are temporaries."""
+    path = Path(path)
+    if path.name.startswith("."):
+        return False
+    if path.is_dir():
+        return (path / "metadata.yaml").is_file()
+    return path.is_file() and path.suffix == ".bag"
+
+
+def bags_in(folder: Path) -> list:
+    """The bags directly inside ``folder``, sorted by name."""
+    return sorted(p for p in Path(folder).iterdir() if is_bag(p))
+
+
+@dataclass(frozen=True)
+class RealBag:
+    """A real bag and the names of its runs: ``scenario`` and repeat ``k``."""
+
+    path: str
+    scenario: str
+    k: int
+
+
+def _bag_path(path) -> Path:
+    """The bag as named: absolute but not resolved (a symlinked bag keeps its folder's names); a data
+    file inside a rosbag2 directory stands for that directory."""
+    bag = Path(os.path.abspath(str(path)))
+    if bag.is_file() and bag.suffix != ".bag" and (bag.parent / "metadata.yaml").is_file():
+        bag = bag.parent
+    return bag
+
+
+def name_real_bag(path, scenario: Optional[str] = None, k: Optional[int] = None) -> RealBag:
+    """The one naming rule of a real bag ``DIR/<scenario>/<run>``: scenario = the bag's folder name,
+    k = the bag's position among the bags of that folder (sorted by name, as ``find_real_bags``).
+
+    ``scenario`` / ``k`` override the rule (``replay --scenario/--k``).
+    """
+    bag = _bag_path(path)
+    if not bag.exists():
+        raise UserError(f"{path}: no such bag")
+    if scenario is None:
+        scenario = bag.parent.name
+        if not NAME_PATTERN.match(scenario):
+            raise UserError(f"{path}: its folder {scenario!r} cannot name the scenario "
+                            f"(DIR/<scenario>/<run>/ with {NAME_RULE}); give it with --scenario NAME")
+    else:
+        check_name(scenario, "--scenario")
+    if k is None:
+        siblings = sorted(set(bags_in(bag.parent)) | {bag})
+        k = siblings.index(bag)
+    elif isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise UserError(f"--k {k!r}: expected an integer >= 0")
+    return RealBag(str(bag), scenario, int(k))
+
+
+def find_real_bags(paths: Sequence, scenario: Optional[str] = None, limit: Optional[int] = None,
+                   what: str = "") -> List[RealBag]:
+    """The real bags of ``paths``, named by the one rule.  Each path is a bag (``DIR/<scenario>/<run>``),
+    a scenario folder (``DIR/<scenario>/``: its bags) or a folder of scenario folders (``DIR/``).
+
+    ``limit``: at most that many bags per scenario folder (the first by name).  ``scenario``
+    overrides the scenario name of every bag.  ``what`` prefixes the errors (e.g. "--real").
+    """
+    prefix = f"{what} " if what else ""
+    found: List[RealBag] = []
+    for given in paths:
+        path = Path(os.path.abspath(str(given)))
+        if not path.exists():
+            raise UserError(f"{prefix}{given}: no such bag")
+        if is_bag(path) or path.is_file():
+            found.append(name_real_bag(given, scenario))
+            continue
+        if not path.is_dir():
+            raise UserError(f"{prefix}{given}: not a bag or a folder of bags")
+        folders = [path] if bags_in(path) else _visible_dirs(path)
+        count = len(found)
+        for folder in folders:
+            name = scenario if scenario is not None else folder.name
+            bags = bags_in(folder)[:limit]
+            if bags and not NAME_PATTERN.match(name):
+                raise UserError(f"{prefix}{folder}: folder name {name!r} cannot name a scenario "
+                                f"({NAME_RULE})")
+            found += [RealBag(str(bag), name, k) for k, bag in enumerate(bags)]
+        if len(found) == count:
+            raise UserError(f"{prefix}{given}: no bags found (expected a bag, DIR/<run>/ or "
+                            "DIR/<scenario>/<run>/ with rosbag2 folders or .bag files)")
+    seen: Dict[tuple, str] = {}
+    for bag in found:
+        key = (bag.scenario, bag.k)
+        if key in seen and seen[key] != bag.path:
+            raise UserError(f"{bag.path}: same scenario {bag.scenario!r} and k = {bag.k} as {seen[key]} "
+                            "(give bags of one folder per scenario, or --scenario/--k for one bag)")
+        seen[key] = bag.path
+    return list({(bag.scenario, bag.k): bag for bag in found}.values())
+
+
+def model_label(spec: Any) -> str:
+    """Short name of a model spec: the preset name, a YAML file's stem, an inline dict's ``name``."""
+    if isinstance(spec, str):
+        return Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
+    if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+        return spec["name"]
+    raise UserError(f"--replace: cannot name the model {spec!r} (give a preset name or a YAML file)")
+
+
+def replay_variant(replace: Mapping) -> str:
+    """``{"imu": "chrono_paper_demo"}`` → ``sim_imu-chrono_paper_demo`` (sensors in gps, imu order)."""
+    parts = [f"{sensor}-{model_label(replace[sensor])}" for sensor in SENSORS if sensor in replace]
+    return "sim_" + "_".join(parts)
+
+
+def bag_run_id(bag: RealBag, replace: Mapping, variant: Optional[str] = None) -> RunId:
+    """The run made from ``bag`` with the streams of ``replace`` simulated ({} = the real run)."""
+    if not replace:
+        return RunId(REAL, REAL, bag.scenario, bag.k)
+    return RunId("sim", variant or replay_variant(replace), bag.scenario, bag.k)
+
+
+# ---------------------------------------------------------------------------------- record parts
+def file_sha256(path) -> str:
+    """SHA-256 (hex) of a file's bytes: the identity of a judge configuration in run.yaml.
+
+    Cached per (path, size, modification time), so an edited file is hashed again."""
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    return _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, _size: int, _mtime_ns: int) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def plain(value: Any) -> Any:
+    """YAML-safe plain data (numpy scalars/arrays and tuples become Python numbers and lists)."""
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if hasattr(value, "tolist"):
+        return plain(value.tolist())
+    return value
+
+
+def judge_record(ekf: str, navsat: str, static_tfs: Sequence[str]) -> dict:
+    """run.yaml ``judge``: the robot_localization files (path + SHA-256) and the static TFs."""
+    return {"ekf": ekf, "ekf_sha256": file_sha256(ekf), "navsat": navsat,
+            "navsat_sha256": file_sha256(navsat), "static_tfs": list(static_tfs)}
+
+
+def run_topics() -> dict:
+    """run.yaml ``topics``: the topics of every run bag."""
+    return dict(TOPICS, gps_odometry=GPS_ODOMETRY_TOPIC)
+
+
+@functools.lru_cache(maxsize=256)
+def _model_parameters(kind: str, spec_text: str, overrides_text: str) -> str:
+    from .models import load_gps_model, load_imu_model
+
+    load = load_imu_model if kind == "imu" else load_gps_model
+    return json.dumps(plain(load(json.loads(spec_text), None, **json.loads(overrides_text)).parameters))
+
+
+def model_parameters(kind: str, spec: Any, **overrides) -> dict:
+    """Effective parameters of a GPS or IMU model (what run.yaml records as ``gps`` / ``imu``): the
+    spec (preset name, YAML path or mapping) resolved, ``overrides`` of top-level keys applied
+    (``mounting_rpy``, ``datum``, ``rate``).  They do not depend on the seed."""
+    if kind not in SENSORS:
+        raise ValueError(f"model_parameters: kind must be gps or imu, got {kind!r}")
+    return json.loads(_model_parameters(kind, json.dumps(plain(spec), sort_keys=True),
+                                        json.dumps(plain(overrides), sort_keys=True)))
+
+
+# --------------------------------------------------------------------------------- the record
+# run.yaml keys after side, variant, scenario, k, in the order they are written; `judge_outcome` last.
+_ORDER = ("seed", "seed_keys", "source", "scenario_params", "replaced", "models", "gps", "imu", "window_ns",
+          "judge", "ground_truth_rate", "ground_truth_source", "storage", "input_topics", "topics",
+          "recorded_by", "version")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The typed run.yaml.  Only the identity is required; an absent (None) key is not written.
+
+    - ``seed``: study seed; the sensor streams are ``sensor_seed(seed, *run.seed_keys, sensor)``
+      (``seed_keys`` is written only when a run used other keys: ROS launches that set them);
+    - ``source``: the scenario name (simulated runs) or the absolute path of the real bag;
+    - ``scenario_params``: the study's overrides of the scenario (None = its defaults); written for
+      every run simulated from a scenario (``from_scenario``), even when None;
+    - ``replaced`` / ``models``: on a replayed sim run, the replaced sensors and their model specs as
+      given (``models`` on a scenario run: the specs of both sensors);
+    - ``gps`` / ``imu``: the effective model parameters (``model_parameters``), or ``"real"``;
+    - ``window_ns``: [start, end] header stamps of the sensor messages judged (runs of a real bag);
+    - ``judge``: ``judge_record``; ``topics``: ``run_topics``; ``input_topics``: the real bag's
+      sensor topics; ``ground_truth_rate`` (Hz of /ground_truth/odom), ``ground_truth_source``,
+      ``storage``, ``recorded_by`` (the ROS recorder), ``version`` (of the package);
+    - ``judge_outcome``: what the judge did (inputs, drops by reason, outputs), written after it ran;
+    - ``extra``: keys this version does not know, kept as read.
+    """
+
+    run: RunId
+    seed: Optional[int] = None
+    seed_keys: Optional[list] = None
+    source: Optional[str] = None
+    scenario_params: Any = None
+    from_scenario: bool = False
+    replaced: Optional[list] = None
+    models: Optional[dict] = None
+    gps: Any = None
+    imu: Any = None
+    window_ns: Optional[list] = None
+    judge: Optional[dict] = None
+    ground_truth_rate: Optional[float] = None
+    ground_truth_source: Optional[str] = None
+    storage: Optional[str] = None
+    input_topics: Optional[dict] = None
+    topics: Optional[dict] = None
+    recorded_by: Optional[str] = None
+    version: Optional[str] = None
+    judge_outcome: Optional[dict] = None
+    extra: dict = field(default_factory=dict)
+
+    def topic(self, role: str) -> str:
+        """The bag topic of ``role`` (estimate, ground_truth, gps, imu, gps_odometry)."""
+        return (self.topics or {}).get(role) or run_topics()[role]
+
+    def with_outcome(self, result) -> RunInfo:
+        """This record + what the judge did (a ``JudgeResult``): an output, not compared on resume;
+        it tells a user at a glance e.g. that IMU messages were dropped."""
+        outcome = {
+            "inputs": plain(dict(result.inputs)),
+            "dropped": plain(dict(result.dropped)),
+            "published": int(result.published),
+        }
+        warnings = list(getattr(result, "warnings", []) or [])
+        if warnings:
+            outcome["warnings"] = [str(w) for w in warnings[:20]]
+        return dataclasses.replace(self, judge_outcome=outcome)
+
+    def to_dict(self) -> dict:
+        """The run.yaml mapping, keys in the one order every writer uses."""
+        run = self.run
+        out: Dict[str, Any] = {"side": run.side, "variant": run.variant, "scenario": run.scenario,
+                               "k": int(run.k)}
+        for name in _ORDER:
+            value = getattr(self, name)
+            if value is not None or (name == "scenario_params" and self.from_scenario):
+                out[name] = value
+        out.update(self.extra)
+        if self.judge_outcome is not None:
+            out[OUTCOME_KEY] = self.judge_outcome
+        return out
+
+    def to_yaml(self) -> str:
+        from .yamlio import dump_yaml
+
+        return dump_yaml(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str) -> RunInfo:
+        """Validate a run.yaml mapping; errors are one line naming ``source`` and the key."""
+        from .yamlio import Section
+
+        if not isinstance(data, Mapping):
+            raise UserError(f"{source}: not a run description (expected a mapping)")
+        sec = Section(data, source)
+        side = sec.string("side", required=True, choices=SIDES)
+        variant = sec.string("variant", required=True)
+        scenario = sec.string("scenario", required=True)
+        for key, value in (("variant", variant), ("scenario", scenario)):
+            if not value:
+                raise sec.error(key, "must not be empty")
+        if (side == REAL) != (variant == REAL):
+            raise sec.error("variant", f"{variant!r} on side {side!r}: the real side's variant, and only "
+                                       "it, is 'real'")
+        run = RunId(side, variant, scenario, sec.integer("k", required=True, minimum=0))
+        values: Dict[str, Any] = {"run": run, "seed": sec.integer("seed", minimum=0),
+                                  "source": sec.string("source"), "from_scenario": "scenario_params" in data,
+                                  "ground_truth_rate": sec.number("ground_truth_rate", positive=True),
+                                  "ground_truth_source": sec.string("ground_truth_source"),
+                                  "storage": sec.string("storage", choices=STORAGES),
+                                  "recorded_by": sec.string("recorded_by")}
+        for key in ("seed_keys", "replaced", "window_ns"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, list):
+                raise sec.error(key, f"expected a list, got {value!r}")
+            values[key] = value
+        if values["replaced"] is not None and not set(values["replaced"]) <= set(SENSORS):
+            raise sec.error("replaced", f"expected sensors among gps, imu, got {values['replaced']!r}")
+        window = values["window_ns"]
+        if window is not None and not (len(window) == 2 and all(_is_int(v) for v in window)
+                                       and window[0] <= window[1]):
+            raise sec.error("window_ns", f"expected [start, end] integer ns with start <= end, "
+                                         f"got {window!r}")
+        for key in ("scenario_params", "models", "judge", "judge_outcome"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, Mapping):
+                raise sec.error(key, f"expected a mapping, got {value!r}")
+            values[key] = value
+        for key in SENSORS:
+            value = data.get(key)
+            if value is not None and value != REAL and not isinstance(value, Mapping):
+                raise sec.error(key, f"expected 'real' or the model's parameters (a mapping), got {value!r}")
+            values[key] = value
+        judge = sec.section("judge")
+        for key in ("ekf", "navsat"):
+            judge.string(key)
+            digest = judge.string(f"{key}_sha256")
+            if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
+                raise judge.error(f"{key}_sha256", f"expected a SHA-256 hex digest, got {digest!r}")
+        tfs = judge.data.get("static_tfs")
+        if tfs is not None and not (isinstance(tfs, list) and all(isinstance(t, str) for t in tfs)):
+            raise judge.error("static_tfs", "expected a list of 'PARENT CHILD x y z yaw pitch roll', "
+                                            f"got {tfs!r}")
+        for key in ("topics", "input_topics"):
+            section = sec.section(key)
+            for role in section.data:
+                topic = section.string(str(role))
+                if topic is not None and not topic.startswith("/"):
+                    raise section.error(str(role), f"expected an absolute topic name, got {topic!r}")
+            values[key] = dict(section.data) if key in data and data[key] is not None else None
+        version = data.get("version")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, (str, int, float))):
+            raise sec.error("version", f"expected a version string, got {version!r}")
+        values["version"] = version
+        known = {"side", "variant", "scenario", "k", OUTCOME_KEY, *_ORDER}
+        values["extra"] = {key: value for key, value in data.items() if key not in known}
+        return cls(**values)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_run_info(run_dir) -> RunInfo:
+    """The validated run.yaml of the run directory ``run_dir``."""
+    from .yamlio import load_yaml
+
+    run_file = Path(run_dir) / RUN_FILE
+    if not run_file.is_file():
+        raise UserError(f"{run_dir}: no {RUN_FILE} (not a run directory written by the pipeline)")
+    return RunInfo.from_dict(load_yaml(run_file), str(run_file))
+
+
+def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[Mapping] = None,
+                 gps: Any = REAL, imu: Any = REAL, window_ns=None, ground_truth_rate: Optional[float] = None,
+                 ground_truth_source: Optional[str] = None, storage: Optional[str] = None,
+                 input_topics: Optional[Mapping] = None, seed_keys: Optional[Sequence] = None,
+                 recorded_by: Optional[str] = None) -> RunInfo:
+    """The record of a run made from a real bag (offline replay, the demo, the ROS launch).
+
+    ``replace``: {sensor: model spec} of the simulated streams (empty on the real run); ``gps`` /
+    ``imu``: their effective parameters (``model_parameters``), ``"real"`` for a real stream.
+    """
+    from . import __version__
+
+    simulated = run.side != REAL
+    return RunInfo(
+        run, seed=int(seed), seed_keys=None if seed_keys is None else list(seed_keys),
+        source=str(Path(bag).resolve()),
+        replaced=[s for s in SENSORS if s in (replace or {})] if simulated else None,
+        models={sensor: plain(spec) for sensor, spec in (replace or {}).items()} if simulated else None,
+        gps=gps, imu=imu, window_ns=None if window_ns is None else [int(v) for v in window_ns], judge=judge,
+        ground_truth_rate=ground_truth_rate, ground_truth_source=ground_truth_source, storage=storage,
+        input_topics=None if input_topics is None else dict(input_topics), topics=run_topics(),
+        recorded_by=recorded_by, version=__version__)
+
+
+# ------------------------------------------------------------------------------------- ROS launch
+ROS_MODES = {"real": (), "sim_imu": ("imu",), "sim_gps": ("gps",), "sim_both": ("gps", "imu")}
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """Where the ROS recorder writes a run and what its run.yaml says (``info.to_yaml()``)."""
+
+    directory: Path
+    info: RunInfo
+
+
+def recorded_replay_run(bag, mode: str, gps_model: str, imu_model: str, seed: int, ekf: str, navsat: str,
+                        static_tfs: Sequence[str], *, storage: str = "sqlite3", truth_source: str = "auto",
+                        seed_keys: Optional[Sequence] = None, overrides: Optional[Mapping] = None,
+                        out="runs", scenario: Optional[str] = None, k: Optional[int] = None,
+                        recorded_by: str = "recorder_node (ros2 launch sim2real_eval evaluate.launch.py)"
+                        ) -> RecordedRun:
+    """The run a ROS launch (``evaluate.launch.py``) records from real bag ``bag``, named like the
+    offline replay of the same bag: ``OUT/real/real/<scenario>/<k>`` for ``mode`` real, else
+    ``OUT/sim/sim_<sensor>-<model>…/<scenario>/<k>`` (``replay_variant``), scenario and k by
+    ``name_real_bag``.  ``overrides``: {"gps" | "imu": {key: value}} the nodes apply to the models
+    (e.g. the IMU's ``mounting_rpy`` from the static TF); ``seed_keys``: the nodes' run key when it is
+    not ``run.seed_keys``.  ``out``: the folder the layout starts in (the launch's default ``./runs``).
+    """
+    if mode not in ROS_MODES:
+        raise UserError(f"launch argument mode:={mode!r}: expected one of {', '.join(ROS_MODES)}")
+    models = {"gps": gps_model, "imu": imu_model}
+    replace = {sensor: models[sensor] for sensor in ROS_MODES[mode]}
+    named = name_real_bag(bag, scenario, k)
+    run = bag_run_id(named, replace)
+    overrides = dict(overrides or {})
+    parameters = {sensor: model_parameters(sensor, spec, **dict(overrides.get(sensor) or {}))
+                  for sensor, spec in replace.items()}
+    info = bag_run_info(run, named.path, seed, judge_record(ekf, navsat, static_tfs), replace=replace,
+                        gps=parameters.get("gps", REAL), imu=parameters.get("imu", REAL),
+                        ground_truth_source=truth_source, storage=storage, seed_keys=seed_keys,
+                        recorded_by=recorded_by)
+    return RecordedRun(run.directory(out), info)
+
+
+# ------------------------------------------------------------------------------------------ resume
+def _comparable(record: dict) -> dict:
+    """run.yaml fields that must match for an existing run to count as this run.
+
+    Not compared: the package version, the judge's outcome and the judge files' paths (their sha256
+    are compared), so an output tree survives a reinstall or a moved config directory.
+    """
+    out = {k: v for k, v in record.items() if k not in ("version", OUTCOME_KEY)}
+    if isinstance(out.get("judge"), dict):
+        out["judge"] = {k: v for k, v in out["judge"].items() if k not in ("ekf", "navsat")}
+    return out
+
+
+def first_difference(a: Any, b: Any, prefix: str = "") -> Optional[str]:
+    """The dotted path of the first difference between two YAML documents (None when equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            where = f"{prefix}.{key}" if prefix else str(key)
+            if key not in a or key not in b:
+                return where
+            diff = first_difference(a[key], b[key], where)
+            if diff:
+                return diff
+        return None
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return prefix
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff = first_difference(x, y, f"{prefix}[{i}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return None
+    return None if a == b else (prefix or "value")
+
+
+def existing_run(path, record: Union[RunInfo, Mapping]) -> bool:
+    """True when ``path`` holds this run already; False when absent; UserError when it differs."""
+    import yaml
+
+    from .yamlio import dump_yaml, load_yaml
+
+    path = Path(path)
+    if not path.exists():
+        return False
+    run_file = path / RUN_FILE
+    if not run_file.is_file():
+        raise UserError(f"{path}: exists but has no {RUN_FILE}, so it is not a run; "
+                        "remove it or choose another --out")
+    found = load_yaml(run_file)
+    if not isinstance(found, dict):
+        raise UserError(f"{run_file}: not a run description (expected a mapping)")
+    expected = record.to_dict() if isinstance(record, RunInfo) else dict(record)
+    # Round-trip the expected record through YAML so tuples/lists and floats compare like on disk.
+    expected = yaml.safe_load(dump_yaml(expected))
+    diff = first_difference(_comparable(found), _comparable(expected))
+    if diff:
+        raise UserError(
+            f"{run_file}: an existing run differs from the requested one at '{diff}'; "
+            "remove it or choose another --out"
+        )
+    return True
+
+
+def remove_stale_temporaries(path) -> None:
+    """Remove leftovers of a run killed hard (SIGKILL) while building ``path`` (atomic.py siblings)."""
+    path = Path(path)
+    parent = path.parent
+    if parent.is_dir():
+        for stale in parent.glob(f".{path.name}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+__all__ = ["LAYOUT", "NAME_PATTERN", "OUTCOME_KEY", "REAL", "ROS_MODES", "RUN_FILE", "SENSORS", "SIDES",
+           "STORAGES", "RealBag", "RecordedRun", "RunId", "RunInfo", "bag_run_id", "bag_run_info", "bags_in",
+           "check_name", "existing_run", "file_sha256", "find_real_bags", "find_runs", "first_difference",
+           "is_bag", "judge_record", "model_label", "model_parameters", "name_real_bag", "plain",
+           "read_run_info", "recorded_replay_run", "remove_stale_temporaries", "replay_variant",
+           "run_directory", "run_topics"]

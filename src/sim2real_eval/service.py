@@ -1,0 +1,322 @@
+"""The library behind the commands: judge a bag, simulate a study, replay real bags, score a run tree.
+
+Each task is one function returning a result object.  The CLI modules, the demo and tune call these
+(as evo's command line calls ``main_ape.ape``), so each task is assembled in one place; the commands
+only parse arguments, show progress and print.
+
+    judge_bag(bag, ekf, navsat=…) -> JudgedBag           write_judged_bag(judged, output)
+    simulate_study(study, out) -> SimulatedRuns           simulate_runs(tasks, out)
+    plan_replays(bags, replacements, judge) -> [BagReplay]  replay_bags(tasks, out) -> ReplayedBags
+    find_runs_to_score(runs_dir | manifest | csv_dir) -> (kind, source, specs)
+    load_runs(specs, options) -> LoadedRuns               score_runs(specs, options) -> ScoredRuns
+
+Importing this module is cheap; the heavy packages load when a task runs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from .errors import UserError
+
+# ============================================================================ judge a bag
+EXPECTED_TYPES = {
+    "odom": "nav_msgs/msg/Odometry",
+    "pose": "geometry_msgs/msg/PoseWithCovarianceStamped",
+    "twist": "geometry_msgs/msg/TwistWithCovarianceStamped",
+    "imu": "sensor_msgs/msg/Imu",
+}
+NAVSATFIX = "sensor_msgs/msg/NavSatFix"
+
+
+@dataclass
+class JudgedBag:
+    """The embedded robot_localization's run on one bag: ``result`` (``judge.JudgeResult``), the
+    ``judge`` that ran (its output topic names), the bag topics it read, and ``summary`` (summary.json)."""
+
+    result: Any
+    judge: Any
+    topics: list
+    summary: dict
+
+
+def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, filter_type: str | None = None,
+              navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] = (),
+              remaps: dict | None = None, progress: Callable | None = None) -> JudgedBag:
+    """Run ekf_node (+ navsat_transform_node with ``navsat_config``) on the topics of ``bag`` that the
+    configuration subscribes; every input topic is checked first (present, right type).
+
+    ``progress(start_ns, end_ns)``: a context manager around the run that yields a callable
+    ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
+    summary.json.
+    """
+    from .bags import open_bag
+    from .judge import Judge, load_ekf_params, load_navsat_params, parse_static_tf
+    from .runs import file_sha256
+
+    tfs = [parse_static_tf(spec) for spec in static_tfs]
+    ekf_params = load_ekf_params(ekf_config, node, filter_type)
+    navsat_params = load_navsat_params(navsat_config, navsat_node) if navsat_config else None
+    judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {})
+    with open_bag(bag) as reader:
+        if reader.message_count == 0:
+            raise UserError(f"{bag}: the bag is empty")
+        wanted = _judge_inputs(judge, ekf_params, navsat_params, reader.topics, bag, ekf_config)
+        stream = ((m.recv_ns, m.topic, m.msg) for m in reader.messages(wanted, allow_empty=True))
+        if progress is None:
+            result = judge.run(stream)
+        else:
+            with progress(reader.start_ns, reader.end_ns) as advance:
+                result = judge.run(stream) if advance is None else judge.run(stream, progress=advance)
+        if result.published == 0:
+            raise UserError(
+                f"{bag}: the filter never initialised (no usable measurement on "
+                f"{', '.join(wanted)}); dropped: {result.dropped}"
+            )
+    summary = {
+        "bag": str(bag),
+        "config": {
+            "ekf": str(ekf_config),
+            "ekf_sha256": file_sha256(str(ekf_config)),
+            "node": ekf_params.node,
+            "filter_type": ekf_params.filter_type,
+        },
+        "final_position": [float(v) for v in result.final_position],
+        "final_stamp_ns": int(result.filtered.stamp_ns[-1]),
+        "published": result.published,
+        "gps_odometry_published": len(result.gps_odometry) if result.gps_odometry is not None else None,
+        "inputs": result.inputs,
+        "dropped": result.dropped,
+        "warnings": result.warnings,
+        "static_tfs": list(static_tfs),
+        "remaps": dict(remaps or {}),
+    }
+    if navsat_params is not None:
+        summary["config"].update({"navsat": str(navsat_config),
+                                  "navsat_sha256": file_sha256(str(navsat_config)),
+                                  "navsat_node": navsat_params.node})
+    return JudgedBag(result, judge, wanted, summary)
+
+
+def _judge_inputs(judge, ekf_params, navsat_params, topics: dict, bag, ekf_config) -> list:
+    """The bag topics the judge subscribes, each checked against the bag (present, right type)."""
+    wanted = []
+    for sensor in ekf_params.sensors:
+        topic = judge.topic(sensor.topic)
+        if topic not in judge.input_topics:
+            continue  # produced by the judge itself (navsat's /odometry/gps)
+        where = f"{sensor.name} ({sensor.topic}) of {ekf_config}"
+        if topic not in topics:
+            raise UserError(f"topic {topic}, {where}, is not in {bag} "
+                            f"(topics: {', '.join(sorted(topics)) or 'none'})")
+        if topics[topic].msgtype != EXPECTED_TYPES[sensor.kind]:
+            raise UserError(f"topic {topic} in {bag} is {topics[topic].msgtype}; {where} needs "
+                            f"{EXPECTED_TYPES[sensor.kind]}")
+        wanted.append(topic)
+    if navsat_params is not None:
+        gps = judge.gps_topic
+        if gps not in topics:
+            raise UserError(f"GPS topic {gps} (navsat gps/fix) is not in {bag} "
+                            f"(topics: {', '.join(sorted(topics))})")
+        if topics[gps].msgtype != NAVSATFIX:
+            raise UserError(f"topic {gps} in {bag} is {topics[gps].msgtype}; navsat needs {NAVSATFIX}")
+        wanted.append(gps)
+        if (judge.navsat_imu_topic in topics and not navsat_params.use_odometry_yaw
+                and not navsat_params.wait_for_datum):
+            if topics[judge.navsat_imu_topic].msgtype != EXPECTED_TYPES["imu"]:
+                raise UserError(f"topic {judge.navsat_imu_topic} in {bag} is not sensor_msgs/msg/Imu")
+            wanted.append(judge.navsat_imu_topic)
+    if ekf_params.use_control and judge.cmd_vel_topic in topics:
+        wanted.append(judge.cmd_vel_topic)
+    return list(dict.fromkeys(wanted))
+
+
+def write_judged_bag(judged: JudgedBag, output, storage: str = "sqlite3", overwrite: bool = False) -> Path:
+    """The judge's outputs as a rosbag2 directory (atomic) with summary.json inside."""
+    import json
+
+    from .bags import write_bag
+    from .bags.messages import odometry_messages
+
+    result, judge = judged.result, judged.judge
+    messages = list(odometry_messages(result.filtered, judge.filtered_topic))
+    if result.gps_odometry is not None:
+        messages += list(odometry_messages(result.gps_odometry, judge.gps_odometry_topic))
+        messages.sort(key=lambda m: m[0])
+    write_bag(output, messages, storage=storage,
+              extra_files={"summary.json": json.dumps(judged.summary, indent=2) + "\n"}, overwrite=overwrite)
+    return Path(output)
+
+
+# ======================================================================= simulate a study
+@dataclass
+class SimulatedRuns:
+    """Simulated runs: the tasks, the batch report (outcomes in task order, failures) and wall time."""
+
+    tasks: list
+    report: Any  # pipeline.batch.BatchReport
+    seconds: float
+    study: Any = None
+
+    def first_failure(self) -> None:
+        """Raise the first failed run's own message (as if that run had run alone)."""
+        if self.report.failures:
+            raise UserError(self.report.failures[0].message)
+
+
+def simulate_runs(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,
+                  progress: bool = True, description: str = "runs") -> SimulatedRuns:
+    """Execute simulated runs (``pipeline.run.SimRunSpec``) into ``out``; complete ones are skipped."""
+    from .pipeline.batch import run_batch
+
+    start = time.perf_counter()
+    report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
+                       description=description)
+    return SimulatedRuns(list(tasks), report, time.perf_counter() - start)
+
+
+def simulate_study(study, out, *, storage: str | None = None, workers: int | None = None,
+                   ray_address: str | None = None, progress: bool = True) -> SimulatedRuns:
+    """Every run of a study (a ``pipeline.study.Study`` or a study file) into ``out/sim/…``."""
+    from .pipeline.study import load_study
+
+    if not hasattr(study, "runs"):
+        study = load_study(study)
+    done = simulate_runs(study.runs(storage=storage), out, workers=workers, ray_address=ray_address,
+                         progress=progress, description=f"simulate {study.name}")
+    done.study = study
+    return done
+
+
+# ========================================================================= replay bags
+@dataclass
+class ReplayedBags:
+    """Replayed real bags: one task per bag, the batch report and wall time; ``runs`` lists each run."""
+
+    tasks: list
+    report: Any
+    seconds: float
+
+    @property
+    def runs(self) -> list:
+        """The RunOutcome of every run (written or already complete), bag by bag."""
+        return [run for outcome in self.report.outcomes if outcome is not None for run in outcome.runs]
+
+    def raise_on_failure(self) -> None:
+        """A UserError when a bag failed: its own message when it was the only bag."""
+        if len(self.tasks) == 1 and self.report.failures:
+            raise UserError(self.report.failures[0].message)
+        self.report.raise_on_failure()
+
+
+def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = True, **options) -> list:
+    """One ``pipeline.replay.BagReplay`` per real bag (``runs.RealBag``): its real run (``real``) and
+    one sim run per ``pipeline.replay.Replacement``.  ``options``: ``ReplaySpec`` fields (seed,
+    storage, ground_truth_rate, truth_source, msg_path, imu_topic, gps_topic)."""
+    from .pipeline.replay import BagReplay, ReplaySpec
+
+    return [BagReplay(ReplaySpec.of(bag, judge, **options), tuple(replacements), real) for bag in bags]
+
+
+def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,
+                progress: bool = True, description: str | None = None) -> ReplayedBags:
+    """Execute ``plan_replays``'s tasks into ``out``: bags in parallel, runs of a bag in one task."""
+    from .pipeline.batch import BatchReport, available_cores, run_batch
+
+    start = time.perf_counter()
+    tasks = list(tasks)
+    workers = available_cores() if workers is None else int(workers)
+    description = description or f"replaying {len(tasks)} real bag(s)"
+    if ray_address is None and workers > 1 and len(tasks) > 1:
+        # The first bag is judged here: the judge's numba kernels are compiled (or loaded from numba's
+        # cache) once in this process and inherited by the forked workers, not compiled in each.
+        first = run_batch(tasks[:1], out, workers=1, progress=False)
+        rest = run_batch(tasks[1:], out, workers=workers, progress=progress, description=description)
+        report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
+    else:
+        report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
+                           description=description)
+    return ReplayedBags(tasks, report, time.perf_counter() - start)
+
+
+# ====================================================================== score a run tree
+def find_runs_to_score(options, runs_dir=None, manifest=None, csv_dir=None) -> tuple:
+    """(kind, source, RunSpecs) of exactly one input: a run tree, a manifest or the reference CSV layout."""
+    from .metrics.inputs import discover_csv_dir, discover_runs_dir, read_manifest
+
+    inputs = (("RUNS_DIR", runs_dir), ("--manifest", manifest), ("--csv-dir", csv_dir))
+    given = [name for name, value in inputs if value]
+    if len(given) != 1:
+        raise UserError("give exactly one input: RUNS_DIR, --manifest or --csv-dir "
+                        f"(got {', '.join(given) or 'none'})")
+    if csv_dir:
+        kind, source, specs = "csv", csv_dir, discover_csv_dir(csv_dir, options)
+    elif manifest:
+        kind, source, specs = "manifest", manifest, read_manifest(manifest, options)
+    else:
+        kind, source, specs = "runs_dir", runs_dir, discover_runs_dir(runs_dir, options)
+    if not specs:
+        raise UserError(f"{source}: no runs found")
+    return kind, source, specs
+
+
+@dataclass
+class LoadedRuns:
+    """Runs read and scored one by one: ``records`` (metrics.RunRecord), ``series`` {key: RunSeries},
+    ``skipped`` [(source, reason)] (with ``skip_bad_runs``)."""
+
+    records: list
+    series: dict
+    skipped: list
+
+
+@dataclass
+class ScoredRuns(LoadedRuns):
+    """A scored study: ``result`` (metrics.StudyResult: Tables I/II, intervals, p-values) + the runs."""
+
+    result: Any = None
+    extra: list = field(default_factory=list)
+
+
+def load_runs(specs: Sequence, options, *, skip_bad_runs: bool = False, workers: int | None = None,
+              progress: Callable | None = None) -> LoadedRuns:
+    """Read and score every run (``metrics.inputs.RunSpec``), in ``workers`` processes (default: all)."""
+    from .metrics.inputs import load_and_score_all
+
+    records, series, skipped = load_and_score_all(list(specs), options, skip_bad_runs, workers, progress)
+    return LoadedRuns(records, series, skipped)
+
+
+def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_records: Sequence = (),
+               skip_bad_runs: bool = False, workers: int | None = None, progress: Callable | None = None,
+               source: str = "") -> ScoredRuns:
+    """Score a study: the runs of ``specs`` selected by ``keep(spec)`` (plus ``extra_records``,
+    runs scored before, e.g. tune's real side) → W1, W2, VEPD, intervals, p-values.
+
+    ``progress(stage, advance, total)``: stage "reading runs" (one per run), then
+    "bootstrap/permutations" (one per (variant, pooled or scenario) cell); ``total`` given once.
+    """
+    from .metrics import score_study
+
+    specs = [spec for spec in specs if keep is None or keep(spec)]
+    if not specs:
+        raise UserError(f"{source}: no runs to score" if source else "no runs to score")
+    report = progress or (lambda stage, advance, total=None: None)
+    report("reading runs", 0, len(specs))
+    loaded = load_runs(specs, options, skip_bad_runs=skip_bad_runs, workers=workers,
+                       progress=lambda n: report("reading runs", n, None))
+    records = list(extra_records) + loaded.records
+    variants = {r.variant for r in records if r.side != "real"}
+    report("bootstrap/permutations", 0, len(variants) * (1 + len({r.scenario for r in records})))
+    result = score_study(records, options, loaded.skipped,
+                         progress=lambda n: report("bootstrap/permutations", n, None),
+                         workers=workers or os.cpu_count() or 1)
+    return ScoredRuns(loaded.records, loaded.series, loaded.skipped, result, list(extra_records))
+
+
+__all__ = ["JudgedBag", "LoadedRuns", "ReplayedBags", "ScoredRuns", "SimulatedRuns", "find_runs_to_score",
+           "judge_bag", "load_runs", "plan_replays", "replay_bags", "score_runs", "simulate_runs",
+           "simulate_study", "write_judged_bag"]
