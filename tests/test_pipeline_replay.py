@@ -367,3 +367,40 @@ def test_stream_rate_ignores_jitter_and_drops(rate, n, jitter, seed):
     stamps = (1e18 + period * np.arange(n) + rng.uniform(-jitter, jitter, n) * period).astype(np.int64)[keep]
     tolerance = rate * 2 * jitter / (n - 1) + 0.005 + 1e-9
     assert abs(stream_rate(stamps, "s") - rate) <= tolerance
+
+
+def readme_commands(marker: str) -> list:
+    """The shell line of README.md that contains ``marker``, as argument lists (``a && b`` → two)."""
+    import shlex
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    line = next(line for line in readme.read_text().splitlines() if marker in line)
+    commands = [shlex.split(part, comments=True) for part in line.split("&&")]
+    assert all(command[0] == "sim2real-eval" for command in commands), line
+    return [command[1:] for command in commands]
+
+
+def test_readme_own_bags_example_runs_as_written(tmp_path, monkeypatch, capsys):
+    """README "Your own bags": a scenario folder of bags → replay → score (one bag cannot make a study:
+    the scorer needs two runs per scenario and side)."""
+    for name, duration in (("run1", 10.0), ("run2", 9.0)):
+        make_art_bag(tmp_path / "my_bags" / "line" / name, art_like_truth(duration))
+    monkeypatch.chdir(tmp_path)
+    replay_args, score_args = readme_commands("sim2real-eval replay my_bags")
+    assert replay_args[:2] == ["replay", "my_bags/line"]
+    assert main(replay_args) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("runs/real/real/line/") == 2
+    assert printed.count("runs/sim/sim_imu-mavs_mems/line/") == 2
+    import yaml
+
+    for k, name in enumerate(("run1", "run2")):  # scenario = the folder, k = the bag's place in it
+        record = yaml.safe_load((tmp_path / "runs" / "sim" / "sim_imu-mavs_mems" / "line" / str(k)
+                                 / "run.yaml").read_text())
+        assert record["source"] == str(tmp_path / "my_bags" / "line" / name)
+    assert main(score_args) == 0
+    assert "scored 4 runs" in capsys.readouterr().out
+    assert (tmp_path / "report" / "report.html").is_file()
+    # A single bag is named the same way (its folder, its place there): it joins the same study.
+    assert main(["replay", "my_bags/line/run2", "--replace", "imu=mavs_mems", "--out", "runs"]) == 0
+    assert capsys.readouterr().out.count("already complete") == 2

@@ -1,5 +1,8 @@
 """``sim2real-eval score``: RMSE, Wiener entropy, W1, W2, VEPD, tables, figures and an HTML report.
 
+The work is ``service.find_runs_to_score`` + ``service.score_runs``; this module adds progress and
+the report.
+
     sim2real-eval score RUNS_DIR --out REPORT          # OUT/<side>/<variant>/<scenario>/<k>/ run bags
     sim2real-eval score --manifest runs.yaml --out REPORT
     sim2real-eval score --csv-dir data2 --out REPORT   # the authors' CSV layout (Real/, Sim/<variant>/)
@@ -57,15 +60,10 @@ def run(args) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..errors import UserError
-    from ..metrics import ScoreOptions, score_study
-    from ..metrics.inputs import discover_csv_dir, discover_runs_dir, load_and_score_all, read_manifest
+    from ..metrics import ScoreOptions
     from ..report import parse_trace_run, write_report
+    from ..service import find_runs_to_score, score_runs
 
-    given = [name for name, value in (("RUNS_DIR", args.runs_dir), ("--manifest", args.manifest),
-                                      ("--csv-dir", args.csv_dir)) if value]
-    if len(given) != 1:
-        raise UserError("give exactly one input: RUNS_DIR, --manifest or --csv-dir "
-                        f"(got {', '.join(given) or 'none'})")
     excluded = ("rest",) if args.exclude_scenario is None else tuple(s for s in args.exclude_scenario if s)
     options = ScoreOptions(
         rate_hz=args.rate, smoothing_window=args.smoothing_window, spectrum=args.spectrum,
@@ -77,45 +75,36 @@ def run(args) -> int:
     trace_runs = [parse_trace_run(t) for t in args.trace_runs] if args.trace_runs else None
     if Path(args.out).exists() and not args.overwrite:
         raise UserError(f"{args.out}: already exists (choose another --out or add --overwrite)")
-
-    if args.csv_dir:
-        kind, source, specs = "csv", args.csv_dir, discover_csv_dir(args.csv_dir, options)
-    elif args.manifest:
-        kind, source, specs = "manifest", args.manifest, read_manifest(args.manifest, options)
-    else:
-        kind, source, specs = "runs_dir", args.runs_dir, discover_runs_dir(args.runs_dir, options)
-    if not specs:
-        raise UserError(f"{source}: no runs found")
+    kind, source, specs = find_runs_to_score(options, args.runs_dir, args.manifest, args.csv_dir)
 
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # auto_refresh=False: no refresh thread while worker processes are forked.
     with Progress(*columns, console=console, auto_refresh=False,
                   transient=not console.is_terminal) as progress:
-        task = progress.add_task("reading runs", total=len(specs))
+        tasks: dict = {}
 
-        def advance(n, task_id=None):
-            progress.advance(task if task_id is None else task_id, n)
+        def advance(stage, n, total=None):
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.advance(tasks[stage], n)
             progress.refresh()
 
-        records, series, skipped = load_and_score_all(specs, options, args.skip_bad_runs, args.workers,
-                                                      advance)
-        # one unit per (variant, pooled or scenario) cell
-        variants = {r.variant for r in records if r.side != "real"}
-        cells = len(variants) * (1 + len({r.scenario for r in records}))
-        stats_task = progress.add_task("bootstrap/permutations", total=cells)
-        result = score_study(records, options, skipped, progress=lambda n: advance(n, stats_task),
-                             workers=args.workers or os.cpu_count() or 1)
-        progress.update(stats_task, total=progress.tasks[stats_task].completed)
+        scored = score_runs(specs, options, skip_bad_runs=args.skip_bad_runs, workers=args.workers,
+                            progress=advance)
+        for task in tasks.values():  # cells without resampling do not advance: show them done
+            progress.update(task, total=progress.tasks[task].completed)
         report_task = progress.add_task("figures and report", total=1)
         progress.refresh()
-        write_report(args.out, result, series, source, trace_runs,
+        result = scored.result
+        write_report(args.out, result, scored.series, source, trace_runs,
                      extra_options={"input": kind, "source": str(source),
                                     **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
                      overwrite=args.overwrite, workers=args.workers or os.cpu_count() or 1)
-        advance(1, report_task)
+        progress.advance(report_task, 1)
+        progress.refresh()
 
     best = min(result.variants, key=lambda v: result.combined[v]["VEPD"])
-    print(f"scored {len(result.runs)} runs ({len(skipped)} skipped); closest to real: {best} "
+    print(f"scored {len(result.runs)} runs ({len(scored.skipped)} skipped); closest to real: {best} "
           f"(VEPD {result.combined[best]['VEPD']:.4f}); report in {args.out}", file=sys.stdout)
     return 0
