@@ -221,6 +221,17 @@ def test_read_run_info_names_a_directory_without_run_yaml(tmp_path):
         runs.read_run_info(tmp_path)
 
 
+def test_a_hand_written_run_yaml_takes_its_identity_from_the_directory(tmp_path):
+    run = RunId("sim", "mine", "line", 4)
+    path = run.directory(tmp_path)
+    path.mkdir(parents=True)
+    (path / "run.yaml").write_text("topics: {estimate: /odom/est, ground_truth: /odom/truth}\n")
+    info = runs.read_run_info(path, run)
+    assert info.run == run and info.topic("estimate") == "/odom/est" and info.topic("imu") == "/imu"
+    with pytest.raises(UserError, match="run.yaml: side: missing key"):
+        runs.read_run_info(path)
+
+
 def test_existing_run_takes_the_typed_record(tmp_path):
     info = replay_info(tmp_path, {"imu": "chrono_paper_demo"})
     path = info.run.directory(tmp_path / "out")

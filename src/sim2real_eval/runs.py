@@ -382,23 +382,30 @@ class RunInfo:
         return dump_yaml(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: Any, source: str) -> RunInfo:
-        """Validate a run.yaml mapping; errors are one line naming ``source`` and the key."""
+    def from_dict(cls, data: Any, source: str, run: Optional[RunId] = None) -> RunInfo:
+        """Validate a run.yaml mapping; errors are one line naming ``source`` and the key.
+
+        ``run``: the identity of the directory the file is in, used for identity keys the file lacks
+        (a hand-written run.yaml may give only ``topics``); without it they are required.
+        """
         from .yamlio import Section
 
         if not isinstance(data, Mapping):
             raise UserError(f"{source}: not a run description (expected a mapping)")
         sec = Section(data, source)
-        side = sec.string("side", required=True, choices=SIDES)
-        variant = sec.string("variant", required=True)
-        scenario = sec.string("scenario", required=True)
+        known = dataclasses.asdict(run) if run is not None else {}
+        required = run is None
+        side = sec.string("side", known.get("side"), required=required, choices=SIDES)
+        variant = sec.string("variant", known.get("variant"), required=required)
+        scenario = sec.string("scenario", known.get("scenario"), required=required)
+        k = sec.integer("k", known.get("k"), required=required, minimum=0)
         for key, value in (("variant", variant), ("scenario", scenario)):
             if not value:
                 raise sec.error(key, "must not be empty")
         if (side == REAL) != (variant == REAL):
             raise sec.error("variant", f"{variant!r} on side {side!r}: the real side's variant, and only "
                                        "it, is 'real'")
-        run = RunId(side, variant, scenario, sec.integer("k", required=True, minimum=0))
+        run = RunId(side, variant, scenario, k)
         values: Dict[str, Any] = {"run": run, "seed": sec.integer("seed", minimum=0),
                                   "source": sec.string("source"), "from_scenario": "scenario_params" in data,
                                   "ground_truth_rate": sec.number("ground_truth_rate", positive=True),
@@ -457,14 +464,15 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_run_info(run_dir) -> RunInfo:
-    """The validated run.yaml of the run directory ``run_dir``."""
+def read_run_info(run_dir, run: Optional[RunId] = None) -> RunInfo:
+    """The validated run.yaml of the run directory ``run_dir`` (``run``: its identity from the layout,
+    for identity keys the file lacks)."""
     from .yamlio import load_yaml
 
     run_file = Path(run_dir) / RUN_FILE
     if not run_file.is_file():
         raise UserError(f"{run_dir}: no {RUN_FILE} (not a run directory written by the pipeline)")
-    return RunInfo.from_dict(load_yaml(run_file), str(run_file))
+    return RunInfo.from_dict(load_yaml(run_file), str(run_file), run)
 
 
 def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[Mapping] = None,

@@ -141,7 +141,7 @@ def discover_runs_dir(root, options: ScoreOptions) -> list:
 
     specs = []
     for run, run_dir in find_runs(root, options.exclude_scenarios):
-        info = read_run_info(run_dir)
+        info = read_run_info(run_dir, run)
         specs.append(RunSpec(
             run.side, run.variant, run.scenario, run.k, str(run_dir), "bag",
             estimate_topic=info.topic("estimate"), truth_topic=info.topic("ground_truth"),
