@@ -26,7 +26,6 @@ Both runs also carry the same ``/ground_truth/odom`` from the INS truth.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,8 +320,8 @@ def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | No
     return gps + imu
 
 
-def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list, streams: RealStreams,
-                    label: str = "") -> RunOutcome:
+def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
+                    streams: RealStreams) -> RunOutcome:
     """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
     sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml."""
     sensors = in_receive_order(sensors)
@@ -331,7 +330,7 @@ def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list, 
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)
-    return RunOutcome(label or info.run.label, str(path), False, counts, streams.truth.duration)
+    return RunOutcome(info.run.label, str(path), False, counts, streams.truth.duration)
 
 
 @dataclass(frozen=True)
@@ -361,7 +360,6 @@ class BagReplay:
 
     def execute(self, out) -> RunOutcome:
         """Write (or find complete) every run of the bag; the outcome lists each run's in ``runs``."""
-        start = time.perf_counter()
         streams = read_real_streams(self.spec)
         todo = ([None] if self.real else []) + list(self.sims)
         planned = [(sim, self.spec.run_id(sim).directory(out), self.spec.run_info(streams, sim))
@@ -381,4 +379,4 @@ class BagReplay:
                 counts[topic] = counts.get(topic, 0) + count
         written = [o for o in outcomes if not o.skipped]
         return RunOutcome(self.label, str(self.spec.run_id().directory(out)), not written, counts,
-                          time.perf_counter() - start, tuple(outcomes))
+                          sum(o.sim_seconds for o in written), tuple(outcomes))
