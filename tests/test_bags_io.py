@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from fixtures.bags import header, merge_by_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rosbags.highlevel import AnyReader
@@ -17,7 +18,6 @@ from rosbags.rosbag2 import Writer
 
 from sim2real_eval.bags import get_typestore, open_bag, write_bag
 from sim2real_eval.bags.messages import imu_messages, navsatfix_messages, truth_odometry_messages
-from sim2real_eval.bags.writer import merge_by_time
 from sim2real_eval.errors import UserError
 from sim2real_eval.models.samples import GpsSamples, ImuSamples
 from sim2real_eval.truth import GroundTruth
@@ -276,8 +276,6 @@ def test_unknown_type_without_definitions_and_msg_path(tmp_path):
     (msg_dir / "Reading.msg").write_text("std_msgs/Header header\nfloat64 value  # volts\n")
     store = get_typestore(msg_path=tmp_path / "defs")
     reading = store.types["my_pkg/msg/Reading"]
-    from sim2real_eval.bags.messages import header
-
     msgs = [(7, "/volts", "my_pkg/msg/Reading", reading(header(7, "x", store), 1.5)),
             (8, "/s", STRING, store.types[STRING]("ok"))]
     bag = write_bag(tmp_path / "bag", msgs, typestore=store)

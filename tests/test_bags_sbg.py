@@ -6,14 +6,14 @@ import sqlite3
 
 import numpy as np
 import pytest
+from fixtures.bags import header, merge_by_time, sbg_ekf_quat_messages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim2real_eval import rotations, sbg
+from sim2real_eval import message_fields, rotations, sbg, stamps
 from sim2real_eval.bags import detect_sbg_layout, get_typestore, open_bag, write_bag
 from sim2real_eval.bags import messages as M
 from sim2real_eval.bags.typestore import LAYOUT_DEPENDENT
-from sim2real_eval.bags.writer import merge_by_time
 from sim2real_eval.errors import UserError
 from sim2real_eval.truth import GroundTruth
 
@@ -26,7 +26,7 @@ def test_each_layout_round_trips(layout, name):
     store = get_typestore(sbg_layout=layout)
     msgtype = f"sbg_driver/msg/{name}"
     msg = M.default_message(msgtype, store)
-    msg.header = M.header(1_708_000_000_123_456_789, "imu_link_ned", store)
+    msg.header = header(1_708_000_000_123_456_789, "imu_link_ned", store)
     msg.time_stamp = 4_000_000_000
     raw = store.serialize_cdr(msg, msgtype)
     back = store.deserialize_cdr(raw, msgtype)
@@ -71,7 +71,7 @@ def test_layout_detected_in_bags_without_definitions(tmp_path, layout):
     truth = _truth()
     bag = write_bag(tmp_path / "b", merge_by_time(
         M.sbg_gps_pos_messages(truth, (43.07, -89.4, 260.0), typestore=store),
-        M.sbg_ekf_quat_messages(truth, typestore=store)), typestore=store)
+        sbg_ekf_quat_messages(truth, typestore=store)), typestore=store)
     db = next(bag.glob("*.db3"))
     with sqlite3.connect(db) as conn:  # now like a Humble .db3: no definitions inside
         conn.execute("DELETE FROM message_definitions")
@@ -150,8 +150,12 @@ def test_conversions_invert(q, x, y, z):
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2**62))
 def test_header_stamp_round_trip(stamp_ns):
-    h = M.header(stamp_ns, "base_link")
-    assert 0 <= h.stamp.nanosec < 10**9 and M.stamp_to_ns(h.stamp) == stamp_ns and h.frame_id == "base_link"
+    msg = M.build_messages(message_fields.TWIST_STAMPED, {"stamp_ns": [stamp_ns], "frame_id": "base_link",
+                                                          "linear_velocity": 0.0, "angular_velocity": 0.0},
+                           [stamp_ns], "/t")[0].msg
+    h = msg.header
+    assert 0 <= h.stamp.nanosec < 10**9 and stamps.stamp_to_ns(h.stamp) == stamp_ns
+    assert h.frame_id == "base_link"
 
 
 def test_truth_odometry_twist_is_in_the_body_frame():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from fixtures.bags import merge_by_time
 
 from sim2real_eval.bags import messages as bag_messages
 from sim2real_eval.bags import write_bag
-from sim2real_eval.bags.writer import merge_by_time
 from sim2real_eval.calibrate.core import calibrate_standstill, data_from_samples
 from sim2real_eval.cli import main
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed

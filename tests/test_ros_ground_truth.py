@@ -1,7 +1,8 @@
 """ground_truth_node's core on sbg_driver messages built by the offline bag writer (NED driver default).
 
-The messages come from bags.messages' sbg builders (their own inverse conversions); feeding them to
-node_core.SbgTruthAssembler, exactly as the node does, must give back the truth they were built from.
+The messages come from the sbg builders of bags.messages and tests/fixtures/bags.py (their own inverse
+conversions); feeding them to node_core.SbgTruthAssembler, exactly as the node does, must give back the
+truth they were built from.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from sim2real_eval.ros import messages
 from sim2real_eval.truth import GroundTruth
 
 bags_messages = pytest.importorskip("sim2real_eval.bags.messages")
+from fixtures.bags import sbg_ekf_nav_messages, sbg_ekf_quat_messages  # noqa: E402  (needs rosbags)
+
 DATUM = [43.07, -89.40, 260.0]
 
 
@@ -48,8 +51,7 @@ def feed(assembler, items):
 
 
 def test_ekf_pair_reproduces_the_truth(truth):
-    items = list(bags_messages.sbg_ekf_quat_messages(truth)) + list(
-        bags_messages.sbg_ekf_nav_messages(truth, DATUM, undulation=-33.0))
+    items = list(sbg_ekf_quat_messages(truth)) + list(sbg_ekf_nav_messages(truth, DATUM, undulation=-33.0))
     config = node_core.parse_ground_truth_params({"source": "ekf", "datum": DATUM})
     outputs = feed(node_core.SbgTruthAssembler(config), items)
     assert len(outputs) == 300  # 50 Hz for 6 s

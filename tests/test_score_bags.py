@@ -1,4 +1,7 @@
-"""Scoring real rosbag2 bags (written with bags.write_bag): run directories, manifests, CDR fast path."""
+"""Scoring real rosbag2 bags (written with bags.write_bag): run directories, manifests, ROS 1 bags.
+
+The CDR column decoding the scorer reads with is tested in tests/test_bags_columns.py.
+"""
 from __future__ import annotations
 
 import csv
@@ -9,14 +12,10 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from sim2real_eval.bags import get_typestore, write_bag
-from sim2real_eval.bags.messages import default_message
 from sim2real_eval.cli import main
 from sim2real_eval.metrics import ScoreOptions, score_run
-from sim2real_eval.metrics.inputs import decode_cdr_batch, decode_cdr_fast
 
 ODOM, TWIST = "nav_msgs/msg/Odometry", "geometry_msgs/msg/TwistStamped"
 T0_NS = 1_700_000_000_000_000_000      # absolute epoch stamps, as on a robot
@@ -170,58 +169,6 @@ def test_manifest_errors_name_the_key(tmp_path, capsys):
     assert main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err
     assert "runs[0].side" in err and str(manifest) in err
-
-
-@settings(max_examples=40, deadline=None)
-@given(frame=st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=9),
-       child=st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=9),
-       vel=st.tuples(*[st.floats(-50, 50, allow_nan=False)] * 3),
-       yaw=st.floats(-3.0, 3.0), stamp=st.integers(1, 2**62))
-def test_fast_cdr_decoder_matches_rosbags(frame, child, vel, yaw, stamp):
-    store = get_typestore()
-    stamp = stamp % (2**31 * 1_000_000_000)
-    raw = store.serialize_cdr(odometry(stamp, vel, yaw, frame, child), ODOM)
-    msg = store.deserialize_cdr(raw, ODOM)
-    got_stamp, got_vel, got_q = decode_cdr_fast(raw, ODOM)
-    assert got_stamp == msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-    lin, q = msg.twist.twist.linear, msg.pose.pose.orientation
-    assert got_vel == (lin.x, lin.y, lin.z)
-    assert got_q == (q.x, q.y, q.z, q.w)
-    raw = store.serialize_cdr(twist_stamped(stamp, vel, frame), TWIST)
-    assert decode_cdr_fast(raw, TWIST)[1] == tuple(vel)
-    big_endian = store.serialize_cdr(odometry(stamp, vel, yaw, frame, child), ODOM, little_endian=False)
-    assert decode_cdr_fast(big_endian, ODOM) is None
-
-
-@settings(max_examples=25, deadline=None)
-@given(frames=st.lists(st.sampled_from(["odom", "map", "o", "world_frame_x"]), min_size=1, max_size=6),
-       uniform=st.booleans(), data=st.data())
-def test_batch_decoder_matches_rosbags_for_uniform_and_mixed_layouts(frames, uniform, data):
-    store = get_typestore()
-    if uniform:
-        frames = [frames[0]] * len(frames)
-    vels = [data.draw(st.tuples(*[st.floats(-9, 9, allow_nan=False)] * 3)) for _ in frames]
-    raws = [store.serialize_cdr(odometry(T0_NS + i * 1000 + 7, v, 0.3 * i, f, "base_link"), ODOM)
-            for i, (f, v) in enumerate(zip(frames, vels))]
-    stamps, velocity, orientation = decode_cdr_batch(raws, ODOM, store.deserialize_cdr)
-    for i, raw in enumerate(raws):
-        msg = store.deserialize_cdr(raw, ODOM)
-        assert stamps[i] == msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        lin, q = msg.twist.twist.linear, msg.pose.pose.orientation
-        assert tuple(velocity[i]) == (lin.x, lin.y, lin.z)
-        assert tuple(orientation[i]) == (q.x, q.y, q.z, q.w)
-
-
-def test_batch_decoder_falls_back_to_rosbags_for_other_types():
-    store = get_typestore()
-    msgtype = "sbg_driver/msg/SbgGpsVel"
-    msg = default_message(msgtype, store)
-    msg.header.stamp.sec, msg.header.stamp.nanosec = 12, 345
-    msg.velocity.x, msg.velocity.y, msg.velocity.z = 1.0, -2.0, 0.5
-    raws = [store.serialize_cdr(msg, msgtype)] * 2
-    stamps, velocity, orientation = decode_cdr_batch(raws, msgtype, store.deserialize_cdr)
-    assert stamps.tolist() == [12_000_000_345] * 2
-    assert velocity.tolist() == [[1.0, -2.0, 0.5]] * 2 and orientation is None
 
 
 def test_ros1_bag_is_read_and_a_wrong_truth_type_is_named(peer_bag, tmp_path):

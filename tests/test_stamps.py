@@ -24,3 +24,13 @@ def test_seconds_round_to_nearest_ns():
     assert out.dtype == np.int64
     assert out.tolist() == [100_000_000, 1_000_000_000, 1_000_000_001]
     assert stamps.ns_to_seconds(np.array([1_500_000_000])).tolist() == [1.5]
+
+
+def test_array_split_join_and_stamp_seconds():
+    sec, nanosec = stamps.split_ns([-1, 0, 1_707_000_000_123_456_789])
+    assert sec.tolist() == [-1, 0, 1_707_000_000] and nanosec.tolist() == [999_999_999, 0, 123_456_789]
+    assert stamps.join_ns(sec, nanosec).tolist() == [-1, 0, 1_707_000_000_123_456_789]
+    assert stamps.join_ns(sec, nanosec).dtype == np.int64
+    ns = [12_000_000_345, 1_707_000_000_123_456_789]
+    assert stamps.ns_to_stamp_seconds(ns).tolist() == [
+        stamps.stamp_seconds(SimpleNamespace(sec=s // 10**9, nanosec=s % 10**9)) for s in ns]

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fixtures.bags import merge_by_time, sbg_ekf_nav_messages, sbg_ekf_quat_messages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim2real_eval import rotations
+from sim2real_eval import message_fields, rotations
 from sim2real_eval.bags import get_typestore, open_bag, write_bag
 from sim2real_eval.bags import messages as M
 from sim2real_eval.bags.truth import smooth_derivative, truth_from_bag, zero_phase_lowpass
-from sim2real_eval.bags.writer import merge_by_time
 from sim2real_eval.errors import UserError
 from sim2real_eval.models.samples import GpsSamples
+from sim2real_eval.stamps import seconds_to_ns
 from sim2real_eval.truth import GRAVITY, GroundTruth
 
 DATUM = (43.0700, -89.4000, 260.0)
@@ -103,8 +104,8 @@ def test_ekf_nav_and_quat_recover_3d_attitude(tmp_path, layout):
     truth = circle_truth(duration=20.0, roll=0.05, pitch=-0.1)
     store = get_typestore(sbg_layout=layout)
     bag = write_bag(tmp_path / "b", merge_by_time(
-        M.sbg_ekf_nav_messages(truth, DATUM, rate_hz=50.0, typestore=store),
-        M.sbg_ekf_quat_messages(truth, rate_hz=50.0, typestore=store)), typestore=store)
+        sbg_ekf_nav_messages(truth, DATUM, rate_hz=50.0, typestore=store),
+        sbg_ekf_quat_messages(truth, rate_hz=50.0, typestore=store)), typestore=store)
     with open_bag(bag) as reader:
         recovered, datum = truth_from_bag(reader)  # auto -> sbg_ekf
     ref = truth.interpolate(recovered.t)
@@ -150,13 +151,10 @@ def test_odometry_source_round_trip(tmp_path):
 
 def test_twist_source_integrates(tmp_path):
     truth = circle_truth(duration=10.0, dt=0.02)
-    store = get_typestore()
-    twist_cls = store.types["geometry_msgs/msg/TwistStamped"]
-    twist, vec = store.types["geometry_msgs/msg/Twist"], store.types["geometry_msgs/msg/Vector3"]
-    stamps = M.seconds_to_ns(truth.t).tolist()
-    msgs = [(s, "/ground_truth/twist", "geometry_msgs/msg/TwistStamped",
-             twist_cls(M.header(s, "base_link", store), twist(vec(SPEED, 0, 0), vec(0, 0, SPEED / RADIUS))))
-            for s in stamps]
+    stamps = seconds_to_ns(truth.t)
+    msgs = M.build_messages(message_fields.TWIST_STAMPED, {
+        "stamp_ns": stamps, "frame_id": "base_link", "linear_velocity": [SPEED, 0, 0],
+        "angular_velocity": [0, 0, SPEED / RADIUS]}, stamps, "/ground_truth/twist")
     bag = write_bag(tmp_path / "b", msgs)
     with open_bag(bag) as reader:
         recovered, _ = truth_from_bag(reader)
@@ -191,7 +189,7 @@ def test_no_truth_topic_at_all(tmp_path):
 def test_timestamps_going_backwards(tmp_path):
     truth = circle_truth(duration=5.0)
     msgs = list(M.sbg_gps_vel_messages(truth))
-    msgs[10].msg.header = M.header(M.stamp_to_ns(msgs[8].msg.header.stamp), "imu_link_ned")
+    msgs[10].msg.header.stamp = msgs[8].msg.header.stamp
     bag = write_bag(tmp_path / "b", msgs)
     with open_bag(bag) as reader, pytest.raises(UserError, match=r"/sbg/gps_vel: timestamps go backwards"):
         truth_from_bag(reader)
@@ -258,8 +256,8 @@ def test_uneven_stamps_and_receive_clock(tmp_path):
         received, _ = truth_from_bag(reader, clock="receive")
     assert datum == DATUM
     # float64 seconds at epoch scale (1.7e9 s) resolve 238 ns: compare to within one ulp.
-    np.testing.assert_allclose(M.seconds_to_ns(recovered.t), stamps, rtol=0, atol=240)
-    np.testing.assert_allclose(M.seconds_to_ns(received.t), stamps + delay, rtol=0, atol=240)
+    np.testing.assert_allclose(seconds_to_ns(recovered.t), stamps, rtol=0, atol=240)
+    np.testing.assert_allclose(seconds_to_ns(received.t), stamps + delay, rtol=0, atol=240)
     err = _errors(recovered, truth)
     assert err["position"] < 1e-3 and err["velocity"] < 1e-9 and err["yaw"] < 1e-9
     assert err["specific_force"] < 5e-3 and err["rates"] < 5e-3

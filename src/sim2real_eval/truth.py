@@ -158,9 +158,6 @@ class GroundTruth:
     def as_dict(self) -> Dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in FIELDS}
 
-    def save_npz(self, path) -> None:
-        np.savez(path, **self.as_dict())
-
     @classmethod
     def load_npz(cls, path, source: Optional[str] = None) -> GroundTruth:
         source = source or str(path)

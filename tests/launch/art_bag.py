@@ -2,6 +2,7 @@
 SbgEkfNav/SbgEkfQuat ground truth, written with the project's own bag writer (rosbags, Humble)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,14 +35,17 @@ def make_art_bag(path, duration_s: float = 20.0, seed: int = 5, sbg_layout: str 
     from sim2real_eval.bags import messages as bm
     from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared test fixtures
+    from fixtures.bags import sbg_ekf_nav_messages, sbg_ekf_quat_messages
+
     truth = drive(duration_s)
     gps = load_gps_model("ch_gauss", sensor_seed(seed, "real", "gps"), datum=DATUM).sample(truth)
     imu = load_imu_model({"preset": "chrono_paper_demo", "mounting_rpy": ART_IMU_MOUNTING_RPY},
                          sensor_seed(seed, "real", "imu")).sample(truth)
     store = get_typestore(sbg_layout=sbg_layout)
     items = (list(bm.navsatfix_messages(gps, typestore=store)) + list(bm.imu_messages(imu, typestore=store))
-             + list(bm.sbg_ekf_nav_messages(truth, DATUM, typestore=store))
-             + list(bm.sbg_ekf_quat_messages(truth, typestore=store)))
+             + list(sbg_ekf_nav_messages(truth, DATUM, typestore=store))
+             + list(sbg_ekf_quat_messages(truth, typestore=store)))
     items.sort(key=lambda m: (m.recv_ns, m.topic))
     return write_bag(path, items, typestore=store)
 

@@ -32,6 +32,8 @@ import numpy as np
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
+from ..stamps import split_ns
+
 CDR_LE_HEADER = b"\x00\x01\x00\x00"
 ENCAPSULATION = 4  # bytes before the CDR body; alignment counts from the body start
 
@@ -166,8 +168,8 @@ def encode_block(layout: Layout, count: int, columns: Mapping[str, object]) -> n
 
 
 def stamp_columns(stamp_ns, prefix: str = "header.stamp.") -> dict:
-    """{sec, nanosec} columns of int ns stamps (floor division: nanosec in [0, 1e9), as ``header``)."""
-    sec, nanosec = np.divmod(np.asarray(stamp_ns, dtype=np.int64), 1_000_000_000)
+    """{sec, nanosec} columns of int ns stamps (``stamps.split_ns``: nanosec in [0, 1e9))."""
+    sec, nanosec = split_ns(stamp_ns)
     return {f"{prefix}sec": sec, f"{prefix}nanosec": nanosec}
 
 
@@ -235,59 +237,3 @@ def decode_columns(layout: Layout, raws: Sequence, paths: Sequence[str]) -> dict
             return None
     records = np.ndarray(len(raws), dtype=layout.dtype, buffer=block, strides=(length,))
     return {path: np.array(records[path]) for path in paths}
-
-
-# --- stamp + velocity (+ orientation) of the speed topics (the scorer's fast path) -----------------
-
-ODOMETRY = "nav_msgs/msg/Odometry"
-TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
-# msgtype -> (velocity Vector3 path, orientation Quaternion path or None)
-SPEED_FIELDS = {ODOMETRY: ("twist.twist.linear", "pose.pose.orientation"),
-                TWIST_STAMPED: ("twist.linear", None)}
-
-
-def _speed_store() -> Typestore:
-    from .typestore import get_typestore
-
-    return get_typestore()  # Odometry/TwistStamped: the standard ROS 2 definitions
-
-
-def _speed_paths(msgtype: str) -> tuple:
-    velocity, orientation = SPEED_FIELDS[msgtype]
-    paths = ["header.stamp.sec", "header.stamp.nanosec"] + [f"{velocity}.{a}" for a in "xyz"]
-    return tuple(paths + ([f"{orientation}.{a}" for a in "xyzw"] if orientation else []))
-
-
-def decode_cdr_fast(data, msgtype: str):
-    """(stamp_ns, (vx, vy, vz), (qx, qy, qz, qw) or None) straight from one little-endian CDR message.
-
-    Only for nav_msgs/Odometry and geometry_msgs/TwistStamped (fixed layout once the frame ids are
-    known).  Returns None for anything else (other types, big-endian CDR), which the caller then
-    deserialises with rosbags; raises CdrLayoutError for a message that does not fit its type.
-    """
-    if bytes(data[:2]) != CDR_LE_HEADER[:2] or msgtype not in SPEED_FIELDS:
-        return None
-    layout = layout_of(_speed_store(), msgtype, data)
-    paths = _speed_paths(msgtype)
-    values = [struct.unpack_from("<" + layout.dtype.fields[p][0].char, data, layout.fields[p][0])[0]
-              for p in paths]
-    orientation = tuple(values[5:9]) if len(values) > 5 else None
-    return values[0] * 1_000_000_000 + values[1], tuple(values[2:5]), orientation
-
-
-def decode_speed_batch(raws: Sequence, msgtype: str):
-    """(stamps_ns (N,), velocities (N, 3), orientations (N, 4) or None) of many Odometry/TwistStamped
-    messages that share one layout (same size and frame ids: the usual case), sliced out of one
-    (N, size) byte array; None when they do not (or the type/encoding is not covered), so the caller
-    decodes them one by one.
-    """
-    if not raws or decode_cdr_fast(raws[0], msgtype) is None:
-        return None
-    paths = _speed_paths(msgtype)
-    columns = decode_columns(layout_of(_speed_store(), msgtype, raws[0]), raws, paths)
-    if columns is None:
-        return None
-    stamps = columns[paths[0]].astype(np.int64) * 1_000_000_000 + columns[paths[1]].astype(np.int64)
-    velocity = np.stack([columns[p] for p in paths[2:5]], axis=1)
-    orientation = np.stack([columns[p] for p in paths[5:9]], axis=1) if len(paths) > 5 else None
-    return stamps, velocity, orientation

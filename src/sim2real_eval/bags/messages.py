@@ -1,64 +1,47 @@
-"""ROS messages (rosbags dataclasses) from the project's containers, ready for ``write_bag`` / the judge.
+"""ROS messages for bags from the project's containers: rosbags objects or CDR bytes, one table per type.
 
-Every ``*_messages`` builder yields ``BagMessage(recv_ns, topic, msgtype, msg)`` in the container's
-order.  The builders only copy arrays into fields; content decisions (status, covariance types,
-−1 for "not provided") belong to the models.  Messages are built by calling the typestore's
-dataclasses directly with Python scalars (``tolist()`` once per array) and covariance rows as numpy
-views, which keeps a million messages cheap (see benchmarks/bench_bags.py).
+Two writers, both driven by the field tables of ``message_fields`` and fed the same ``values``
+{column: array (N, ...) or one value for every message}:
 
-The ``*_cdr`` builders return the same messages already serialised (CDR bytes, byte-identical to
-``typestore.serialize_cdr`` of the ``*_messages`` objects, see tests/test_bags_cdr.py), encoded for a
-whole stream at once by ``bags.cdr`` — what the pipeline writes to bags without building objects.
+- ``build_messages``: rosbags message objects (what the judge and ``typestore.serialize_cdr`` take),
+  built bottom-up one nested type at a time (``map`` over the columns: no per-message Python loop);
+- ``build_cdr``: the same messages already serialised, encoded for the whole stream at once by
+  ``bags.cdr`` — byte-identical to ``serialize_cdr`` of the objects (tests/test_bags_cdr.py); what the
+  pipeline writes to bags.
 
-Also here: builders of sbg_driver messages from a GroundTruth (the inverse of ``bags.truth``), used to
-make synthetic "ART-like" real bags for tests and demos.
+Both return ``BagMessage(recv_ns, topic, msgtype, msg)`` in the container's order.  The per-type
+functions below only say where the values come from (the containers' attributes are the tables'
+column names).  Content decisions (status, covariance types, −1 for "not provided") belong to the
+models.  The reverse direction, bag topics -> arrays, is ``bags.columns``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from itertools import islice, repeat
+from typing import Mapping
 
 import numpy as np
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
 from .. import geodesy, rotations, sbg
+from .. import message_fields as F
+from ..stamps import seconds_to_ns, split_ns
 from ..truth import GroundTruth
 from . import cdr
 from .reader import BagMessage
 from .typestore import get_typestore
 
-NS_PER_S = 1_000_000_000
-
-NAVSATFIX = "sensor_msgs/msg/NavSatFix"
-IMU = "sensor_msgs/msg/Imu"
-MAGNETIC_FIELD = "sensor_msgs/msg/MagneticField"
-ODOMETRY = "nav_msgs/msg/Odometry"
-SBG_GPS_VEL = "sbg_driver/msg/SbgGpsVel"
-SBG_GPS_POS = "sbg_driver/msg/SbgGpsPos"
-SBG_EKF_NAV = "sbg_driver/msg/SbgEkfNav"
-SBG_EKF_QUAT = "sbg_driver/msg/SbgEkfQuat"
+NAVSATFIX = F.NAVSATFIX.msgtype
+IMU = F.IMU.msgtype
+MAGNETIC_FIELD = F.MAGNETIC_FIELD.msgtype
+ODOMETRY = F.ODOMETRY.msgtype
+SBG_GPS_VEL = F.SBG_GPS_VEL.msgtype
+SBG_GPS_POS = F.SBG_GPS_POS.msgtype
 
 
 def _store(typestore: Typestore | None) -> Typestore:
     return typestore if typestore is not None else get_typestore()
-
-
-def seconds_to_ns(t) -> np.ndarray:
-    """Seconds (float) -> int64 nanoseconds, rounded to the nearest ns."""
-    return np.rint(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64)
-
-
-def stamp_to_ns(stamp) -> int:
-    """builtin_interfaces/Time (or ROS 1 time with .sec/.nanosec) -> int ns."""
-    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
-
-
-def header(stamp_ns: int, frame_id: str, typestore: Typestore | None = None):
-    """std_msgs/Header with stamp = ``stamp_ns`` (int ns; floor division keeps nanosec in [0, 1e9))."""
-    types = _store(typestore).types
-    sec, nanosec = divmod(int(stamp_ns), NS_PER_S)
-    return types["std_msgs/msg/Header"](types["builtin_interfaces/msg/Time"](sec, nanosec), frame_id)
 
 
 def default_message(msgtype: str, typestore: Typestore | None = None):
@@ -89,192 +72,178 @@ def _default_of(store: Typestore, msgtype: str):
     return store.types[msgtype](*[_default_value(store, node) for _name, node in fields])
 
 
-# --- sensor messages from model containers ---------------------------------------------------------
+# --- the two table-driven writers -------------------------------------------------------------------
 
-def _rows(array) -> list:
-    """Row views of a float64 (N, k) array (one C-level pass; indexing per message is slower)."""
-    return list(np.ascontiguousarray(array, dtype=np.float64))
+_DTYPES = {F.INT: np.int64, F.FLOAT: np.float64, F.BOOL: np.bool_}
 
 
-def navsatfix_messages(gps, topic: str = "/fix", typestore: Typestore | None = None) -> Iterator[BagMessage]:
-    """sensor_msgs/NavSatFix per GpsSamples row; recv_ns = receive_ns, header stamp = stamp_ns."""
-    types = _store(typestore).types
-    fix_cls, status_cls = types[NAVSATFIX], types["sensor_msgs/msg/NavSatStatus"]
-    header_cls, time_cls = types["std_msgs/msg/Header"], types["builtin_interfaces/msg/Time"]
-    cov = _rows(gps.position_covariance)
-    rows = zip(np.asarray(gps.stamp_ns).tolist(), np.asarray(gps.receive_ns).tolist(),
-               np.asarray(gps.latitude).tolist(), np.asarray(gps.longitude).tolist(),
-               np.asarray(gps.altitude).tolist(), np.asarray(gps.status).tolist(),
-               np.asarray(gps.service).tolist(), np.asarray(gps.position_covariance_type).tolist())
-    frame_id = gps.frame_id
-    for i, (stamp, recv, lat, lon, alt, status, service, cov_type) in enumerate(rows):
-        sec, nanosec = divmod(stamp, NS_PER_S)
-        msg = fix_cls(header_cls(time_cls(sec, nanosec), frame_id), status_cls(status, service),
-                      lat, lon, alt, cov[i], cov_type)
-        yield BagMessage(recv, topic, NAVSATFIX, msg)
+def _column(field: F.Field, values: Mapping, count: int) -> np.ndarray:
+    """Column ``field.name`` of ``values`` as an array of shape (count,) or (count, width) (a view
+    when it already is one; one value is broadcast)."""
+    try:
+        value = values[field.name]
+    except KeyError:
+        raise KeyError(f"no column {field.name!r} for {field.path}") from None
+    dtype = np.int64 if field.kind == F.STAMP else _DTYPES.get(field.kind, np.float64)
+    shape = (count,) if field.width == 1 else (count, field.width)
+    column = np.asarray(value, dtype=dtype)
+    return column if column.shape == shape else np.broadcast_to(column, shape)
 
 
-def imu_messages(imu, topic: str = "/imu", typestore: Typestore | None = None) -> Iterator[BagMessage]:
-    """sensor_msgs/Imu per ImuSamples row; recv_ns = receive_ns, header stamp = stamp_ns."""
-    types = _store(typestore).types
-    imu_cls, quat_cls, vec_cls = (types[IMU], types["geometry_msgs/msg/Quaternion"],
-                                  types["geometry_msgs/msg/Vector3"])
-    header_cls, time_cls = types["std_msgs/msg/Header"], types["builtin_interfaces/msg/Time"]
-    q = np.asarray(imu.orientation, dtype=np.float64).tolist()
-    w = np.asarray(imu.angular_velocity, dtype=np.float64).tolist()
-    a = np.asarray(imu.linear_acceleration, dtype=np.float64).tolist()
-    cov_q = _rows(imu.orientation_covariance)
-    cov_w = _rows(imu.angular_velocity_covariance)
-    cov_a = _rows(imu.linear_acceleration_covariance)
-    frame_id = imu.frame_id
-    stamps = np.asarray(imu.stamp_ns).tolist()
-    receives = np.asarray(imu.receive_ns).tolist()
-    for i, stamp in enumerate(stamps):
-        sec, nanosec = divmod(stamp, NS_PER_S)
-        msg = imu_cls(header_cls(time_cls(sec, nanosec), frame_id), quat_cls(*q[i]), cov_q[i],
-                      vec_cls(*w[i]), cov_w[i], vec_cls(*a[i]), cov_a[i])
-        yield BagMessage(receives[i], topic, IMU, msg)
-
-
-def magnetic_field_messages(imu, topic: str = "/imu/mag", typestore: Typestore | None = None
-                            ) -> Iterator[BagMessage]:
-    """sensor_msgs/MagneticField (tesla) per ImuSamples row; nothing when the magnetometer is off."""
-    if getattr(imu, "magnetic_field", None) is None:
-        return
-    types = _store(typestore).types
-    mag_cls, vec_cls = types[MAGNETIC_FIELD], types["geometry_msgs/msg/Vector3"]
-    field = np.asarray(imu.magnetic_field, dtype=np.float64).tolist()
-    cov = getattr(imu, "magnetic_field_covariance", None)
-    cov = _rows(np.zeros((len(field), 9)) if cov is None else cov)
-    receives = np.asarray(imu.receive_ns).tolist()
-    for i, stamp in enumerate(np.asarray(imu.stamp_ns).tolist()):
-        msg = mag_cls(header(stamp, imu.frame_id, typestore), vec_cls(*field[i]), cov[i])
-        yield BagMessage(receives[i], topic, MAGNETIC_FIELD, msg)
-
-
-def _odometry(types, stamps, frame_id, child_frame_id, position, orientation, pose_cov,
-              linear, angular, twist_cov, topic) -> Iterator[BagMessage]:
-    odom_cls = types[ODOMETRY]
-    header_cls, time_cls = types["std_msgs/msg/Header"], types["builtin_interfaces/msg/Time"]
-    pose_cov_cls, pose_cls = types["geometry_msgs/msg/PoseWithCovariance"], types["geometry_msgs/msg/Pose"]
-    twist_cov_cls, twist_cls = (types["geometry_msgs/msg/TwistWithCovariance"],
-                                types["geometry_msgs/msg/Twist"])
-    point_cls, quat_cls = types["geometry_msgs/msg/Point"], types["geometry_msgs/msg/Quaternion"]
-    vec_cls = types["geometry_msgs/msg/Vector3"]
-    p, q = position.tolist(), orientation.tolist()
-    v, w = linear.tolist(), angular.tolist()
-    for i, stamp in enumerate(stamps):
-        sec, nanosec = divmod(stamp, NS_PER_S)
-        msg = odom_cls(
-            header_cls(time_cls(sec, nanosec), frame_id), child_frame_id,
-            pose_cov_cls(pose_cls(point_cls(*p[i]), quat_cls(*q[i])), pose_cov[i]),
-            twist_cov_cls(twist_cls(vec_cls(*v[i]), vec_cls(*w[i])), twist_cov[i]),
-        )
-        yield BagMessage(stamp, topic, ODOMETRY, msg)
-
-
-def odometry_messages(series, topic: str = "/odometry/filtered", typestore: Typestore | None = None
-                      ) -> Iterator[BagMessage]:
-    """nav_msgs/Odometry per OdometrySeries row (judge output); recv_ns = header stamp."""
-    types = _store(typestore).types
-    return _odometry(
-        types, np.asarray(series.stamp_ns).tolist(), series.frame_id, series.child_frame_id,
-        np.asarray(series.position, dtype=np.float64), np.asarray(series.orientation, dtype=np.float64),
-        _rows(series.pose_covariance),
-        np.asarray(series.linear_velocity, dtype=np.float64),
-        np.asarray(series.angular_velocity, dtype=np.float64),
-        _rows(series.twist_covariance), topic)
-
-
-def truth_odometry_messages(truth: GroundTruth, topic: str = "/ground_truth/odom", frame_id: str = "odom",
-                            child_frame_id: str = "base_link", typestore: Typestore | None = None
-                            ) -> Iterator[BagMessage]:
-    """nav_msgs/Odometry per truth sample: pose in ENU ``frame_id``, twist in the body (``child_frame_id``).
-
-    stamp = round(t·1e9) ns; twist.linear = R_bwᵀ·v_world, twist.angular = body rates; covariances 0
-    (ground truth).
-    """
-    types = _store(typestore).types
-    body_velocity = rotations.rotate_inverse(truth.orientation, truth.velocity)
-    zeros = _rows(np.zeros((len(truth), 36)))
-    return _odometry(types, seconds_to_ns(truth.t).tolist(), frame_id, child_frame_id, truth.position,
-                     truth.orientation, zeros, body_velocity, truth.angular_velocity, zeros, topic)
-
-
-# --- the same messages, serialised in bulk (bags.cdr) ----------------------------------------------
-
-def _cdr_messages(store, msgtype, topic, receive_ns, strings, columns) -> list:
-    layout = cdr.message_layout(store, msgtype, strings)
+def build_messages(table: F.MessageFields, values: Mapping, receive_ns, topic: str,
+                   typestore: Typestore | None = None) -> list:
+    """rosbags messages of ``table``'s type, one per row of ``values`` {column: array or one value};
+    ``receive_ns`` (N,) the record times."""
+    store = _store(typestore)
     receive = np.asarray(receive_ns, dtype=np.int64).tolist()
-    data = cdr.encode(layout, len(receive), columns)
-    return [BagMessage(recv, topic, msgtype, raw) for recv, raw in zip(receive, data)]
+    count = len(receive)
+    leaves: dict = {}  # wire path -> list of count Python values, or one value for all
+    for field in table.fields:
+        if field.kind == F.STRING:
+            leaves[field.path] = str(values[field.name])
+            continue
+        column = _column(field, values, count)
+        if field.kind == F.STAMP:
+            sec, nanosec = split_ns(column)
+            leaves[field.leaves[0]], leaves[field.leaves[1]] = sec.tolist(), nanosec.tolist()
+        elif field.kind in (F.XYZ, F.XYZW):
+            for i, leaf in enumerate(field.leaves):
+                leaves[leaf] = column[:, i].tolist()
+        elif field.kind == F.ARRAY:
+            leaves[field.path] = list(np.ascontiguousarray(column))  # row views, one array per message
+        else:
+            leaves[field.path] = column.tolist()
+    msgs = _objects(store, table.msgtype, "", leaves, count)
+    return list(map(BagMessage, receive, repeat(topic), repeat(table.msgtype), msgs))
+
+
+def _objects(store: Typestore, typename: str, prefix: str, leaves: dict, count: int) -> list:
+    """``count`` objects of ``typename``: each field from ``leaves``, a nested type built the same way
+    (whole lists at a time), anything else its zero value."""
+    args = []
+    for name, node in store.fielddefs[typename][1]:
+        path = prefix + name
+        if path in leaves:
+            value = leaves[path]
+            args.append(value if isinstance(value, list) else repeat(value))
+        elif node[0] == Nodetype.NAME and any(leaf.startswith(path + ".") for leaf in leaves):
+            args.append(_objects(store, node[1], path + ".", leaves, count))
+        elif node[0] == Nodetype.BASE:
+            args.append(repeat(_default_value(store, node)))
+        else:  # arrays and messages are mutable: one each
+            args.append([_default_value(store, node) for _ in range(count)])
+    # islice: a nested type whose every field is one value for all is still built ``count`` times.
+    return list(islice(map(store.types[typename], *args), count))
+
+
+def build_cdr(table: F.MessageFields, values: Mapping, receive_ns, topic: str,
+              typestore: Typestore | None = None) -> list:
+    """``build_messages`` as CDR bytes (``bags.cdr.encode``): BagMessage(recv_ns, topic, msgtype, bytes)."""
+    receive = np.asarray(receive_ns, dtype=np.int64).tolist()
+    count = len(receive)
+    strings, columns = {}, {}
+    for field in table.fields:
+        if field.kind == F.STRING:
+            strings[field.path] = str(values[field.name])
+        elif field.kind == F.STAMP:
+            columns.update(cdr.stamp_columns(_column(field, values, count), prefix=field.path + "."))
+        elif field.kind in (F.XYZ, F.XYZW):
+            columns.update(cdr.vector_columns(field.path, _column(field, values, count), field.kind))
+        else:
+            columns[field.path] = _column(field, values, count)
+    layout = cdr.message_layout(_store(typestore), table.msgtype, strings)
+    data = cdr.encode(layout, count, columns)
+    return list(map(BagMessage, receive, repeat(topic), repeat(table.msgtype), data))
+
+
+def _attributes(table: F.MessageFields, container) -> dict:
+    """{column: the container's attribute of that name} (containers name their arrays like the tables)."""
+    return {field.name: getattr(container, field.name) for field in table.fields}
+
+
+# --- sensor and odometry messages from model containers ---------------------------------------------
+
+def navsatfix_messages(gps, topic: str = "/fix", typestore: Typestore | None = None) -> list:
+    """sensor_msgs/NavSatFix per GpsSamples row; recv_ns = receive_ns, header stamp = stamp_ns."""
+    return build_messages(F.NAVSATFIX, _attributes(F.NAVSATFIX, gps), gps.receive_ns, topic, typestore)
 
 
 def navsatfix_cdr(gps, topic: str = "/fix", typestore: Typestore | None = None) -> list:
-    """``navsatfix_messages`` as CDR bytes: list of BagMessage(recv_ns, topic, NAVSATFIX, bytes)."""
-    columns = {**cdr.stamp_columns(gps.stamp_ns), "status.status": gps.status, "status.service": gps.service,
-               "latitude": gps.latitude, "longitude": gps.longitude, "altitude": gps.altitude,
-               "position_covariance": np.asarray(gps.position_covariance, dtype=np.float64),
-               "position_covariance_type": gps.position_covariance_type}
-    return _cdr_messages(_store(typestore), NAVSATFIX, topic, gps.receive_ns,
-                         {"header.frame_id": gps.frame_id}, columns)
+    """``navsatfix_messages`` as CDR bytes."""
+    return build_cdr(F.NAVSATFIX, _attributes(F.NAVSATFIX, gps), gps.receive_ns, topic, typestore)
+
+
+def imu_messages(imu, topic: str = "/imu", typestore: Typestore | None = None) -> list:
+    """sensor_msgs/Imu per ImuSamples row; recv_ns = receive_ns, header stamp = stamp_ns."""
+    return build_messages(F.IMU, _attributes(F.IMU, imu), imu.receive_ns, topic, typestore)
 
 
 def imu_cdr(imu, topic: str = "/imu", typestore: Typestore | None = None) -> list:
-    """``imu_messages`` as CDR bytes: list of BagMessage(recv_ns, topic, IMU, bytes)."""
-    columns = {**cdr.stamp_columns(imu.stamp_ns),
-               **cdr.vector_columns("orientation", imu.orientation, "xyzw"),
-               "orientation_covariance": imu.orientation_covariance,
-               **cdr.vector_columns("angular_velocity", imu.angular_velocity),
-               "angular_velocity_covariance": imu.angular_velocity_covariance,
-               **cdr.vector_columns("linear_acceleration", imu.linear_acceleration),
-               "linear_acceleration_covariance": imu.linear_acceleration_covariance}
-    return _cdr_messages(_store(typestore), IMU, topic, imu.receive_ns, {"header.frame_id": imu.frame_id},
-                         columns)
+    """``imu_messages`` as CDR bytes."""
+    return build_cdr(F.IMU, _attributes(F.IMU, imu), imu.receive_ns, topic, typestore)
+
+
+def _magnetic_values(imu) -> dict | None:
+    if getattr(imu, "magnetic_field", None) is None:
+        return None
+    values = _attributes(F.MAGNETIC_FIELD, imu)
+    if values["magnetic_field_covariance"] is None:
+        values["magnetic_field_covariance"] = 0.0
+    return values
+
+
+def magnetic_field_messages(imu, topic: str = "/imu/mag", typestore: Typestore | None = None) -> list:
+    """sensor_msgs/MagneticField (tesla) per ImuSamples row; empty when the magnetometer is off."""
+    values = _magnetic_values(imu)
+    if values is None:
+        return []
+    return build_messages(F.MAGNETIC_FIELD, values, imu.receive_ns, topic, typestore)
 
 
 def magnetic_field_cdr(imu, topic: str = "/imu/mag", typestore: Typestore | None = None) -> list:
     """``magnetic_field_messages`` as CDR bytes (empty when the magnetometer is off)."""
-    if getattr(imu, "magnetic_field", None) is None:
+    values = _magnetic_values(imu)
+    if values is None:
         return []
-    cov = getattr(imu, "magnetic_field_covariance", None)
-    columns = {**cdr.stamp_columns(imu.stamp_ns), **cdr.vector_columns("magnetic_field", imu.magnetic_field),
-               "magnetic_field_covariance": 0.0 if cov is None else np.asarray(cov, dtype=np.float64)}
-    return _cdr_messages(_store(typestore), MAGNETIC_FIELD, topic, imu.receive_ns,
-                         {"header.frame_id": imu.frame_id}, columns)
+    return build_cdr(F.MAGNETIC_FIELD, values, imu.receive_ns, topic, typestore)
 
 
-def _odometry_cdr(store, stamps_ns, frame_id, child_frame_id, position, orientation, pose_cov, linear,
-                  angular, twist_cov, topic) -> list:
-    columns = {**cdr.stamp_columns(stamps_ns),
-               **cdr.vector_columns("pose.pose.position", position),
-               **cdr.vector_columns("pose.pose.orientation", orientation, "xyzw"),
-               "pose.covariance": pose_cov,
-               **cdr.vector_columns("twist.twist.linear", linear),
-               **cdr.vector_columns("twist.twist.angular", angular),
-               "twist.covariance": twist_cov}
-    strings = {"header.frame_id": frame_id, "child_frame_id": child_frame_id}
-    return _cdr_messages(store, ODOMETRY, topic, stamps_ns, strings, columns)
+def odometry_messages(series, topic: str = "/odometry/filtered", typestore: Typestore | None = None) -> list:
+    """nav_msgs/Odometry per OdometrySeries row (judge output); recv_ns = header stamp."""
+    return build_messages(F.ODOMETRY, _attributes(F.ODOMETRY, series), series.stamp_ns, topic, typestore)
 
 
 def odometry_cdr(series, topic: str = "/odometry/filtered", typestore: Typestore | None = None) -> list:
-    """``odometry_messages`` as CDR bytes: list of BagMessage(header stamp, topic, ODOMETRY, bytes)."""
-    return _odometry_cdr(_store(typestore), np.asarray(series.stamp_ns, dtype=np.int64), series.frame_id,
-                         series.child_frame_id, series.position, series.orientation,
-                         np.asarray(series.pose_covariance, dtype=np.float64), series.linear_velocity,
-                         series.angular_velocity, np.asarray(series.twist_covariance, dtype=np.float64),
-                         topic)
+    """``odometry_messages`` as CDR bytes."""
+    return build_cdr(F.ODOMETRY, _attributes(F.ODOMETRY, series), series.stamp_ns, topic, typestore)
+
+
+def _truth_odometry_values(truth: GroundTruth, frame_id: str, child_frame_id: str) -> dict:
+    return {"stamp_ns": seconds_to_ns(truth.t), "frame_id": frame_id, "child_frame_id": child_frame_id,
+            "position": truth.position, "orientation": truth.orientation, "pose_covariance": 0.0,
+            "linear_velocity": rotations.rotate_inverse(truth.orientation, truth.velocity),
+            "angular_velocity": truth.angular_velocity, "twist_covariance": 0.0}
+
+
+def truth_odometry_messages(truth: GroundTruth, topic: str = "/ground_truth/odom", frame_id: str = "odom",
+                            child_frame_id: str = "base_link", typestore: Typestore | None = None) -> list:
+    """nav_msgs/Odometry per truth sample: pose in ENU ``frame_id``, twist in the body (``child_frame_id``).
+
+    stamp = round(t·1e9) ns = recv_ns; twist.linear = R_bwᵀ·v_world, twist.angular = body rates;
+    covariances 0 (ground truth).
+    """
+    values = _truth_odometry_values(truth, frame_id, child_frame_id)
+    return build_messages(F.ODOMETRY, values, values["stamp_ns"], topic, typestore)
 
 
 def truth_odometry_cdr(truth: GroundTruth, topic: str = "/ground_truth/odom", frame_id: str = "odom",
                        child_frame_id: str = "base_link", typestore: Typestore | None = None) -> list:
-    """``truth_odometry_messages`` as CDR bytes (same pose/twist/stamp rules)."""
-    body_velocity = rotations.rotate_inverse(truth.orientation, truth.velocity)
-    return _odometry_cdr(_store(typestore), seconds_to_ns(truth.t), frame_id, child_frame_id, truth.position,
-                         truth.orientation, 0.0, body_velocity, truth.angular_velocity, 0.0, topic)
+    """``truth_odometry_messages`` as CDR bytes."""
+    values = _truth_odometry_values(truth, frame_id, child_frame_id)
+    return build_cdr(F.ODOMETRY, values, values["stamp_ns"], topic, typestore)
 
 
-# --- sbg_driver messages from ground truth (synthetic real bags) -----------------------------------
+# --- sbg_driver messages from ground truth (synthetic real bags, reference.py) ----------------------
 
 def tick_stamps_ns(truth: GroundTruth, rate_hz: float) -> np.ndarray:
     """Exact multiples of round(1e9/rate) ns inside the truth span (architecture.md "Time")."""
@@ -284,98 +253,38 @@ def tick_stamps_ns(truth: GroundTruth, rate_hz: float) -> np.ndarray:
     return np.arange(first, last + 1, dtype=np.int64) * period
 
 
-def _sbg_common(truth, rate_hz, stamps_ns):
+def sbg_sample(truth: GroundTruth, rate_hz: float, stamps_ns=None, frame_id: str = "imu_link_ned"):
+    """(stamps ns, truth sampled at them, the sbg header/clock columns) of a synthetic sbg stream:
+    ``stamps_ns`` or ticks at ``rate_hz``; device clock ``time_stamp`` in µs since an arbitrary power-up
+    (wrapping like the uint32 field); ``gps_tow`` in ms of the GPS week."""
     stamps = tick_stamps_ns(truth, rate_hz) if stamps_ns is None else np.asarray(stamps_ns, dtype=np.int64)
     # Clip: ns -> s rounding may step past the span by an ulp (epoch-scale times).
     sample = truth.interpolate(np.clip(stamps / 1e9, truth.t[0], truth.t[-1]))
-    # Device clock: microseconds since an arbitrary power-up, wrapping like the uint32 field.
-    device_us = ((stamps - stamps[0]) // 1000 + 1_000_000) % (1 << 32)
-    return stamps.tolist(), sample, device_us.tolist()
-
-
-def _vec(types, values):
-    return types["geometry_msgs/msg/Vector3"](*values)
+    columns = {"stamp_ns": stamps, "frame_id": frame_id,
+               "time_stamp": ((stamps - stamps[0]) // 1000 + 1_000_000) % (1 << 32),
+               "gps_tow": (stamps // 1_000_000) % (7 * 86400 * 1000)}
+    return stamps, sample, columns
 
 
 def sbg_gps_vel_messages(truth: GroundTruth, rate_hz: float = 5.0, topic: str = "/sbg/gps_vel",
                          stamps_ns=None, velocity_accuracy: float = 0.05,
-                         typestore: Typestore | None = None, frame_id: str = "imu_link_ned"
-                         ) -> Iterator[BagMessage]:
+                         typestore: Typestore | None = None, frame_id: str = "imu_link_ned") -> list:
     """SbgGpsVel (NED velocity, course clockwise from north) sampled from ``truth`` at ``rate_hz``."""
-    store = _store(typestore)
-    types = store.types
-    stamps, sample, device_us = _sbg_common(truth, rate_hz, stamps_ns)
-    ned = sbg.enu_to_ned(sample.velocity).tolist()
-    course = sbg.yaw_to_course(np.arctan2(sample.velocity[:, 1], sample.velocity[:, 0])).tolist()
-    for i, stamp in enumerate(stamps):
-        msg = default_message(SBG_GPS_VEL, store)
-        msg.header = header(stamp, frame_id, store)
-        msg.time_stamp = device_us[i]
-        msg.status.vel_type = 2  # doppler
-        msg.gps_tow = (stamp // 1_000_000) % (7 * 86400 * 1000)
-        msg.velocity = _vec(types, ned[i])
-        msg.velocity_accuracy = _vec(types, [velocity_accuracy] * 3)
-        msg.course, msg.course_acc = course[i], 1.0
-        yield BagMessage(stamp, topic, SBG_GPS_VEL, msg)
+    stamps, sample, columns = sbg_sample(truth, rate_hz, stamps_ns, frame_id)
+    course = sbg.yaw_to_course(np.arctan2(sample.velocity[:, 1], sample.velocity[:, 0]))
+    columns.update(vel_type=2,  # doppler
+                   velocity=sbg.enu_to_ned(sample.velocity), velocity_accuracy=velocity_accuracy,
+                   course=course, course_acc=1.0)
+    return build_messages(F.SBG_GPS_VEL, columns, stamps, topic, typestore)
 
 
 def sbg_gps_pos_messages(truth: GroundTruth, datum, rate_hz: float = 5.0, topic: str = "/sbg/gps_pos",
                          undulation: float = 0.0, stamps_ns=None, position_accuracy: float = 0.02,
-                         typestore: Typestore | None = None, frame_id: str = "imu_link_ned"
-                         ) -> Iterator[BagMessage]:
+                         typestore: Typestore | None = None, frame_id: str = "imu_link_ned") -> list:
     """SbgGpsPos (lat/lon, MSL altitude = ellipsoidal − undulation) of ``truth`` positions at ``datum``."""
-    store = _store(typestore)
-    stamps, sample, device_us = _sbg_common(truth, rate_hz, stamps_ns)
+    stamps, sample, columns = sbg_sample(truth, rate_hz, stamps_ns, frame_id)
     lat, lon, height = geodesy.enu_to_geodetic(sample.position, datum)
-    lat, lon, alt = lat.tolist(), lon.tolist(), (height - undulation).tolist()
-    for i, stamp in enumerate(stamps):
-        msg = default_message(SBG_GPS_POS, store)
-        msg.header = header(stamp, frame_id, store)
-        msg.time_stamp = device_us[i]
-        msg.status.type = 7  # RTK fixed
-        msg.gps_tow = (stamp // 1_000_000) % (7 * 86400 * 1000)
-        msg.latitude, msg.longitude, msg.altitude, msg.undulation = lat[i], lon[i], alt[i], undulation
-        msg.position_accuracy = _vec(store.types, [position_accuracy] * 3)
-        msg.num_sv_used = 20
-        yield BagMessage(stamp, topic, SBG_GPS_POS, msg)
-
-
-def sbg_ekf_nav_messages(truth: GroundTruth, datum, rate_hz: float = 50.0, topic: str = "/sbg/ekf_nav",
-                         undulation: float = 0.0, stamps_ns=None, typestore: Typestore | None = None,
-                         frame_id: str = "imu_link_ned") -> Iterator[BagMessage]:
-    """SbgEkfNav (NED velocity, geodetic position) sampled from ``truth``."""
-    store = _store(typestore)
-    stamps, sample, device_us = _sbg_common(truth, rate_hz, stamps_ns)
-    ned = sbg.enu_to_ned(sample.velocity).tolist()
-    lat, lon, height = geodesy.enu_to_geodetic(sample.position, datum)
-    lat, lon, alt = lat.tolist(), lon.tolist(), (height - undulation).tolist()
-    for i, stamp in enumerate(stamps):
-        msg = default_message(SBG_EKF_NAV, store)
-        msg.header = header(stamp, frame_id, store)
-        msg.time_stamp = device_us[i]
-        msg.velocity = _vec(store.types, ned[i])
-        msg.velocity_accuracy = _vec(store.types, [0.01] * 3)
-        msg.latitude, msg.longitude, msg.altitude, msg.undulation = lat[i], lon[i], alt[i], undulation
-        msg.position_accuracy = _vec(store.types, [0.02] * 3)
-        msg.status.solution_mode = 4
-        msg.status.velocity_valid = msg.status.position_valid = True
-        msg.status.attitude_valid = msg.status.heading_valid = True
-        yield BagMessage(stamp, topic, SBG_EKF_NAV, msg)
-
-
-def sbg_ekf_quat_messages(truth: GroundTruth, rate_hz: float = 50.0, topic: str = "/sbg/ekf_quat",
-                          stamps_ns=None, typestore: Typestore | None = None,
-                          frame_id: str = "imu_link_ned") -> Iterator[BagMessage]:
-    """SbgEkfQuat (body FRD -> NED attitude) sampled from ``truth``."""
-    store = _store(typestore)
-    stamps, sample, device_us = _sbg_common(truth, rate_hz, stamps_ns)
-    q_ned = sbg.quaternion_from_enu(sample.orientation).tolist()
-    for i, stamp in enumerate(stamps):
-        msg = default_message(SBG_EKF_QUAT, store)
-        msg.header = header(stamp, frame_id, store)
-        msg.time_stamp = device_us[i]
-        msg.quaternion = store.types["geometry_msgs/msg/Quaternion"](*q_ned[i])
-        msg.accuracy = _vec(store.types, [0.001] * 3)
-        msg.status.solution_mode = 4
-        msg.status.attitude_valid = msg.status.heading_valid = True
-        yield BagMessage(stamp, topic, SBG_EKF_QUAT, msg)
+    columns.update(fix_type=7,  # RTK fixed
+                   latitude=lat, longitude=lon, altitude=height - undulation, undulation=undulation,
+                   position_accuracy=position_accuracy, num_sv_used=20)
+    return build_messages(F.SBG_GPS_POS, columns, stamps, topic, typestore)

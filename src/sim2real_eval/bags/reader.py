@@ -239,6 +239,11 @@ class BagReader:
         return self._store
 
     @property
+    def is_ros1(self) -> bool:
+        """A ROS 1 bag: ``raw_messages`` yields ROS 1 serialisation, not CDR."""
+        return self._is_ros1
+
+    @property
     def message_count(self) -> int:
         return sum(info.count for info in self._topics.values())
 

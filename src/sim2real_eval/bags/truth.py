@@ -37,17 +37,18 @@ import numpy as np
 from scipy.signal import butter, filtfilt
 
 from .. import geodesy, rotations, sbg
+from .. import message_fields as F
 from ..errors import UserError
 from ..truth import GroundTruth, body_rates_from_orientation
-from .messages import stamp_to_ns
+from .columns import read_topic
 
 SOURCES = ("auto", "odometry", "sbg_ekf", "sbg_gps", "twist")
-ODOMETRY = "nav_msgs/msg/Odometry"
-TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
-EKF_NAV = "sbg_driver/msg/SbgEkfNav"
-EKF_QUAT = "sbg_driver/msg/SbgEkfQuat"
-GPS_VEL = "sbg_driver/msg/SbgGpsVel"
-GPS_POS = "sbg_driver/msg/SbgGpsPos"
+ODOMETRY = F.ODOMETRY.msgtype
+TWIST_STAMPED = F.TWIST_STAMPED.msgtype
+EKF_NAV = F.SBG_EKF_NAV.msgtype
+EKF_QUAT = F.SBG_EKF_QUAT.msgtype
+GPS_VEL = F.SBG_GPS_VEL.msgtype
+GPS_POS = F.SBG_GPS_POS.msgtype
 
 DEFAULT_TOPICS = {
     "odometry": "/ground_truth/odom",
@@ -57,8 +58,9 @@ DEFAULT_TOPICS = {
     "gps_pos": "/sbg/gps_pos",
     "twist": "/ground_truth/twist",
 }
-ROLE_TYPES = {"odometry": ODOMETRY, "ekf_nav": EKF_NAV, "ekf_quat": EKF_QUAT, "gps_vel": GPS_VEL,
-              "gps_pos": GPS_POS, "twist": TWIST_STAMPED}
+ROLE_TABLES = {"odometry": F.ODOMETRY, "ekf_nav": F.SBG_EKF_NAV, "ekf_quat": F.SBG_EKF_QUAT,
+               "gps_vel": F.SBG_GPS_VEL, "gps_pos": F.SBG_GPS_POS, "twist": F.TWIST_STAMPED}
+ROLE_TYPES = {role: table.msgtype for role, table in ROLE_TABLES.items()}
 
 
 def _may_be_truth(role: str, topic: str) -> bool:
@@ -147,13 +149,11 @@ def _resolve_topic(reader, role: str, topics: dict, required: bool) -> str | Non
     return None
 
 
-def _read(reader, topic: str, clock: str) -> tuple:
-    """(times ns, messages) of one topic, checked: stamps never go backwards; duplicates dropped."""
-    stamps, messages = [], []
-    for message in reader.messages([topic]):
-        stamps.append(stamp_to_ns(message.msg.header.stamp) if clock == "header" else message.recv_ns)
-        messages.append(message.msg)
-    stamps = np.asarray(stamps, dtype=np.int64)
+def _read(reader, topic: str, clock: str, role: str, names: tuple) -> tuple:
+    """(times ns, {column: array}) of one topic (the role's field table), checked: stamps never go
+    backwards; duplicates dropped."""
+    columns = read_topic(reader, topic, ROLE_TABLES[role], ("stamp_ns",) + names)
+    stamps = columns["stamp_ns"] if clock == "header" else columns["receive_ns"]
     steps = np.diff(stamps)
     if (steps < 0).any():
         i = int(np.argmax(steps < 0)) + 1
@@ -162,7 +162,7 @@ def _read(reader, topic: str, clock: str) -> tuple:
     keep = np.r_[True, steps > 0]
     if keep.sum() < 2:
         raise UserError(f"{reader.path}: topic {topic}: need at least 2 distinct timestamps for ground truth")
-    return stamps[keep], [m for m, k in zip(messages, keep) if k]
+    return stamps[keep], {name: columns[name][keep] for name in names}
 
 
 def _datum(given, lat, lon, height) -> geodesy.Datum:
@@ -170,14 +170,6 @@ def _datum(given, lat, lon, height) -> geodesy.Datum:
     if given is not None:
         return geodesy.as_datum(given, "datum")
     return geodesy.Datum(float(lat[0]), float(lon[0]), float(height[0]))
-
-
-def _xyz(vectors) -> np.ndarray:
-    return np.array([[v.x, v.y, v.z] for v in vectors], dtype=float).reshape(-1, 3)
-
-
-def _xyzw(quaternions) -> np.ndarray:
-    return np.array([[q.x, q.y, q.z, q.w] for q in quaternions], dtype=float).reshape(-1, 4)
 
 
 # --- the sources --------------------------------------------------------------------------------------
@@ -203,12 +195,13 @@ def _planar_attitude(t, velocity, min_speed: float, cutoff_hz: float, source: st
 
 def _from_odometry(reader, topics, clock, cutoff_hz, twist_frame):
     topic = _resolve_topic(reader, "odometry", topics, required=True)
-    stamps, msgs = _read(reader, topic, clock)
+    stamps, odom = _read(reader, topic, clock, "odometry",
+                         ("position", "orientation", "linear_velocity", "angular_velocity"))
     t = stamps / 1e9
-    position = _xyz([m.pose.pose.position for m in msgs])
-    orientation = rotations.normalize(_xyzw([m.pose.pose.orientation for m in msgs]))
-    linear = _xyz([m.twist.twist.linear for m in msgs])
-    angular = _xyz([m.twist.twist.angular for m in msgs])
+    position = odom["position"]
+    orientation = rotations.normalize(odom["orientation"])
+    linear = odom["linear_velocity"]
+    angular = odom["angular_velocity"]
     if twist_frame == "world":
         velocity = linear
         angular = rotations.rotate_inverse(orientation, angular)
@@ -220,25 +213,25 @@ def _from_odometry(reader, topics, clock, cutoff_hz, twist_frame):
 def _from_sbg_ekf(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
     nav_topic = _resolve_topic(reader, "ekf_nav", topics, required=True)
     quat_topic = _resolve_topic(reader, "ekf_quat", topics, required=False)
-    stamps, nav = _read(reader, nav_topic, clock)
+    stamps, nav = _read(reader, nav_topic, clock, "ekf_nav",
+                        ("velocity", "latitude", "longitude", "altitude", "undulation"))
     t = stamps / 1e9
-    velocity = sbg.vector_to_enu(_xyz([m.velocity for m in nav]), enu_mode)
-    lat = np.array([m.latitude for m in nav])
-    lon = np.array([m.longitude for m in nav])
-    height = sbg.ellipsoidal_height([m.altitude for m in nav], [m.undulation for m in nav])
+    velocity = sbg.vector_to_enu(nav["velocity"], enu_mode)
+    lat, lon = nav["latitude"], nav["longitude"]
+    height = sbg.ellipsoidal_height(nav["altitude"], nav["undulation"])
     datum = _datum(datum, lat, lon, height)
     position = geodesy.geodetic_to_enu(lat, lon, height, datum)
     source = f"{reader.path}: {nav_topic}"
     if quat_topic is None:
         orientation, rates = _planar_attitude(t, velocity, min_speed, cutoff_hz, source)
     else:
-        q_stamps, quats = _read(reader, quat_topic, clock)
+        q_stamps, quats = _read(reader, quat_topic, clock, "ekf_quat", ("quaternion",))
         q_t = q_stamps / 1e9
         inside = (t >= q_t[0]) & (t <= q_t[-1])
         if inside.sum() < 2:
             raise UserError(f"{reader.path}: topics {nav_topic} and {quat_topic} do not overlap in time")
         t, position, velocity = t[inside], position[inside], velocity[inside]
-        q_enu = sbg.quaternion_to_enu(_xyzw([m.quaternion for m in quats]), enu_mode)
+        q_enu = sbg.quaternion_to_enu(quats["quaternion"], enu_mode)
         hi = np.clip(np.searchsorted(q_t, t, side="right"), 1, len(q_t) - 1)
         lo = hi - 1
         frac = np.clip((t - q_t[lo]) / (q_t[hi] - q_t[lo]), 0.0, 1.0)
@@ -250,16 +243,16 @@ def _from_sbg_ekf(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
 def _from_sbg_gps(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
     vel_topic = _resolve_topic(reader, "gps_vel", topics, required=True)
     pos_topic = _resolve_topic(reader, "gps_pos", topics, required=False)
-    stamps, vel_msgs = _read(reader, vel_topic, clock)
+    stamps, vel = _read(reader, vel_topic, clock, "gps_vel", ("velocity",))
     t = stamps / 1e9
-    velocity = sbg.vector_to_enu(_xyz([m.velocity for m in vel_msgs]), enu_mode)
+    velocity = sbg.vector_to_enu(vel["velocity"], enu_mode)
     source = f"{reader.path}: {vel_topic}"
     if pos_topic is not None:
-        p_stamps, pos_msgs = _read(reader, pos_topic, clock)
+        p_stamps, pos = _read(reader, pos_topic, clock, "gps_pos",
+                              ("latitude", "longitude", "altitude", "undulation"))
         p_t = p_stamps / 1e9
-        lat = np.array([m.latitude for m in pos_msgs])
-        lon = np.array([m.longitude for m in pos_msgs])
-        height = sbg.ellipsoidal_height([m.altitude for m in pos_msgs], [m.undulation for m in pos_msgs])
+        lat, lon = pos["latitude"], pos["longitude"]
+        height = sbg.ellipsoidal_height(pos["altitude"], pos["undulation"])
         datum = _datum(datum, lat, lon, height)
         fixes = geodesy.geodetic_to_enu(lat, lon, height, datum)
         inside = (t >= p_t[0]) & (t <= p_t[-1])
@@ -276,10 +269,10 @@ def _from_sbg_gps(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
 
 def _from_twist(reader, topics, clock, cutoff_hz):
     topic = _resolve_topic(reader, "twist", topics, required=True)
-    stamps, msgs = _read(reader, topic, clock)
+    stamps, twist = _read(reader, topic, clock, "twist", ("linear_velocity", "angular_velocity"))
     t = stamps / 1e9
-    body_velocity = _xyz([m.twist.linear for m in msgs])
-    yaw_rate = np.array([m.twist.angular.z for m in msgs])
+    body_velocity = twist["linear_velocity"]
+    yaw_rate = twist["angular_velocity"][:, 2]
     dt = np.diff(t)
     yaw = np.r_[0.0, np.cumsum(0.5 * (yaw_rate[1:] + yaw_rate[:-1]) * dt)]
     orientation = rotations.from_yaw(yaw)

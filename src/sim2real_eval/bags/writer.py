@@ -14,7 +14,6 @@ hidden temporary sibling (and rosbags never fsynced ``metadata.yaml`` anyway).
 from __future__ import annotations
 
 import functools
-import heapq
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -129,11 +128,6 @@ def _definition(store: Typestore, msgtype: str) -> tuple:
     return store.generate_msgdef(msgtype, ros_version=2)[0], store.hash_rihs01(msgtype)
 
 
-def merge_by_time(*streams: Iterable) -> Iterable:
-    """Merge message streams that are each in receive-time order into one (lazy, stable)."""
-    return heapq.merge(*streams, key=lambda item: item[0])
-
-
 def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typestore | None = None,
               extra_files: Mapping[str, str] | None = None, overwrite: bool = False) -> Path:
     """Write ``messages`` — (recv_ns, topic, msgtype, msg) in non-decreasing recv_ns — as a rosbag2 bag.
@@ -190,7 +184,7 @@ def _write_all(writer: _Writer, messages: Iterable, store: Typestore, final: Pat
         recv_ns = int(recv_ns)
         if last_ns is not None and recv_ns < last_ns:
             raise ValueError(f"{final}: messages must come in receive-time order ({topic} at {recv_ns} ns "
-                             f"after {last_ns} ns); merge streams with merge_by_time")
+                             f"after {last_ns} ns); sort the records by receive time first")
         last_ns = recv_ns
         conn = connections.get(topic)
         if conn is None:

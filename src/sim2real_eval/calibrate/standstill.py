@@ -1,6 +1,6 @@
 """Read a standstill bag into plain arrays for the calibration math, and refuse bags that move.
 
-Topics (message fields read by name, so rosbags and rclpy messages both work):
+Topics (read into arrays by their field tables, ``bags.columns``):
 - GPS: sensor_msgs/NavSatFix — header stamp, latitude, longitude, altitude, status.status,
   position_covariance, position_covariance_type.  NO_FIX fixes and NaN positions are dropped.
 - IMU: sensor_msgs/Imu — header stamp, angular_velocity, linear_acceleration.
@@ -15,17 +15,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import message_fields as F
 from ..errors import UserError
+from ..stamps import ns_to_stamp_seconds
 from . import gps as gps_stats
 
-NAVSATFIX = "sensor_msgs/msg/NavSatFix"
-IMU = "sensor_msgs/msg/Imu"
-VELOCITY_TYPES = {
-    "sbg_driver/msg/SbgGpsVel": lambda m: m.velocity,
-    "sbg_driver/msg/SbgEkfNav": lambda m: m.velocity,
-    "nav_msgs/msg/Odometry": lambda m: m.twist.twist.linear,
-    "geometry_msgs/msg/TwistStamped": lambda m: m.twist.linear,
-}
+NAVSATFIX = F.NAVSATFIX.msgtype
+IMU = F.IMU.msgtype
+# msgtype -> (field table, velocity column)
+VELOCITY_TYPES = {table.msgtype: (table, column) for table, column in (
+    (F.SBG_GPS_VEL, "velocity"), (F.SBG_EKF_NAV, "velocity"), (F.ODOMETRY, "linear_velocity"),
+    (F.TWIST_STAMPED, "linear_velocity"))}
 DEFAULT_MAX_SPEED = 0.1  # m/s: a parked vehicle's GPS drifts by cm over 10 s; a creeping one shows
 
 
@@ -60,14 +60,6 @@ class StandstillData:
     velocity: np.ndarray | None     # (M, 3) m/s, frame as recorded (only its horizontal norm is used)
 
 
-def _stamp(msg) -> float:
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-
-
-def _xyz(v) -> tuple:
-    return (v.x, v.y, v.z)
-
-
 def _sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
     """Indices that put the messages in stamp order, dropping repeated stamps."""
     order = np.argsort(t, kind="stable")
@@ -82,6 +74,7 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
                         velocity_topic: str | None = None) -> StandstillData:
     """All GPS, IMU (and INS velocity) samples of a bag as arrays; missing topics are named."""
     from ..bags import open_bag  # heavy import (rosbags) only when a bag is read
+    from ..bags.columns import read_topics
 
     path = Path(path)
     with open_bag(path) as reader:
@@ -103,35 +96,33 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
         elif topics[velocity_topic].msgtype not in VELOCITY_TYPES:
             raise UserError(f"{path}: {velocity_topic} is {topics[velocity_topic].msgtype}; expected one of "
                             f"{', '.join(VELOCITY_TYPES)}")
-        velocity_of = VELOCITY_TYPES[topics[velocity_topic].msgtype] if velocity_topic else None
+        tables = {gps_topic: F.NAVSATFIX, imu_topic: F.IMU}
+        names = {gps_topic: ("stamp_ns", "latitude", "longitude", "altitude", "status",
+                             "position_covariance_type", "position_covariance"),
+                 imu_topic: ("stamp_ns", "angular_velocity", "linear_acceleration")}
+        if velocity_topic:
+            tables[velocity_topic], velocity_column = VELOCITY_TYPES[topics[velocity_topic].msgtype]
+            names[velocity_topic] = ("stamp_ns", velocity_column)
+        columns = read_topics(reader, tables, names)
 
-        fix_rows, imu_rows, vel_rows = [], [], []
-        wanted = [gps_topic, imu_topic] + ([velocity_topic] if velocity_topic else [])
-        for message in reader.messages(wanted):
-            msg = message.msg
-            if message.topic == gps_topic:
-                fix_rows.append((_stamp(msg), msg.latitude, msg.longitude, msg.altitude, msg.status.status,
-                                 int(msg.position_covariance_type), *np.asarray(msg.position_covariance)))
-            elif message.topic == imu_topic:
-                imu_rows.append((_stamp(msg), *_xyz(msg.angular_velocity), *_xyz(msg.linear_acceleration)))
-            else:
-                vel_rows.append((_stamp(msg), *_xyz(velocity_of(msg))))
-
-    for topic, rows in ((gps_topic, fix_rows), (imu_topic, imu_rows)):
-        if not rows:
-            raise UserError(f"{path}: topic {topic} has no messages")
-    fixes = np.array(fix_rows, dtype=float)
+    fix, imu = columns[gps_topic], columns[imu_topic]  # never empty: read_topics refuses empty topics
+    # one float table per topic, as the calibration math reads it: t (s, sec + nanosec·1e-9), values
+    fixes = np.column_stack([ns_to_stamp_seconds(fix["stamp_ns"]), fix["latitude"], fix["longitude"],
+                             fix["altitude"], fix["status"], fix["position_covariance_type"],
+                             fix["position_covariance"]]).astype(float)
     valid = (fixes[:, 4] >= 0) & np.isfinite(fixes[:, 1:4]).all(axis=1)
     if valid.sum() == 0:
         raise UserError(f"{path}: {gps_topic}: every fix is NO_FIX or NaN")
     dropped = int((~valid).sum())
     fixes = fixes[valid]
     fixes = fixes[_sorted_unique(fixes[:, 0], gps_topic, str(path))]
-    imu_arr = np.array(imu_rows, dtype=float)
+    imu_arr = np.column_stack([ns_to_stamp_seconds(imu["stamp_ns"]), imu["angular_velocity"],
+                               imu["linear_acceleration"]])
     imu_arr = imu_arr[_sorted_unique(imu_arr[:, 0], imu_topic, str(path))]
     vel_t = vel = None
-    if vel_rows:
-        vel_arr = np.array(vel_rows, dtype=float)
+    if velocity_topic:
+        vel_arr = np.column_stack([ns_to_stamp_seconds(columns[velocity_topic]["stamp_ns"]),
+                                   columns[velocity_topic][velocity_column]])
         vel_arr = vel_arr[np.argsort(vel_arr[:, 0], kind="stable")]
         vel_t, vel = vel_arr[:, 0], vel_arr[:, 1:4]
     return StandstillData(
@@ -139,7 +130,7 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
         gps=GpsSeries(fixes[:, 0], fixes[:, 1], fixes[:, 2], fixes[:, 3], fixes[:, 4].astype(int),
                       fixes[:, 6:15], fixes[:, 5].astype(int), dropped),
         imu=ImuSeries(imu_arr[:, 0], imu_arr[:, 1:4], imu_arr[:, 4:7]),
-        velocity_topic=velocity_topic if vel_rows else None, velocity_t=vel_t, velocity=vel,
+        velocity_topic=velocity_topic, velocity_t=vel_t, velocity=vel,
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import message_fields
 from ..errors import UserError
 from ..yamlio import Section, load_yaml
 from .options import ScoreOptions, resolve_speed
@@ -202,26 +203,25 @@ def read_manifest(path, options: ScoreOptions) -> list:
 # ----------------------------------------------------------------------------------------------
 # Bags
 
-# msgtype -> how to reach the velocity vector (duck-typed on ROS field names)
-VELOCITY_FIELDS = {
-    "nav_msgs/msg/Odometry": lambda m: m.twist.twist.linear,
-    "geometry_msgs/msg/TwistStamped": lambda m: m.twist.linear,
-    "geometry_msgs/msg/TwistWithCovarianceStamped": lambda m: m.twist.twist.linear,
-    "sbg_driver/msg/SbgGpsVel": lambda m: m.velocity,
-    "sbg_driver/msg/SbgEkfNav": lambda m: m.velocity,
-}
-
-
-_ODOMETRY = "nav_msgs/msg/Odometry"
+# msgtype -> (its field table, the velocity column); Odometry also gives the orientation
+VELOCITY_FIELDS = {table.msgtype: (table, column) for table, column in (
+    (message_fields.ODOMETRY, "linear_velocity"),
+    (message_fields.TWIST_STAMPED, "linear_velocity"),
+    (message_fields.TWIST_WITH_COVARIANCE_STAMPED, "linear_velocity"),
+    (message_fields.SBG_GPS_VEL, "velocity"),
+    (message_fields.SBG_EKF_NAV, "velocity"),
+)}
 
 
 def read_bag_speeds(spec: RunSpec) -> RunSeries:
     """Speeds of the estimate and ground-truth topics of one bag, on header-stamp time.
 
-    Only the two topics are read, streaming.  Time origin: the earliest header stamp of the two
-    series; each series is put in stamp order (record order can differ from stamp order).
+    Only the two topics are read, streaming, into arrays (``bags.columns``).  Time origin: the
+    earliest header stamp of the two series; each series is put in stamp order (record order can
+    differ from stamp order).
     """
     from ..bags import open_bag  # rosbags is imported only when bags are read
+    from ..bags.columns import read_topics
 
     where = spec.source
     if spec.estimate_topic == spec.truth_topic:
@@ -238,92 +238,20 @@ def read_bag_speeds(spec: RunSpec) -> RunSeries:
                                 f"{', '.join(VELOCITY_FIELDS)}")
             if reader.topics[topic].count == 0:
                 raise UserError(f"{where}: {role} topic {topic} has no messages")
-        if Path(spec.source).suffix == ".bag":   # ROS 1 wire format: let rosbags decode it
-            collected = {topic: ([], [], []) for topic in topics}
-            for item in reader.messages(topics=list(topics)):
-                _collect_message(collected[item.topic], item.msgtype, item.msg)
-            arrays = {topic: (np.asarray(st, dtype=np.int64), np.asarray(v, dtype=float),
-                              np.asarray(q, dtype=float)) for topic, (st, v, q) in collected.items()}
-        else:
-            arrays = _read_cdr_topics(reader, topics, where)
+        types = {topic: reader.topics[topic].msgtype for topic in topics}
+        wanted = {topic: _speed_columns(types[topic]) for topic in topics}
+        columns = read_topics(reader, {topic: VELOCITY_FIELDS[types[topic]][0] for topic in topics}, wanted)
+    arrays = {}
+    for topic in topics:
+        got = [columns[topic][name] for name in wanted[topic]]
+        arrays[topic] = (got[0], got[1], got[2] if len(got) > 2 else np.empty((0, 4)))
     return series_from_arrays(spec, arrays)
 
 
-BATCH = 4096   # messages decoded at once: bounded memory, numpy speed
-
-
-def _read_cdr_topics(reader, topics, where) -> dict:
-    """{topic: (stamps, velocities, orientations)} from a ROS 2 bag, decoding raw CDR in batches."""
-    pending = {topic: [] for topic in topics}
-    parts = {topic: [] for topic in topics}
-    types = {topic: reader.topics[topic].msgtype for topic in topics}
-    deserialize = reader.typestore.deserialize_cdr
-
-    def flush(topic):
-        raws, pending[topic] = pending[topic], []
-        if raws:
-            try:
-                parts[topic].append(decode_cdr_batch(raws, types[topic], deserialize))
-            except Exception as exc:  # noqa: BLE001 - any decoding failure is a damaged message
-                raise UserError(f"{where}: topic {topic}: cannot decode {types[topic]} ({exc})") from None
-
-    for raw in reader.raw_messages(topics=list(topics)):
-        queue = pending[raw.topic]
-        queue.append(raw.data)
-        if len(queue) >= BATCH:
-            flush(raw.topic)
-    out = {}
-    for topic in topics:
-        flush(topic)
-        stamps, velocities, orientations = zip(*parts[topic])
-        orientations = [q for q in orientations if q is not None]
-        out[topic] = (np.concatenate(stamps), np.concatenate(velocities),
-                      np.concatenate(orientations) if orientations else np.empty((0, 4)))
-    return out
-
-
-def decode_cdr_batch(raws: list, msgtype: str, deserialize=None):
-    """(stamps_ns (N,), velocities (N, 3), orientations (N, 4) or None) of many CDR messages.
-
-    Equal-layout Odometry/TwistStamped batches (the usual case) are sliced in bulk
-    (``bags.cdr.decode_speed_batch``); otherwise each message is decoded alone (``decode_cdr_fast``,
-    then rosbags ``deserialize``).  The CDR layout lives in ``bags.cdr``.
-    """
-    from ..bags.cdr import decode_cdr_fast, decode_speed_batch
-
-    bulk = decode_speed_batch(raws, msgtype)
-    if bulk is not None:
-        return bulk
-    stamps, velocities, orientations = [], [], []
-    for raw in raws:
-        fast = decode_cdr_fast(raw, msgtype)
-        if fast is None:
-            lists = ([], [], [])
-            _collect_message(lists, msgtype, deserialize(raw, msgtype))
-            fast = (lists[0][0], lists[1][0], lists[2][0] if lists[2] else None)
-        stamps.append(fast[0])
-        velocities.append(fast[1])
-        if fast[2] is not None:
-            orientations.append(fast[2])
-    return (np.asarray(stamps, dtype=np.int64), np.asarray(velocities, dtype=float).reshape(-1, 3),
-            np.asarray(orientations, dtype=float).reshape(-1, 4) if orientations else None)
-
-
-def decode_cdr_fast(data, msgtype: str):
-    """``bags.cdr.decode_cdr_fast`` (kept here for the scorer's callers)."""
-    from ..bags.cdr import decode_cdr_fast as fast
-
-    return fast(data, msgtype)
-
-
-def _collect_message(lists, msgtype: str, msg) -> None:
-    stamps, velocities, orientations = lists
-    stamps.append(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec)
-    v = VELOCITY_FIELDS[msgtype](msg)
-    velocities.append((v.x, v.y, v.z))
-    if msgtype == _ODOMETRY:
-        q = msg.pose.pose.orientation
-        orientations.append((q.x, q.y, q.z, q.w))
+def _speed_columns(msgtype: str) -> tuple:
+    """The columns the scorer reads of ``msgtype``: stamp, velocity (and Odometry's orientation)."""
+    velocity = VELOCITY_FIELDS[msgtype][1]
+    return ("stamp_ns", velocity) + (("orientation",) if msgtype == message_fields.ODOMETRY.msgtype else ())
 
 
 def series_from_arrays(spec: RunSpec, arrays: dict) -> RunSeries:
