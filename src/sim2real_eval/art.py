@@ -21,6 +21,7 @@ ART_STATIC_TFS = (
 TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix",
           "imu": "/imu"}
 GPS_ODOMETRY_TOPIC = "/odometry/gps"
+MAGNETIC_FIELD_TOPIC = "/imu/mag"  # the IMU's magnetometer (sensor_msgs/MagneticField), when it has one
 
 # robot_localization parameter files of the ART judge (in the installed config/ directory).
 EKF_CONFIG = "ekf_art_iros2024.yaml"
@@ -28,4 +29,4 @@ NAVSAT_CONFIG = "navsat_art_iros2024.yaml"
 EKF_ABSOLUTE_GPS_CONFIG = "ekf_art_absolute_gps.yaml"  # the later absolute-GPS preset
 
 __all__ = ["ART_STATIC_TFS", "BASE_FRAME", "EKF_ABSOLUTE_GPS_CONFIG", "EKF_CONFIG", "GPS_FRAME",
-           "GPS_ODOMETRY_TOPIC", "IMU_FRAME", "NAVSAT_CONFIG", "TOPICS"]
+           "GPS_ODOMETRY_TOPIC", "IMU_FRAME", "MAGNETIC_FIELD_TOPIC", "NAVSAT_CONFIG", "TOPICS"]

@@ -35,6 +35,7 @@ from .art import (  # topics, frames, static TFs, judge configs shared with the 
     GPS_FRAME,
     GPS_ODOMETRY_TOPIC,
     IMU_FRAME,
+    MAGNETIC_FIELD_TOPIC,  # noqa: F401  (recorder_node reads it as node_core.MAGNETIC_FIELD_TOPIC)
     NAVSAT_CONFIG,
     TOPICS,
 )
@@ -45,8 +46,6 @@ from .truth import GroundTruth
 
 NS_PER_S = 1000000000
 PACKAGE = "sim2real_eval"
-
-MAGNETIC_FIELD_TOPIC = "/imu/mag"
 
 
 # --------------------------------------------------------------------------------------------- time

@@ -16,20 +16,15 @@ import numpy as np
 
 from ..errors import UserError
 from ..resources import config_path
+from ..stamps import NS_PER_S
+from ..stamps import ns_to_seconds as stamps_to_seconds  # the one ns -> s conversion every host uses
 from ..truth import GroundTruth
 from ..yamlio import load_yaml
-
-NS_PER_S = 1_000_000_000
 
 
 def period_ns(rate: float) -> int:
     """Tick period in integer nanoseconds: round(1e9 / rate)."""
     return int(round(NS_PER_S / float(rate)))
-
-
-def stamps_to_seconds(stamps_ns) -> np.ndarray:
-    """int64 ns -> float64 s on the data clock (the one conversion every host uses)."""
-    return np.asarray(stamps_ns, dtype=np.int64) / 1e9
 
 
 def default_stamps(truth: GroundTruth, period: int) -> np.ndarray:

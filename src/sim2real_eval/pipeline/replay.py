@@ -59,6 +59,7 @@ from .run import (
     judge_run,
     load_gps,
     load_imu,
+    magnetic_field_cdr_records,
     model_parameters,
     truth_records,
     write_run,
@@ -71,7 +72,8 @@ class SensorRecord(tuple):
 
     Real streams are serialised once per real bag (every run of the bag reuses the bytes), simulated
     streams in bulk (``bags.messages.*_cdr``); ``judge_and_write`` writes ``raw`` instead of
-    serialising each message object again.  Plain 4-tuples still work (they are serialised).
+    serialising each message object again.  Plain 4-tuples still work (they are serialised).  A record
+    with ``msg`` None is for the bag only (a replaced IMU's /imu/mag: the judge does not read it).
     """
 
     def __new__(cls, recv_ns, topic, msgtype, msg, raw=None):
@@ -282,7 +284,8 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
 
 
 def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
-    """The replacement IMU: sampled at the real header stamps (all inside the window), real receive times."""
+    """The replacement IMU: sampled at the real header stamps (all inside the window), real receive times;
+    with a magnetometer, also its /imu/mag (bag-only records)."""
     import numpy as np
 
     from ..models import sensor_seed
@@ -295,8 +298,10 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     records = imu_records(samples)
     raws = imu_cdr_records(samples)
     # Keep the real receive times: the judge sees the replaced stream with the real timing.
-    return [SensorRecord(int(recv), topic, msgtype, msg, raw[3])
-            for recv, (_r, topic, msgtype, msg), raw in zip(receive, records, raws)]
+    return ([SensorRecord(int(recv), topic, msgtype, msg, raw[3])
+             for recv, (_r, topic, msgtype, msg), raw in zip(receive, records, raws)]
+            + [SensorRecord(int(recv), topic, msgtype, None, raw)
+               for recv, (_r, topic, msgtype, raw) in zip(receive, magnetic_field_cdr_records(samples))])
 
 
 def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
@@ -325,7 +330,8 @@ def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
     """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
     sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml."""
     sensors = in_receive_order(sensors)
-    result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+    result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors
+                                    if msg is not None))
     bag_sensors = [bag_record(r) for r in sensors]
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)

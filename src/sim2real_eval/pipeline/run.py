@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import runs
-from ..art import ART_STATIC_TFS, GPS_ODOMETRY_TOPIC, IMU_FRAME, TOPICS
+from ..art import ART_STATIC_TFS, GPS_ODOMETRY_TOPIC, IMU_FRAME, MAGNETIC_FIELD_TOPIC, TOPICS
 from ..errors import UserError
 from ..runs import (
     RUN_FILE,
@@ -284,9 +284,18 @@ def imu_cdr_records(samples) -> list:
     return bag_messages.imu_cdr(samples, TOPICS["imu"])
 
 
+def magnetic_field_cdr_records(samples) -> list:
+    """/imu/mag as CDR records when the IMU model's magnetometer is on, else none: the content
+    imu_noise_node publishes (same stamps and frame as /imu), received with the IMU message."""
+    from ..bags import messages as bag_messages
+
+    return bag_messages.magnetic_field_cdr(samples, MAGNETIC_FIELD_TOPIC)
+
+
 def sensor_bag_records(gps, imu) -> list:
-    """/fix + /imu records for the bag (``gps_records`` + ``imu_records``, in that order, as bytes)."""
-    return gps_cdr_records(gps) + imu_cdr_records(imu)
+    """/fix + /imu (+ /imu/mag) records for the bag (``gps_records`` + ``imu_records`` +
+    ``magnetic_field_cdr_records``, in that order, as bytes)."""
+    return gps_cdr_records(gps) + imu_cdr_records(imu) + magnetic_field_cdr_records(imu)
 
 
 def judge_records(result) -> list:
