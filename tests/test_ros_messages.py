@@ -7,6 +7,8 @@ node path and the offline path.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -68,9 +70,10 @@ def test_imu_and_magnetic_field_match_the_offline_writer(typestore, truth):
         messages.fill_magnetic_field(bags_messages.default_message(MAG, typestore), no_mag, 0)
 
 
-def test_header_stamp_split_and_back(typestore):
-    msg = bags_messages.default_message(NAVSATFIX, typestore)
-    messages.set_header(msg.header, 1_707_000_000_123_456_789, "gps")
+def test_header_stamp_split_and_back(typestore, truth):
+    fixes = load_gps_model("ch_rw_airsim", sensor_seed(1, "gps")).sample(truth)
+    fixes = dataclasses.replace(fixes, stamp_ns=fixes.stamp_ns * 0 + 1_707_000_000_123_456_789)
+    msg = messages.fill_navsatfix(bags_messages.default_message(NAVSATFIX, typestore), fixes, 0)
     assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (1_707_000_000, 123_456_789)
     assert messages.header_ns(msg.header) == 1_707_000_000_123_456_789
 

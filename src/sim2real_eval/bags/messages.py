@@ -36,8 +36,6 @@ NAVSATFIX = F.NAVSATFIX.msgtype
 IMU = F.IMU.msgtype
 MAGNETIC_FIELD = F.MAGNETIC_FIELD.msgtype
 ODOMETRY = F.ODOMETRY.msgtype
-SBG_GPS_VEL = F.SBG_GPS_VEL.msgtype
-SBG_GPS_POS = F.SBG_GPS_POS.msgtype
 
 
 def _store(typestore: Typestore | None) -> Typestore:

@@ -43,12 +43,6 @@ from ..truth import GroundTruth, body_rates_from_orientation
 from .columns import read_topic
 
 SOURCES = ("auto", "odometry", "sbg_ekf", "sbg_gps", "twist")
-ODOMETRY = F.ODOMETRY.msgtype
-TWIST_STAMPED = F.TWIST_STAMPED.msgtype
-EKF_NAV = F.SBG_EKF_NAV.msgtype
-EKF_QUAT = F.SBG_EKF_QUAT.msgtype
-GPS_VEL = F.SBG_GPS_VEL.msgtype
-GPS_POS = F.SBG_GPS_POS.msgtype
 
 DEFAULT_TOPICS = {
     "odometry": "/ground_truth/odom",

@@ -16,12 +16,8 @@ from .. import message_fields as F
 from .. import stamps
 
 
-def set_header(header, stamp_ns: int, frame_id: str) -> None:
-    header.stamp.sec, header.stamp.nanosec = stamps.from_ns(stamp_ns)
-    header.frame_id = str(frame_id)
-
-
 def header_ns(header) -> int:
+    """std_msgs/Header -> its stamp in int ns."""
     return stamps.stamp_to_ns(header.stamp)
 
 
