@@ -34,6 +34,7 @@ from . import stamps
 STAMP, STRING, INT, FLOAT, BOOL, XYZ, XYZW, ARRAY = (
     "stamp", "string", "int", "float", "bool", "xyz", "xyzw", "array")
 _SCALAR = {INT: int, FLOAT: float, BOOL: bool}
+_COLUMN_DTYPES = {STAMP: np.int64, INT: np.int64, BOOL: np.bool_}  # every other kind: float64
 
 
 class Field(NamedTuple):
@@ -55,6 +56,15 @@ class Field(NamedTuple):
     def width(self) -> int:
         """Values per message: 3 for XYZ, 4 for XYZW, ``size`` for ARRAY, else 1 (a (N,) column)."""
         return {XYZ: 3, XYZW: 4, ARRAY: self.size}.get(self.kind, 1)
+
+    @property
+    def dtype(self):
+        """numpy dtype of the column (not of the wire field): int64, bool or float64."""
+        return _COLUMN_DTYPES.get(self.kind, np.float64)
+
+    def shape(self, count: int) -> Tuple[int, ...]:
+        """Shape of the column of ``count`` messages."""
+        return (count,) if self.width == 1 else (count, self.width)
 
 
 class MessageFields:

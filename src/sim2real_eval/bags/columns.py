@@ -21,28 +21,25 @@ from ..stamps import join_ns
 from . import cdr
 
 BATCH = 4096  # messages decoded at once: bounded memory, numpy speed
-_DTYPES = {F.STAMP: np.int64, F.INT: np.int64, F.BOOL: np.bool_}
 
 
 def _empty(field: F.Field) -> np.ndarray:
-    shape = (0,) if field.width == 1 else (0, field.width)
-    return np.zeros(shape, dtype=_DTYPES.get(field.kind, np.float64))
+    return np.zeros(field.shape(0), dtype=field.dtype)
 
 
 def _from_wire(field: F.Field, wire: Mapping) -> np.ndarray:
     if field.kind == F.STAMP:
         return join_ns(wire[field.leaves[0]], wire[field.leaves[1]])
     if field.kind in (F.XYZ, F.XYZW):
-        return np.stack([wire[leaf] for leaf in field.leaves], axis=1).astype(np.float64)
-    return wire[field.path].astype(_DTYPES.get(field.kind, np.float64))
+        return np.stack([wire[leaf] for leaf in field.leaves], axis=1).astype(field.dtype)
+    return wire[field.path].astype(field.dtype)
 
 
 def _from_rows(fields, rows: list) -> dict:
     out = {}
     for field in fields:
         values = [row[field.name] for row in rows]
-        dtype = _DTYPES.get(field.kind, np.float64)
-        out[field.name] = (np.array(values, dtype=dtype) if values else _empty(field))
+        out[field.name] = np.array(values, dtype=field.dtype) if values else _empty(field)
     return out
 
 

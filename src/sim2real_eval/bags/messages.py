@@ -72,9 +72,6 @@ def _default_of(store: Typestore, msgtype: str):
 
 # --- the two table-driven writers -------------------------------------------------------------------
 
-_DTYPES = {F.INT: np.int64, F.FLOAT: np.float64, F.BOOL: np.bool_}
-
-
 def _column(field: F.Field, values: Mapping, count: int) -> np.ndarray:
     """Column ``field.name`` of ``values`` as an array of shape (count,) or (count, width) (a view
     when it already is one; one value is broadcast)."""
@@ -82,9 +79,8 @@ def _column(field: F.Field, values: Mapping, count: int) -> np.ndarray:
         value = values[field.name]
     except KeyError:
         raise KeyError(f"no column {field.name!r} for {field.path}") from None
-    dtype = np.int64 if field.kind == F.STAMP else _DTYPES.get(field.kind, np.float64)
-    shape = (count,) if field.width == 1 else (count, field.width)
-    column = np.asarray(value, dtype=dtype)
+    column = np.asarray(value, dtype=field.dtype)
+    shape = field.shape(count)
     return column if column.shape == shape else np.broadcast_to(column, shape)
 
 
