@@ -1,7 +1,8 @@
-"""Bag I/O without ROS (rosbags): typestore with sbg_driver, reader, writer, message builders, truth adapters.
+"""Bag I/O without ROS (rosbags): typestore with sbg_driver, reader, writer, message writers and column
+readers (driven by ``message_fields``), truth adapters.
 
-Import the submodules directly for the rest (``bags.messages``, ``bags.truth``); the I/O entry points
-are re-exported here.
+Import the submodules directly for the rest (``bags.messages``, ``bags.columns``, ``bags.cdr``,
+``bags.truth``); the I/O entry points are re-exported here.
 """
 
 from __future__ import annotations
