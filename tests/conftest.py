@@ -1,7 +1,9 @@
 """Shared fixtures.  ``../shared`` (beside the project root) holds read-only peer data; tests that
-need it skip with a reason when it is absent."""
+need it skip with a reason, saying how to get it, when it is absent."""
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 from pathlib import Path
 
@@ -9,6 +11,11 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
+# robot_localization's own test bag: test/test1.bag, identical on every branch from indigo-devel to
+# humble-devel (BSD-3-Clause, 1.4 MB).  Tests read it from $SIM2REAL_PEER_DIR, else ../shared/peer.
+PEER_DIR_VARIABLE = "SIM2REAL_PEER_DIR"
+PEER_BAG_URL = "https://raw.githubusercontent.com/cra-ros-pkg/robot_localization/humble-devel/test/test1.bag"
+PEER_BAG_SHA256 = "fd759aa942a3ef549412ff724d15e7280a347a366996a012cf9079329ec28f4a"
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +26,15 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def peer_bag() -> Path:
     """robot_localization's own test1.bag (ROS 1), read-only."""
-    path = SHARED_DIR / "peer" / "test1.bag"
+    folder = Path(os.environ.get(PEER_DIR_VARIABLE) or SHARED_DIR / "peer")
+    path = folder / "test1.bag"
     if not path.is_file():
-        pytest.skip(f"peer bag {path} is absent (it lives in ../shared/peer beside the project)")
+        pytest.skip(f"{path} is absent: it is robot_localization's own test/test1.bag (BSD-3-Clause); "
+                    f"get it with `curl -L -o DIR/test1.bag {PEER_BAG_URL}` and run the tests with "
+                    f"{PEER_DIR_VARIABLE}=DIR")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != PEER_BAG_SHA256:
+        pytest.fail(f"{path}: not robot_localization's test1.bag (sha256 {digest}, expected {PEER_BAG_SHA256})")
     return path
 
 

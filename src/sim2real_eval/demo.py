@@ -149,7 +149,7 @@ def reference_bags(setup, k: int, out: Path, shipped: Path, workers: int, progre
             bags[scenario].append(path)
     if missing:
         _generate(setup, out / REFERENCE, missing, workers, progress)
-        ref.write_readme(setup, out / REFERENCE, 0)
+        ref.write_readme(setup, out / REFERENCE)
     return bags
 
 
