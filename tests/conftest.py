@@ -34,7 +34,8 @@ def peer_bag() -> Path:
                     f"{PEER_DIR_VARIABLE}=DIR")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != PEER_BAG_SHA256:
-        pytest.fail(f"{path}: not robot_localization's test1.bag (sha256 {digest}, expected {PEER_BAG_SHA256})")
+        pytest.fail(f"{path}: not robot_localization's test1.bag "
+                    f"(sha256 {digest}, expected {PEER_BAG_SHA256})")
     return path
 
 

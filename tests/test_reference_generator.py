@@ -437,7 +437,7 @@ def test_make_reference_writes_a_standstill_for_calibrate(tmp_path, capsys):
                  "--scenario", "rest", "--k", "1", "--workers", "1", "--no-progress"]) == 0
     run = ref.run_path(out, "rest", 0)
     sidecar = load_yaml(run / ref.SIDECAR)
-    assert sidecar["synthetic"] is True and "not part of the demo study" in sidecar["what"]
+    assert sidecar["synthetic"] is True and "outside the demo study" in sidecar["what"]
     assert sidecar["environment"] == ref.numeric_environment()
     assert "This folder holds rest run 0." in (out / "README.md").read_text()
     setup = ref.load_setup(tmp_path / "setup.yaml")
@@ -448,7 +448,6 @@ def test_make_reference_writes_a_standstill_for_calibrate(tmp_path, capsys):
 
 def test_the_shipped_standstill_is_long_enough_for_calibrate():
     from sim2real_eval import scenarios
-
     from sim2real_eval.models import sensor_seed
 
     data, source, _ = scenarios.load_scenario("standstill")

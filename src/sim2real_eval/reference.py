@@ -345,7 +345,7 @@ def write_reference_run(setup: ReferenceSetup, directory, scenario: str, k: int,
     records, truth = reference_messages(setup, scenario, k)
     what = ("synthetic ART-like reference run (plays the real vehicle in the demo; NOT real data)"
             if scenario in setup.scenarios else
-            "synthetic ART-like standstill/extra run for calibrate (not part of the demo study; NOT real data)")
+            "synthetic ART-like run outside the demo study, e.g. a standstill for calibrate (NOT real data)")
     sidecar = {
         "synthetic": True, "what": what,
         "scenario": scenario, "k": int(k), "duration_s": float(truth.duration),
@@ -422,7 +422,8 @@ def describe_contents(directory) -> str:
     """"line runs 0..9, standstill run 0" for the run folders present in ``directory``."""
     parts = []
     for folder in sorted(p for p in Path(directory).iterdir() if p.is_dir() and not p.name.startswith(".")):
-        numbers = sorted(int(p.name[4:]) for p in existing_runs(directory, folder.name) if p.name[4:].isdigit())
+        runs = existing_runs(directory, folder.name)
+        numbers = sorted(int(p.name[4:]) for p in runs if p.name[4:].isdigit())
         if not numbers:
             continue
         if numbers == list(range(numbers[0], numbers[-1] + 1)) and len(numbers) > 1:
