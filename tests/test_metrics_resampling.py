@@ -116,3 +116,85 @@ def test_permutation_counts_ties_with_the_observed_value():
     sim = [np.ones((5, 2))]
     assert permutation_pvalues(real, sim, 50, np.random.SeedSequence(1)) == {
         "p_W1": 1.0, "p_W2": 1.0, "p_VEPD": 1.0}
+
+
+# ------------------------------------------------------------------------ paired designs (issue 13)
+def loop_bootstrap_paired(real_groups, sim_groups, n, seed_sequence, level=0.95):
+    rng = np.random.default_rng(seed_sequence)
+    samples = np.empty((n, 3))
+    for b in range(n):
+        draws = [rng.integers(0, len(g), len(g)) for g in real_groups]
+        samples[b] = _distances([g[d] for g, d in zip(real_groups, draws)],
+                                [g[d] for g, d in zip(sim_groups, draws)])
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(samples, [tail, 100 - tail], axis=0)
+    return {name: [lo[i], hi[i]] for i, name in enumerate(("W1", "W2", "VEPD"))}
+
+
+def loop_permutation_paired(real_groups, sim_groups, n, seed_sequence):
+    rng = np.random.default_rng(seed_sequence)
+    observed = np.array(_distances(real_groups, sim_groups))
+    exceed = np.zeros(3)
+    for _ in range(n):
+        real, sim = [], []
+        for r, s in zip(real_groups, sim_groups):
+            swap = rng.integers(0, 2, len(r)).astype(bool)[:, None]
+            real.append(np.where(swap, s, r))
+            sim.append(np.where(swap, r, s))
+        exceed += np.array(_distances(real, sim)) >= observed - 1e-12 * np.maximum(1.0, np.abs(observed))
+    p = (1 + exceed) / (1 + n)
+    return {"p_W1": p[0], "p_W2": p[1], "p_VEPD": p[2]}
+
+
+@pytest.mark.parametrize("sizes, n", [((10, 10, 10), 300), ((4, 7), 600), ((6,), 1100)])
+def test_paired_resampling_equals_the_pairwise_loop(sizes, n):
+    rng = np.random.default_rng(3)
+    real = _groups(rng, sizes)
+    sim = [g + rng.normal(0.0, 0.005, g.shape) for g in real]  # sim run k replays real bag k
+    seed = np.random.SeedSequence([2024, 9])
+    got = bootstrap_intervals(real, sim, n, seed, paired=True)
+    expected = loop_bootstrap_paired(real, sim, n, seed)
+    for name in ("W1", "W2", "VEPD"):
+        np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-12)
+    assert permutation_pvalues(real, sim, n, seed, paired=True) == pytest.approx(
+        loop_permutation_paired(real, sim, n, seed), abs=0)
+
+
+def test_identical_pairs_give_a_zero_interval_and_p_one():
+    # Each resample of pairs takes the same rows on both sides: every W is 0 (runs resampled
+    # independently would not be).
+    real = [np.random.default_rng(1).normal(size=(8, 2))]
+    assert bootstrap_intervals(real, real, 200, np.random.SeedSequence(2), paired=True) == {
+        "W1": [0.0, 0.0], "W2": [0.0, 0.0], "VEPD": [0.0, 0.0]}
+    assert bootstrap_intervals(real, real, 200, np.random.SeedSequence(2))["W1"][0] > 0.0
+    assert permutation_pvalues(real, real, 50, np.random.SeedSequence(3), paired=True) == {
+        "p_W1": 1.0, "p_W2": 1.0, "p_VEPD": 1.0}
+
+
+def test_a_replay_design_interval_contains_its_estimate():
+    """The demo's IMU study in miniature: sim run k = real run k + a small change.  Resampling runs
+    independently puts the whole interval above the estimate (W is biased upwards); pairs do not."""
+    rng = np.random.default_rng(4)
+    real = [np.column_stack([rng.normal(0.097, 0.004, 10), rng.normal(0.35, 0.012, 10)])]
+    sim = [real[0] + rng.normal(0.0, 0.0004, real[0].shape)]
+    w1 = wasserstein(real[0][:, 0], sim[0][:, 0])
+    seed = np.random.SeedSequence(5)
+    independent = bootstrap_intervals(real, sim, 1000, seed)["W1"]
+    paired = bootstrap_intervals(real, sim, 1000, seed, paired=True)["W1"]
+    assert independent[0] > w1                      # the symptom of issue 13
+    assert paired[0] <= w1 <= paired[1]
+
+
+def test_pairs_need_as_many_runs_on_both_sides():
+    with pytest.raises(ValueError, match="as many sim runs"):
+        bootstrap_intervals([np.ones((3, 2))], [np.ones((2, 2))], 10, np.random.SeedSequence(0), paired=True)
+
+
+def test_is_paired():
+    from sim2real_eval.metrics.study import is_paired
+
+    assert is_paired([[0, 1, 2]], [[2, 1, 0]])
+    assert is_paired([[0, 1], [0, 1, 2]], [[0, 1], [0, 1, 2]])
+    assert not is_paired([[0, 1, 2]], [[0, 1]])
+    assert not is_paired([[0, 1], [0, 1]], [[0, 1], [0, 2]])
+    assert not is_paired([[0, 0]], [[0, 0]])       # a k twice: no unit to pair by

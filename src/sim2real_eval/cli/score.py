@@ -62,6 +62,7 @@ def run(args) -> int:
     from ..errors import UserError
     from ..metrics import ScoreOptions
     from ..report import parse_trace_run, write_report
+    from ..report.provenance import collect as collect_provenance
     from ..service import find_runs_to_score, score_runs
 
     excluded = ("rest",) if args.exclude_scenario is None else tuple(s for s in args.exclude_scenario if s)
@@ -100,7 +101,8 @@ def run(args) -> int:
         write_report(args.out, result, scored.series, source, trace_runs,
                      extra_options={"input": kind, "source": str(source),
                                     **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
-                     overwrite=args.overwrite, workers=args.workers or os.cpu_count() or 1)
+                     overwrite=args.overwrite, workers=args.workers or os.cpu_count() or 1,
+                     provenance=collect_provenance(result, kind, str(source)))
         progress.advance(report_task, 1)
         progress.refresh()
 

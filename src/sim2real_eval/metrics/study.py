@@ -90,7 +90,8 @@ class StudyResult:
     scenarios: list           # scored scenarios, sorted
     combined: dict            # Table I: {variant: {W1, W2, VEPD, VEPD_ci95, n_real, n_sim}}
     per_scenario: dict        # Table II: {variant: {scenario: {W1, W2, VEPD, rank}}}
-    statistics: dict          # CIs and p-values: {"combined": {variant: ...}, "per_scenario": {...}}
+    statistics: dict          # CIs, p-values: {"combined": {variant: ...}, "per_scenario": {...},
+    #                           "resampling": {"combined": {variant: "pairs"|"runs"}, "per_scenario": ...}}
     runs: list                # RunRecord, sorted by key
     skipped: list = field(default_factory=list)   # (run name, reason)
 
@@ -127,29 +128,47 @@ def _distance_rows(values: np.ndarray, real_index: np.ndarray, sim_index: np.nda
     return np.stack([w1, w2, vepd(w1, w2)], axis=1)
 
 
-def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence, level: float = 0.95):
+def _pair_check(real_groups, sim_groups) -> None:
+    for r, g in zip(real_groups, sim_groups):
+        if len(r) != len(g):
+            raise ValueError("paired resampling needs as many sim runs as real runs in every stratum")
+
+
+def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence, level: float = 0.95,
+                        paired: bool = False):
     """Percentile bootstrap intervals of W1, W2, VEPD.
 
     ``*_groups``: one (n, 2) array [E, D] per stratum (scenario).  Each resample draws runs with
     replacement within each side and each stratum (the scenario mix is fixed by design), keeping a
-    run's E and D together.  Returns {"W1": [lo, hi], "W2": ..., "VEPD": ...}.
+    run's E and D together.  ``paired``: row i of a real stratum and row i of its sim stratum are one
+    unit (sim run k replays real bag k): a resample draws the units, so both sides take the same rows.
+    Returns {"W1": [lo, hi], "W2": ..., "VEPD": ...}.
 
     The draws are made one group at a time in a fixed order (real strata, then sim strata, per
-    resample) so a seed always gives the same intervals; the distances of a block of resamples are
-    then computed at once on an index matrix.
+    resample; paired: one draw per stratum) so a seed always gives the same intervals; the distances
+    of a block of resamples are then computed at once on an index matrix.
     """
     rng = np.random.default_rng(seed_sequence)
+    if paired:
+        _pair_check(real_groups, sim_groups)
     groups = list(real_groups) + list(sim_groups)
     values = np.concatenate(groups)
     starts = np.cumsum([0] + [len(g) for g in groups])[:-1].tolist()
     sizes = [len(g) for g in groups]
     n_real = sum(len(g) for g in real_groups)
+    strata = len(real_groups)
     parts = []
     for count in _blocks(n_resamples):
         index = np.empty((count, len(values)), dtype=np.int64)
         for row in index:
-            for start, size in zip(starts, sizes):
-                row[start:start + size] = start + rng.integers(0, size, size)
+            if paired:
+                for real_start, sim_start, size in zip(starts[:strata], starts[strata:], sizes[:strata]):
+                    draw = rng.integers(0, size, size)
+                    row[real_start:real_start + size] = real_start + draw
+                    row[sim_start:sim_start + size] = sim_start + draw
+            else:
+                for start, size in zip(starts, sizes):
+                    row[start:start + size] = start + rng.integers(0, size, size)
         parts.append(_distance_rows(values, index[:, :n_real], index[:, n_real:]))
     samples = np.concatenate(parts) if parts else np.empty((0, 3))
     tail = 100 * (1 - level) / 2
@@ -157,14 +176,17 @@ def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence
     return {name: [float(lo[i]), float(hi[i])] for i, name in enumerate(("W1", "W2", "VEPD"))}
 
 
-def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_sequence):
+def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_sequence, paired: bool = False):
     """p-values of H0 "real and sim runs come from one distribution" for W1, W2 and VEPD.
 
-    Side labels are shuffled within each stratum; p = (1 + #{stat_perm >= stat_obs}) / (1 + n).
+    Side labels are shuffled within each stratum (``paired``: swapped within each real/sim pair, the
+    exchangeable unit of a replay design); p = (1 + #{stat_perm >= stat_obs}) / (1 + n).
     One shuffle per stratum and permutation, in a fixed order (seeded); the statistics of a block of
     permutations are computed at once.
     """
     rng = np.random.default_rng(seed_sequence)
+    if paired:
+        _pair_check(real_groups, sim_groups)
     observed = np.array(distances(*_stack(real_groups), *_stack(sim_groups)))
     # Permuted statistics equal to the observed one up to rounding count as reaching it.
     threshold = observed - 1e-12 * np.maximum(1.0, np.abs(observed))
@@ -179,9 +201,15 @@ def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_seque
         for i in range(count):
             real_at = sim_at = 0
             for start, pool, n in zip(starts, pooled, n_real):
-                shuffled = start + rng.permutation(len(pool))
-                real_index[i, real_at:real_at + n] = shuffled[:n]
-                sim_index[i, sim_at:sim_at + len(pool) - n] = shuffled[n:]
+                if paired:  # pool = [real rows; sim rows], row j pairs with row n + j
+                    swap = rng.integers(0, 2, n).astype(bool)
+                    own = start + np.arange(n)
+                    real_index[i, real_at:real_at + n] = np.where(swap, own + n, own)
+                    sim_index[i, sim_at:sim_at + n] = np.where(swap, own, own + n)
+                else:
+                    shuffled = start + rng.permutation(len(pool))
+                    real_index[i, real_at:real_at + n] = shuffled[:n]
+                    sim_index[i, sim_at:sim_at + len(pool) - n] = shuffled[n:]
                 real_at += n
                 sim_at += len(pool) - n
         exceed += (_distance_rows(values, real_index, sim_index) >= threshold).sum(axis=0)
@@ -189,13 +217,22 @@ def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_seque
     return {"p_W1": float(p[0]), "p_W2": float(p[1]), "p_VEPD": float(p[2])}
 
 
+def is_paired(real_ks, sim_ks) -> bool:
+    """Real and sim runs are pairs when both sides have the same run numbers k, once each, in every
+    stratum: sim run k replays real bag k (the demo, ``replay``).  Resampling such pairs together is
+    what the design calls for; for unrelated runs that happen to share their k it changes nothing
+    measurable (docs/scoring.md)."""
+    return all(len(set(r)) == len(r) and sorted(r) == sorted(s) for r, s in zip(real_ks, sim_ks))
+
+
 def _groups(records, scenarios):
-    """{scenario: (n, 2) array of [E, D]} for the given records."""
-    out = {}
+    """{scenario: (n, 2) array of [E, D]} and {scenario: [k]} for the given records, in k order."""
+    out, ks = {}, {}
     for scenario in scenarios:
-        rows = [(r.score.rmse, r.score.D) for r in records if r.scenario == scenario]
-        out[scenario] = np.array(rows, dtype=float).reshape(-1, 2)
-    return out
+        members = sorted((r for r in records if r.scenario == scenario), key=lambda r: r.k)
+        out[scenario] = np.array([(r.score.rmse, r.score.D) for r in members], dtype=float).reshape(-1, 2)
+        ks[scenario] = [r.k for r in members]
+    return out, ks
 
 
 def check_study(records) -> tuple[list, list]:
@@ -233,13 +270,14 @@ def check_study(records) -> tuple[list, list]:
 
 def _cell_statistics(job):
     """Intervals and p-values of one (variant, pooled or scenario) cell; ``job`` is picklable."""
-    real_g, sim_g, bootstrap, permutations, seed, seed_names = job
+    real_g, sim_g, bootstrap, permutations, seed, seed_names, paired = job
     stat = {}
     if bootstrap:
-        ci = bootstrap_intervals(real_g, sim_g, bootstrap, _cell_seed(seed, "ci", *seed_names))
+        ci = bootstrap_intervals(real_g, sim_g, bootstrap, _cell_seed(seed, "ci", *seed_names), paired=paired)
         stat.update({f"{k}_ci95": val for k, val in ci.items()})
     if permutations:
-        stat.update(permutation_pvalues(real_g, sim_g, permutations, _cell_seed(seed, "perm", *seed_names)))
+        stat.update(permutation_pvalues(real_g, sim_g, permutations, _cell_seed(seed, "perm", *seed_names),
+                                        paired=paired))
     return stat
 
 
@@ -251,17 +289,26 @@ def score_study(records, options: ScoreOptions, skipped=(), progress=None, worke
     """
     records = sorted((r for r in records if r.scenario not in options.exclude_scenarios), key=lambda r: r.key)
     variants, scenarios = check_study(records)
-    real_groups = _groups([r for r in records if r.side == REAL], scenarios)
-    combined, per_scenario, statistics = {}, {}, {"combined": {}, "per_scenario": {}}
+    real_groups, real_ks = _groups([r for r in records if r.side == REAL], scenarios)
+    combined, per_scenario = {}, {}
+    statistics = {"combined": {}, "per_scenario": {}, "resampling": {"combined": {}, "per_scenario": {}}}
     cells, jobs = [], []
     for variant in variants:
-        sim_groups = _groups([r for r in records if r.side != REAL and r.variant == variant], scenarios)
+        sim_records = [r for r in records if r.side != REAL and r.variant == variant]
+        sim_groups, sim_ks = _groups(sim_records, scenarios)
         for scenario, members in [(None, scenarios)] + [(s, [s]) for s in scenarios]:
             real_g = [real_groups[s] for s in members]
             sim_g = [sim_groups[s] for s in members]
+            paired = is_paired([real_ks[s] for s in members], [sim_ks[s] for s in members])
+            unit = "pairs" if paired else "runs"
+            if scenario is None:
+                statistics["resampling"]["combined"][variant] = unit
+            else:
+                statistics["resampling"]["per_scenario"].setdefault(variant, {})[scenario] = unit
             seed_names = (variant,) if scenario is None else (variant, scenario)
             cells.append((variant, scenario, real_g, sim_g))
-            jobs.append((real_g, sim_g, options.bootstrap, options.permutations, options.seed, seed_names))
+            jobs.append((real_g, sim_g, options.bootstrap, options.permutations, options.seed, seed_names,
+                         paired))
     resampling = bool(options.bootstrap or options.permutations)
     if workers > 1 and resampling and len(jobs) > 1:
         with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("fork")) as pool:

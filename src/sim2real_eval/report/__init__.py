@@ -6,6 +6,7 @@ place only when complete (atomic.atomic_directory): a failure leaves no partial 
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from ..errors import UserError
 from ..metrics.study import REAL, StudyResult
 from . import figures, html, tables
 
-__all__ = ["default_trace_runs", "parse_trace_run", "write_report"]
+__all__ = ["Study", "default_trace_runs", "parse_trace_run", "write_report"]
 
 
 def parse_trace_run(text: str) -> tuple[str, int]:
@@ -35,38 +36,77 @@ def default_trace_runs(result: StudyResult) -> list:
     return chosen
 
 
+@dataclass(frozen=True)
+class Study:
+    """A further study shown on the same page (the demo's simulated-IMU study); its figures are saved
+    as ``figures/<name>_*.png``."""
+
+    name: str
+    title: str
+    result: StudyResult
+    series: dict
+    note: str = ""
+    provenance: dict | None = None
+
+
+def _figure_jobs(prefix: str, result: StudyResult, series: dict, trace_runs) -> list:
+    """[(file name, title, function, args)] of one study's figures, in display order."""
+    overview = "Tables I and II at a glance" if len(result.scenarios) > 1 else "Table I at a glance"
+    jobs = [(f"{prefix}distributions",
+             "Fig. 3 — per-run RMSE and entropy-difference distributions, real vs sim",
+             figures.distributions_png, (result,)),
+            (f"{prefix}overview", overview, figures.overview_png, (result,))]
+    for scenario, k in trace_runs:
+        # Only the runs the figure shows travel to a worker.
+        shown = {key: value for key, value in series.items() if key[2:] == (scenario, k)}
+        jobs.append((f"{prefix}traces_{scenario}_{k}", f"Velocity traces — {scenario} run {k}",
+                     figures.traces_png, (result, shown, scenario, k)))
+    return jobs
+
+
 def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_runs=None,
-                 extra_options=None, overwrite: bool = False, workers: int = 1) -> Path:
+                 extra_options=None, overwrite: bool = False, workers: int = 1,
+                 provenance: dict | None = None, studies=()) -> Path:
     """Write the report folder ``out_dir``; returns its path.
 
     ``series``: {(side, variant, scenario, k): RunSeries} for the velocity-trace figures;
     ``trace_runs``: [(scenario, k)] (default: ``default_trace_runs``); ``workers`` > 1 draws the
     figures in that many forked processes (same PNG bytes: each figure is drawn by one process alone).
+    ``provenance``: ``report.provenance.collect(...)`` — what the data are, software, judge, seeds —
+    shown as the page's banner and stored in vepd.json ``options.provenance`` (default: collected from
+    the scored runs' own records).  ``studies``: ``Study`` sections shown after the main study.
     """
+    from . import provenance as provenance_module
+
     trace_runs = default_trace_runs(result) if trace_runs is None else list(trace_runs)
     scored = {(r.scenario, r.k) for r in result.runs}
     for scenario, k in trace_runs:
         if (scenario, k) not in scored:
             raise UserError(f"--trace-runs: no scored run {scenario}:{k}")
-    jobs = [("distributions", figures.distributions_png, (result,)),
-            ("overview", figures.overview_png, (result,))]
-    for scenario, k in trace_runs:
-        # Only the runs the figure shows travel to a worker.
-        shown = {key: value for key, value in series.items() if key[2:] == (scenario, k)}
-        jobs.append((f"traces_{scenario}_{k}", figures.traces_png, (result, shown, scenario, k)))
-    pngs = {name: png for (name, _, _), png in zip(jobs, _draw_all(jobs, workers)) if png is not None}
-    titles = {
-        "distributions": "Fig. 3 — per-run RMSE and entropy-difference distributions, real vs sim",
-        "overview": "Tables I and II at a glance",
-    }
-    titles.update({name: f"Velocity traces — {name[len('traces_'):].replace('_', ' run ')}"
-                   for name in pngs if name.startswith("traces_")})
+    if provenance is None:
+        options = extra_options or {}
+        provenance = provenance_module.collect(result, options.get("input", ""),
+                                               options.get("source", source))
+    groups = [_figure_jobs("", result, series, trace_runs)]
+    groups += [_figure_jobs(f"{study.name}_", study.result, study.series, default_trace_runs(study.result))
+               for study in studies]
+    jobs = [job for group in groups for job in group]
+    pngs = dict(zip((name for name, *_ in jobs), _draw_all([job[2:] for job in jobs], workers)))
+
+    def shown(group):  # {title: PNG} of one study's drawn figures, in display order
+        return {title: pngs[name] for name, title, *_ in group if pngs[name] is not None}
+
+    main = shown(groups[0])
+    sections = [(study.title, study.note, study.result,
+                 study.provenance or provenance_module.collect(study.result), shown(group))
+                for study, group in zip(studies, groups[1:])]
+    options = dict(extra_options or {}, provenance=provenance)
     documents = {
-        "vepd.json": tables.to_json(tables.vepd_document(result, extra_options)),
+        "vepd.json": tables.to_json(tables.vepd_document(result, options)),
         "statistics.json": tables.to_json(tables.statistics_document(result)),
         "runs.csv": tables.runs_csv(result),
         "tables.md": tables.tables_markdown(result),
-        "report.html": html.report_html(result, {titles[n]: png for n, png in pngs.items()}, source),
+        "report.html": html.report_html(result, main, source, provenance, sections),
     }
     out_dir = Path(out_dir)
     with atomic_directory(out_dir, overwrite=overwrite, empty=False) as temp:
@@ -75,12 +115,13 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
         figure_dir = temp / "figures"
         figure_dir.mkdir()
         for name, png in pngs.items():
-            (figure_dir / f"{_safe(name)}.png").write_bytes(png)
+            if png is not None:
+                (figure_dir / f"{_safe(name)}.png").write_bytes(png)
     return out_dir
 
 
 def _draw(job) -> bytes | None:
-    _name, function, args = job
+    function, args = job
     return function(*args)
 
 

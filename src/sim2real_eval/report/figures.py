@@ -1,12 +1,16 @@
 """Figures (matplotlib, Agg): what a reader checks at a glance.
 
 - distributions: per variant, the real vs sim histograms + KDE of the per-run RMSE E and of the
-  entropy difference D (the paper's Fig. 3), W printed on each panel;
-- overview: Table I as bars (VEPD = W1/2 + W2/2 stacked, 95 % CI whiskers) and Table II as a
-  heat map (VEPD, rank in brackets);
-- traces: speed vs time, ground truth and estimates, for chosen runs (the paper's Fig. 4/5).
+  entropy difference D (the paper's Fig. 3), W printed on each panel.  Each panel spans its own pair
+  of samples and bins each sample by the Freedman–Diaconis rule, so the bars (density=True) and the
+  KDE describe the same spread;
+- overview: Table I as bars (VEPD = W1/2 + W2/2 stacked, 95 % CI whiskers, the paper's VEPD as a
+  marker where it has one) and, with more than one scenario, Table II as a heat map (VEPD, rank);
+- traces: speed vs time, ground truth and estimates, for chosen runs (the paper's Fig. 4/5): one panel
+  per side/variant on shared axes, so no variant hides another and real and sim read on one scale.
 
-Every function returns PNG bytes (deterministic: no timestamps in the metadata).
+``*_figure`` return the matplotlib Figure, ``*_png`` its PNG bytes (deterministic: no timestamps in
+the metadata).
 """
 from __future__ import annotations
 
@@ -59,7 +63,26 @@ def _values(result: StudyResult, variant: str, field: str) -> np.ndarray:
                      if (r.side == REAL) == side_real and r.variant == variant])
 
 
-def distributions_png(result: StudyResult) -> bytes:
+def histogram_edges(values) -> np.ndarray:
+    """Bin edges over the sample's own range, Freedman–Diaconis width (2·IQR/n^(1/3)); Sturges' count
+    when that is undefined (IQR 0) or would exceed 60 bins."""
+    values = np.asarray(values, dtype=float)
+    edges = np.histogram_bin_edges(values, bins="fd") if np.ptp(values) > 0 else np.array([])
+    if not 2 <= len(edges) <= 61:
+        edges = np.histogram_bin_edges(values, bins=int(min(60, np.log2(max(len(values), 1)) + 1)))
+    return edges
+
+
+def _panel_range(samples) -> tuple:
+    """(lo, hi) covering every sample with room for the KDE tails (3 Scott bandwidths)."""
+    lo = min(float(np.min(v)) for v in samples)
+    hi = max(float(np.max(v)) for v in samples)
+    tail = max(3.0 * float(np.std(v, ddof=1)) * len(v) ** -0.2 if len(v) > 1 else 0.0 for v in samples)
+    pad = tail or (0.08 * (hi - lo) if hi > lo else max(abs(hi), 1e-3) * 0.1)
+    return lo - pad, hi + pad
+
+
+def distributions_figure(result: StudyResult):
     """2 rows (E, D) x one column per variant: real (grey) vs sim (colour), histogram + KDE."""
     variants = result.variants
     colors = variant_colors(variants)
@@ -70,44 +93,53 @@ def distributions_png(result: StudyResult) -> bytes:
                                  constrained_layout=True)
         for row, (field, label, w_name) in enumerate(rows):
             real = _values(result, REAL, field)
-            everything = np.concatenate([real] + [_values(result, v, field) for v in variants])
-            lo, hi = float(everything.min()), float(everything.max())
-            pad = 0.08 * (hi - lo) if hi > lo else max(abs(hi), 1e-3) * 0.1
-            bins = np.linspace(lo - pad, hi + pad, 21)
-            grid = np.linspace(bins[0], bins[-1], 200)
             for col, variant in enumerate(variants):
                 ax = axes[row, col]
                 sim = _values(result, variant, field)
+                lo, hi = _panel_range([real, sim])
+                grid = np.linspace(lo, hi, 300)
                 # One filled outline per histogram (looks like edge-less bars, 1 artist instead of 20).
-                ax.hist(real, bins=bins, density=True, histtype="stepfilled", color=REAL_COLOR,
-                        alpha=0.35, label=f"real (n={len(real)})")
-                ax.hist(sim, bins=bins, density=True, histtype="stepfilled", color=colors[variant],
-                        alpha=0.45, label=f"sim (n={len(sim)})")
+                ax.hist(real, bins=histogram_edges(real), density=True, histtype="stepfilled",
+                        color=REAL_COLOR, alpha=0.35)
+                ax.hist(sim, bins=histogram_edges(sim), density=True, histtype="stepfilled",
+                        color=colors[variant], alpha=0.45)
                 _kde_line(ax, real, grid, REAL_COLOR, lw=1.6)
                 _kde_line(ax, sim, grid, colors[variant], lw=1.8)
                 w = result.combined[variant][w_name]
-                ax.set_title(f"{variant}\n{w_name} = {w:.4f}", fontsize=10)
+                ax.set_title(f"{variant}\n{w_name} = {w:.4f}  (n {len(real)} real, {len(sim)} sim)",
+                             fontsize=9)
+                ax.set_xlim(lo, hi)
                 ax.set_xlabel(label)
                 if col == 0:
                     ax.set_ylabel("density")
-                ax.legend(fontsize=8, loc="upper right")
-        fig.suptitle("Per-run errors: real (grey) vs each sim variant, scenarios pooled", fontsize=11)
-        return _png(fig)
+        fig.suptitle("Per-run errors, scenarios pooled: real (grey) vs each sim variant (colour)\n"
+                     "bars: histogram, Freedman–Diaconis bins; lines: Gaussian KDE; both densities",
+                     fontsize=10)
+        return fig
 
 
-def overview_png(result: StudyResult) -> bytes:
-    """Left: VEPD per variant as stacked W1/2 + W2/2 bars with the bootstrap 95 % CI.
-    Right: per-scenario VEPD heat map with ranks."""
+def overview_figure(result: StudyResult):
+    """Left: VEPD per variant as stacked W1/2 + W2/2 bars with the bootstrap 95 % CI and the paper's
+    VEPD where it has one.  Right (more than one scenario): per-scenario VEPD heat map with ranks."""
+    from .paper import paper_vepd
+
     variants = sorted(result.variants, key=lambda v: result.combined[v]["VEPD"])
+    heat_map = len(result.scenarios) > 1
     with plt.rc_context(STYLE):
-        fig, (left, right) = plt.subplots(
-            1, 2, figsize=(11.5, max(3.0, 0.55 * len(variants) + 1.8)), constrained_layout=True,
-            gridspec_kw={"width_ratios": [1.1, max(1.0, 0.35 * len(result.scenarios) + 0.3)]})
+        if heat_map:
+            fig, (left, right) = plt.subplots(
+                1, 2, figsize=(11.5, max(3.0, 0.55 * len(variants) + 1.8)), constrained_layout=True,
+                gridspec_kw={"width_ratios": [1.1, max(1.0, 0.35 * len(result.scenarios) + 0.3)]})
+            height = 0.8
+        else:
+            fig, left = plt.subplots(figsize=(7.5, max(2.4, 0.55 * len(variants) + 1.8)),
+                                     constrained_layout=True)
+        height = 0.8 if len(variants) > 1 else 0.5
         y = np.arange(len(variants))
         half_w1 = np.array([result.combined[v]["W1"] / 2 for v in variants])
         half_w2 = np.array([result.combined[v]["W2"] / 2 for v in variants])
-        left.barh(y, half_w1, color="#4C72B0", label="W1/2 (RMSE)")
-        left.barh(y, half_w2, left=half_w1, color="#DD8452", label="W2/2 (entropy)")
+        left.barh(y, half_w1, height=height, color="#4C72B0", label="W1/2 (RMSE)")
+        left.barh(y, half_w2, height=height, left=half_w1, color="#DD8452", label="W2/2 (entropy)")
         right_ends = []
         for i, v in enumerate(variants):
             ci = result.combined[v]["VEPD_ci95"]
@@ -120,30 +152,40 @@ def overview_png(result: StudyResult) -> bytes:
             right_ends.append(end)
         for i, v in enumerate(variants):
             left.text(right_ends[i], i, f"  {result.combined[v]['VEPD']:.4f}", va="center", fontsize=9)
-        left.set_xlim(0, 1.25 * max(right_ends) if max(right_ends) > 0 else 1.0)
+        paper = [(i, paper_vepd(v)) for i, v in enumerate(variants) if paper_vepd(v) is not None]
+        if paper:
+            left.scatter([value for _i, value in paper], [i for i, _value in paper], marker="D", s=34,
+                         facecolor="white", edgecolor="black", zorder=5,
+                         label="paper's VEPD (real ART data)")
+        widest = max(right_ends + [value for _i, value in paper])
+        left.set_xlim(0, 1.3 * widest if widest > 0 else 1.0)
         left.set_yticks(y, variants)
-        left.invert_yaxis()
+        left.set_ylim(len(variants) - 0.5, -0.5)   # best on top, bars keep their height with one variant
         left.set_xlabel("VEPD = (W1 + W2)/2   (lower = closer to real)")
         left.set_title("Table I: all scenarios pooled, 95 % bootstrap CI")
-        left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
-        values = np.array([[result.per_scenario[v][s]["VEPD"] for s in result.scenarios] for v in variants])
-        image = right.imshow(values, cmap="viridis_r", aspect="auto")
-        right.grid(False)
-        right.set_xticks(np.arange(len(result.scenarios)), result.scenarios)
-        right.set_yticks(y, variants)
-        threshold = values.min() + 0.5 * (values.max() - values.min())
-        for i, v in enumerate(variants):
-            for j, s in enumerate(result.scenarios):
-                cell = result.per_scenario[v][s]
-                right.text(j, i, f"{cell['VEPD']:.3f}\n(rank {cell['rank']:g})", ha="center", va="center",
-                           fontsize=8, color="white" if values[i, j] > threshold else "black")
-        right.set_title("Table II: VEPD per scenario (rank 1 = best)")
-        fig.colorbar(image, ax=right, label="VEPD", shrink=0.9)
-        return _png(fig)
+        left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize=8)
+        if heat_map:
+            values = np.array([[result.per_scenario[v][s]["VEPD"] for s in result.scenarios]
+                               for v in variants])
+            image = right.imshow(values, cmap="viridis_r", aspect="auto")
+            right.grid(False)
+            right.set_xticks(np.arange(len(result.scenarios)), result.scenarios)
+            right.set_yticks(y, variants)
+            threshold = values.min() + 0.5 * (values.max() - values.min())
+            for i, v in enumerate(variants):
+                for j, s in enumerate(result.scenarios):
+                    cell = result.per_scenario[v][s]
+                    ink = "white" if values[i, j] > threshold else "black"
+                    right.text(j, i, f"{cell['VEPD']:.4f}\n(rank {cell['rank']:g})", ha="center",
+                               va="center", fontsize=8, color=ink)
+            right.set_title("Table II: VEPD per scenario (rank 1 = best)")
+            fig.colorbar(image, ax=right, label="VEPD", shrink=0.9)
+        return fig
 
 
-def traces_png(result: StudyResult, series: dict, scenario: str, k: int) -> bytes | None:
-    """Speed vs time of run k of ``scenario``: top the real run, bottom every sim variant's run k.
+def traces_figure(result: StudyResult, series: dict, scenario: str, k: int):
+    """Speed vs time of run k of ``scenario``: one panel for the real run and one per sim variant,
+    all on the same x and y axes; each sim panel repeats the real estimate in light grey.
 
     Raw series (estimate as recorded, no smoothing), times from the run's origin.  None when no run
     with that (scenario, k) was scored.
@@ -154,23 +196,50 @@ def traces_png(result: StudyResult, series: dict, scenario: str, k: int) -> byte
     if real is None and not sims:
         return None
     colors = variant_colors(result.variants)
+    panels = ([("real sensors", real, REAL_COLOR)] if real is not None else []) + [
+        (variant, s, colors[variant]) for variant, s in sims]
+    ncols = 1 if len(panels) <= 2 else 2
+    nrows = -(-len(panels) // ncols)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(2, 1, figsize=(10.5, 6.4), sharex=True, constrained_layout=True)
-        top, bottom = axes
-        if real is not None:
-            top.plot(real.t_est, real.v_est, color=REAL_COLOR, lw=1.0, alpha=0.8,
-                     label="estimate (real sensors)")
-            top.plot(real.t_gt, real.v_gt, "--", color=TRUTH_COLOR, lw=1.8, zorder=5, label="ground truth")
-        top.set_title(f"{scenario}, run {k}: real")
-        if sims:
-            for variant, s in sims:
-                bottom.plot(s.t_est, s.v_est, color=colors[variant], lw=1.0, alpha=0.75, label=variant)
-            first = sims[0][1]
-            bottom.plot(first.t_gt, first.v_gt, "--", color=TRUTH_COLOR, lw=1.8, zorder=5,
-                        label=f"ground truth ({sims[0][0]} run)")
-        bottom.set_title(f"{scenario}, run {k}: simulated sensor variants")
-        for ax in axes:
+        fig, axes = plt.subplots(nrows, ncols, figsize=(10.5 if ncols == 2 else 9.0, 2.5 * nrows + 0.9),
+                                 sharex=True, sharey=True, squeeze=False, constrained_layout=True)
+        for ax, (name, run, color) in zip(axes.flat, panels):
+            if real is not None and run is not real:
+                ax.plot(real.t_est, real.v_est, color=REAL_COLOR, lw=0.8, alpha=0.4)
+            ax.plot(run.t_est, run.v_est, color=color, lw=1.0)
+            ax.plot(run.t_gt, run.v_gt, "--", color=TRUTH_COLOR, lw=1.4, zorder=5)
+            ax.set_title(name if run is real else f"sim: {name}", fontsize=10)
+        top = max(float(np.max(run.v_est, initial=0.0)) for _n, run, _c in panels)
+        top = max([top] + [float(np.max(run.v_gt, initial=0.0)) for _n, run, _c in panels])
+        axes[0, 0].set_ylim(min(0.0, *(float(np.min(run.v_est, initial=0.0)) for _n, run, _c in panels)),
+                            1.3 * top if top > 0 else 1.0)  # shared: room for the legend on top
+        handles = [plt.Line2D([], [], color="#1f77b4", lw=1.0, label="estimate"),
+                   plt.Line2D([], [], color=TRUTH_COLOR, ls="--", lw=1.4, label="ground truth")]
+        if real is not None and len(panels) > 1:
+            handles.insert(1, plt.Line2D([], [], color=REAL_COLOR, lw=0.8, alpha=0.4,
+                                         label="real estimate (grey, in sim panels)"))
+        axes[0, 0].legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
+                          frameon=True, framealpha=0.9, handlelength=1.6, columnspacing=1.0)
+        for ax in axes.flat[len(panels):]:
+            ax.set_visible(False)
+        for ax in axes[:, 0]:
             ax.set_ylabel("speed (m/s)")
-            ax.legend(fontsize=8, loc="best", ncol=2)
-        bottom.set_xlabel("time (s)")
-        return _png(fig)
+        for col in range(ncols):
+            visible = [ax for ax in axes[:, col] if ax.get_visible()]
+            visible[-1].set_xlabel("time (s)")
+            visible[-1].xaxis.set_tick_params(labelbottom=True)
+        fig.suptitle(f"{scenario}, run {k}: estimated speed vs ground truth (shared axes)", fontsize=11)
+        return fig
+
+
+def distributions_png(result: StudyResult) -> bytes:
+    return _png(distributions_figure(result))
+
+
+def overview_png(result: StudyResult) -> bytes:
+    return _png(overview_figure(result))
+
+
+def traces_png(result: StudyResult, series: dict, scenario: str, k: int) -> bytes | None:
+    fig = traces_figure(result, series, scenario, k)
+    return None if fig is None else _png(fig)

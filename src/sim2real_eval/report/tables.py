@@ -7,6 +7,7 @@ import json
 
 from .. import __version__
 from ..metrics.study import StudyResult
+from .paper import paper_vepd
 
 RUN_COLUMNS = ("side", "variant", "scenario", "k", "rmse", "S_est", "S_gt", "D")
 
@@ -34,14 +35,39 @@ def vepd_document(result: StudyResult, extra_options=None) -> dict:
 
 def statistics_document(result: StudyResult) -> dict:
     """Beyond the paper: percentile-bootstrap 95 % intervals of W1, W2, VEPD and permutation p-values,
-    pooled (combined) and per scenario."""
+    pooled (combined) and per scenario; "resampling" says per cell whether (scenario, k) pairs of
+    real and sim runs or the runs of each side were resampled (docs/scoring.md)."""
     return {
         "bootstrap_resamples": result.options.bootstrap,
         "permutations": result.options.permutations,
         "seed": result.options.seed,
         "combined": result.statistics["combined"],
         "per_scenario": result.statistics["per_scenario"],
+        "resampling": result.statistics.get("resampling", {}),
     }
+
+
+def resampling_note(result: StudyResult) -> str:
+    """How the intervals and p-values were resampled, in words (one sentence)."""
+    o = result.options
+    units = set(result.statistics.get("resampling", {}).get("combined", {}).values())
+    if units == {"pairs"}:
+        how = ("(scenario, k) pairs of real and sim runs resampled together: both sides have the same "
+               "run numbers k, as when sim run k replays real bag k")
+        shuffle = "labels swapped within pairs"
+    elif units == {"runs"}:
+        how = "runs resampled within each side and scenario"
+        shuffle = "labels shuffled within scenario"
+    else:
+        how = ("(scenario, k) pairs resampled together where both sides have the same run numbers k, "
+               "runs within each side and scenario elsewhere")
+        shuffle = "labels swapped within pairs where paired, shuffled within scenario elsewhere"
+    ci = (f"95 % CI: percentile bootstrap, {o.bootstrap} resamples, {how}" if o.bootstrap
+          else "no intervals (0 bootstrap resamples)")
+    p = (f"p: permutation test of “real and sim runs are exchangeable” ({o.permutations} permutations, "
+         f"{shuffle}, statistic VEPD)" if o.permutations else "no p-values (0 permutations)")
+    return (f"{ci}; {p}; seed {o.seed}.  A † marks an interval that does not contain its estimate "
+            "(a distance near 0 is biased upwards under resampling; read it with p).")
 
 
 def to_json(document: dict) -> str:
@@ -64,27 +90,47 @@ def fmt(value, digits: int = 4) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def fmt_ci(interval, digits: int = 4) -> str:
-    return "–" if not interval else f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+def fmt_ci(interval, digits: int = 4, estimate=None) -> str:
+    """"[lo, hi]", with a † when ``estimate`` lies outside (docs/scoring.md)."""
+    if not interval:
+        return "–"
+    outside = estimate is not None and not interval[0] <= estimate <= interval[1]
+    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" + (" †" if outside else "")
 
 
 def fmt_p(p) -> str:
     return "–" if p is None else f"{p:.3f}"
 
 
+def has_paper_values(result: StudyResult) -> bool:
+    return any(paper_vepd(v) is not None for v in result.variants)
+
+
 def table_one_rows(result: StudyResult) -> list:
-    """Table I rows: variant, W1, W2, VEPD, CIs, p-value, run counts (sorted by VEPD, best first)."""
+    """Table I rows: variant, W1, W2, VEPD, CIs, p-value, run counts (sorted by VEPD, best first), and
+    the paper's VEPD when the paper has a row for one of the variants."""
     rows = []
+    paper = has_paper_values(result)
     for v in sorted(result.variants, key=lambda name: result.combined[name]["VEPD"]):
         c, st = result.combined[v], result.statistics["combined"][v]
-        rows.append([v, fmt(c["W1"]), fmt_ci(st.get("W1_ci95")), fmt(c["W2"]), fmt_ci(st.get("W2_ci95")),
-                     fmt(c["VEPD"]), fmt_ci(c["VEPD_ci95"]), fmt_p(st.get("p_VEPD")),
-                     str(c["n_real"]), str(c["n_sim"])])
+        row = [v, fmt(c["W1"]), fmt_ci(st.get("W1_ci95"), estimate=c["W1"]), fmt(c["W2"]),
+               fmt_ci(st.get("W2_ci95"), estimate=c["W2"]), fmt(c["VEPD"]),
+               fmt_ci(c["VEPD_ci95"], estimate=c["VEPD"]), fmt_p(st.get("p_VEPD")),
+               str(c["n_real"]), str(c["n_sim"])]
+        if paper:
+            value = paper_vepd(v)
+            row.append("–" if value is None else f"{value:g}")
+        rows.append(row)
     return rows
 
 
 TABLE_ONE_HEADER = ["Variant", "W1 (m/s)", "W1 95% CI", "W2", "W2 95% CI", "VEPD", "VEPD 95% CI",
                     "p (perm.)", "n real", "n sim"]
+PAPER_COLUMN = "paper's VEPD (real ART data)"
+
+
+def table_one_header(result: StudyResult) -> list:
+    return TABLE_ONE_HEADER + ([PAPER_COLUMN] if has_paper_values(result) else [])
 
 
 def table_two_rows(result: StudyResult) -> list:
@@ -109,7 +155,8 @@ def table_two_detail_rows(result: StudyResult) -> list:
         for s in result.scenarios:
             cell, st = result.per_scenario[v][s], result.statistics["per_scenario"][v][s]
             rows.append([v, s, fmt(cell["W1"]), fmt(cell["W2"]), fmt(cell["VEPD"]),
-                         fmt_ci(st.get("VEPD_ci95")), fmt_p(st.get("p_VEPD")), f"{cell['rank']:g}"])
+                         fmt_ci(st.get("VEPD_ci95"), estimate=cell["VEPD"]), fmt_p(st.get("p_VEPD")),
+                         f"{cell['rank']:g}"])
     return rows
 
 
@@ -131,13 +178,12 @@ def tables_markdown(result: StudyResult) -> str:
         "",
         f"Scenarios: {', '.join(result.scenarios)} (excluded: {excluded}).  Preprocessing: "
         f"{o.rate_hz:g} Hz timeline, moving average {o.smoothing_window}, spectrum {o.spectrum}, "
-        f"speed {o.speed}.  CIs: percentile bootstrap ({o.bootstrap} resamples, runs resampled within "
-        f"side and scenario); p: permutation test ({o.permutations} label shuffles within scenario), "
-        f"seed {o.seed}.  W1 is in m/s, W2 is unitless; VEPD = (W1 + W2)/2 is not bounded by 1.",
+        f"speed {o.speed}.  {resampling_note(result)}  W1 is in m/s, W2 is unitless; "
+        "VEPD = (W1 + W2)/2 is not bounded by 1.",
         "",
         "## Table I — all scenarios pooled (lower is closer to real)",
         "",
-        markdown_table(TABLE_ONE_HEADER, table_one_rows(result)),
+        markdown_table(table_one_header(result), table_one_rows(result)),
         "",
         "## Table II — per scenario (rank 1 = lowest VEPD; ties averaged)",
         "",
