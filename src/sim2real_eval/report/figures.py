@@ -150,14 +150,18 @@ def overview_figure(result: StudyResult):
                 left.plot([ci[1]] * 2, [i - 0.15, i + 0.15], color="black", lw=1.4)
                 end = max(end, ci[1])
             right_ends.append(end)
-        for i, v in enumerate(variants):
-            left.text(right_ends[i], i, f"  {result.combined[v]['VEPD']:.4f}", va="center", fontsize=9)
         paper = [(i, paper_vepd(v)) for i, v in enumerate(variants) if paper_vepd(v) is not None]
         if paper:
             left.scatter([value for _i, value in paper], [i for i, _value in paper], marker="D", s=34,
                          facecolor="white", edgecolor="black", zorder=5,
                          label="paper's VEPD (real ART data)")
         widest = max(right_ends + [value for _i, value in paper])
+        markers = dict(paper)
+        for i, v in enumerate(variants):
+            at = right_ends[i]
+            if at < markers.get(i, -1.0) < at + 0.08 * widest:  # a marker just right of the bar: step over it
+                at = markers[i]
+            left.text(at, i, f"  {result.combined[v]['VEPD']:.4f}", va="center", fontsize=9)
         left.set_xlim(0, 1.3 * widest if widest > 0 else 1.0)
         left.set_yticks(y, variants)
         left.set_ylim(len(variants) - 0.5, -0.5)   # best on top, bars keep their height with one variant
