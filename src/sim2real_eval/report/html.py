@@ -34,6 +34,7 @@ th { background: #f2f4f7; } td:first-child, th:first-child { text-align: left; }
 tr:nth-child(even) td { background: #fafafa; }
 tr.best td { background: #e8f5e9; font-weight: 600; }
 table.variants td, table.variants th { text-align: left; }
+table.numbers td { white-space: nowrap; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 details { margin: 1em 0; } summary { cursor: pointer; font-weight: 600; }
 code { background: #f4f4f4; padding: 0 0.25em; } code.hash { font-size: 0.8em; color: #555; }
@@ -117,7 +118,8 @@ def study_section(result: StudyResult, provenance: dict, figures: dict, level: i
         f"<{h}>Variants &mdash; what each simulated sensor set models</{h}>",
         _table(["Variant", "what it models"], _variant_rows(result, provenance), css_class="variants"),
         f"<{h}>Table I &mdash; all scenarios pooled</{h}>",
-        _table(tables.table_one_header(result), tables.table_one_rows(result), best_first_row=True),
+        _table(tables.table_one_header(result), tables.table_one_rows(result), best_first_row=True,
+               css_class="numbers"),
         f'<p class="note">{html.escape(tables.resampling_note(result))}'
         + (f"  Paper column: {html.escape(CITATION)}; on other data only the ordering compares, not the "
            "values." if tables.has_paper_values(result) else "") + "</p>",
