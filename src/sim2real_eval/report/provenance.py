@@ -24,13 +24,12 @@ from pathlib import Path
 from .. import __version__
 from ..metrics.study import REAL, StudyResult
 
-RUN_FILE = "run.yaml"          # pipeline.run.RUN_FILE (not imported: keeps this module light)
-REFERENCE_SIDECAR = "reference.yaml"
+REFERENCE_SIDECAR = "reference.yaml"   # reference.SIDECAR
 
 
 def collect(result: StudyResult, input_kind: str = "", source: str = "", context: dict | None = None) -> dict:
     """Provenance of a scored study (see the module docstring)."""
-    records = {r.key: _read_yaml(Path(r.source) / RUN_FILE) for r in result.runs}
+    records = {r.key: _run_record(r) for r in result.runs}
     return {
         "data": _data(result, records),
         "software": software(),
@@ -66,6 +65,20 @@ def _git_state(package: Path):
         return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.SubprocessError):
         return None, None
+
+
+def _run_record(run) -> dict:
+    """The run's run.yaml as ``runs.read_run_info`` reads it (plain dict), or {} when it has none."""
+    from ..errors import UserError
+    from ..runs import RUN_FILE, read_run_info
+
+    folder = Path(run.source)
+    if not (folder / RUN_FILE).is_file():
+        return {}
+    try:
+        return read_run_info(folder).to_dict()
+    except UserError:  # the scorer read it already; a provenance note never fails a report
+        return {}
 
 
 def _read_yaml(path: Path) -> dict:
