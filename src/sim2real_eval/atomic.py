@@ -1,7 +1,13 @@
 """Write outputs atomically: build in a temporary sibling, rename into place only on success.
 
 A crash, an exception or Ctrl-C leaves no half-written output, and an existing result is never
-touched until its replacement is complete.
+touched until its replacement is complete.  Temporaries are named ``.<final name>.tmp-<random>``
+(pipeline.run.remove_stale_temporaries finds the leftovers of a SIGKILL by that name).
+
+Permissions follow the user's umask, as if the output had been created directly: tempfile makes
+0700 directories and 0600 files, which would make results private whatever the umask says.
+While renames commit a result, SIGINT/SIGTERM/SIGHUP are held back (handled right after), so a
+Ctrl-C or a ``kill`` never lands between two renames of one commit.
 """
 from __future__ import annotations
 
@@ -9,11 +15,30 @@ import contextlib
 import errno
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, List, Sequence
 
 from .errors import UserError
+
+_DEFERRED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                          if hasattr(signal, name))
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux shows it (/proc, kernel ≥ 4.7)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # the portable way: set and restore at once
+    os.umask(mask)
+    return mask
 
 
 def _temp_sibling(final: Path, kind: str) -> Path:
@@ -23,12 +48,18 @@ def _temp_sibling(final: Path, kind: str) -> Path:
     except OSError as exc:
         raise UserError(f"{parent}: cannot create output directory ({exc.strerror})") from None
     prefix = f".{final.name}.tmp-"
+    umask = current_umask()
     try:
         if kind == "dir":
-            return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-        fd, name = tempfile.mkstemp(prefix=prefix, dir=parent)
-        os.close(fd)
-        return Path(name)
+            path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+            os.chmod(path, 0o777 & ~umask)
+            return Path(path)
+        fd, path = tempfile.mkstemp(prefix=prefix, dir=parent)
+        try:
+            os.fchmod(fd, 0o666 & ~umask)
+        finally:
+            os.close(fd)
+        return Path(path)
     except OSError as exc:
         raise UserError(f"{parent}: cannot write here ({exc.strerror})") from None
 
@@ -45,6 +76,33 @@ def _remove(path: Path) -> None:
     elif path.exists() or path.is_symlink():
         with contextlib.suppress(OSError):
             path.unlink()
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP back for the duration (a few renames); deliver them afterwards.
+
+    Python runs signal handlers in the main thread between bytecodes, so replacing the handlers by
+    a recorder is what keeps them out of the block.  Outside the main thread this is a no-op.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: List[int] = []
+    previous = {}
+    for number in _DEFERRED_SIGNALS:
+        previous[number] = signal.signal(number, lambda signum, _frame: received.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(received):
+            handler = previous[number]
+            if callable(handler):
+                handler(number, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), number)
 
 
 @contextlib.contextmanager
@@ -66,8 +124,13 @@ def atomic_directory(final, overwrite: bool = False, empty: bool = True) -> Iter
         if final.exists():
             old = _temp_sibling(final, "dir")
             old.rmdir()
-            os.replace(final, old)
-            os.replace(temp, final)
+            with deferred_signals():
+                os.replace(final, old)
+                try:
+                    os.replace(temp, final)
+                except OSError:
+                    os.replace(old, final)
+                    raise
             _remove(old)
         else:
             os.replace(temp, final)
@@ -79,18 +142,106 @@ def atomic_directory(final, overwrite: bool = False, empty: bool = True) -> Iter
         raise
 
 
+def _exists_error(final: Path) -> UserError:
+    return UserError(f"{final}: already exists (choose another output or pass --overwrite)")
+
+
+def _place(temp: Path, final: Path, overwrite: bool) -> None:
+    """Rename ``temp`` to ``final``; without ``overwrite`` never replace an existing ``final``
+    (a hard link fails if the name exists: no window between the check and the rename)."""
+    if overwrite:
+        os.replace(temp, final)
+        return
+    try:
+        os.link(temp, final)
+    except FileExistsError:
+        raise _exists_error(final) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if os.path.lexists(final):  # a filesystem without hard links: check, then rename
+            raise _exists_error(final) from None
+        os.replace(temp, final)
+        return
+    os.unlink(temp)
+
+
 @contextlib.contextmanager
-def atomic_file(final, mode: str = "w", **open_kwargs) -> Iterator:
-    """Open a temporary sibling file for writing; it replaces ``final`` only on success."""
+def atomic_file(final, mode: str = "w", overwrite: bool = True, **open_kwargs) -> Iterator:
+    """Open a temporary sibling file for writing; it becomes ``final`` only on success.
+
+    ``overwrite=False`` refuses an existing ``final`` (UserError), also one that appeared meanwhile.
+    """
     final = Path(final)
+    if not overwrite and os.path.lexists(final):
+        raise _exists_error(final)
     temp = _temp_sibling(final, "file")
     try:
         with open(temp, mode, **open_kwargs) as stream:
             yield stream
-        os.replace(temp, final)
+        _place(temp, final, overwrite)
     except OSError as exc:
         _remove(temp)
         raise _write_error(final, exc) from None
     except BaseException:
         _remove(temp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_files(finals: Sequence, overwrite: bool = True) -> Iterator[List[Path]]:
+    """Several files as one result: all of them appear, or none (and old versions stay).
+
+    Yields one temporary path per final name (existing, empty, umask permissions); the caller
+    writes them.  Only when every file is complete are they renamed into place, in one block with
+    signals held back; if a rename fails (or a name exists without ``overwrite``), the ones already
+    placed are rolled back to what was there before.
+    """
+    finals = [Path(f) for f in finals]
+    if not overwrite:
+        for final in finals:
+            if os.path.lexists(final):
+                raise _exists_error(final)
+    temps: List[Path] = []
+    try:
+        for final in finals:
+            temps.append(_temp_sibling(final, "file"))
+        yield list(temps)
+        _commit(temps, finals, overwrite)
+    except OSError as exc:
+        names = [str(t) for t in temps]
+        index = names.index(exc.filename) if exc.filename in names else 0
+        raise _write_error(finals[index], exc) from None
+    finally:
+        for temp in temps:
+            _remove(temp)
+
+
+def _commit(temps: List[Path], finals: List[Path], overwrite: bool) -> None:
+    placed = []  # (final, backup or None)
+    with deferred_signals():
+        try:
+            for temp, final in zip(temps, finals):
+                backup = None
+                try:
+                    if overwrite and os.path.lexists(final):
+                        backup = _temp_sibling(final, "file")
+                        os.replace(final, backup)
+                    _place(temp, final, overwrite)
+                except BaseException as exc:
+                    if backup is not None and not os.path.lexists(final):
+                        os.replace(backup, final)
+                    if isinstance(exc, OSError):
+                        raise _write_error(final, exc) from None
+                    raise
+                placed.append((final, backup))
+        except BaseException:
+            for final, backup in reversed(placed):
+                if backup is not None:
+                    os.replace(backup, final)
+                else:
+                    _remove(final)
+            raise
+    for _final, backup in placed:
+        if backup is not None:
+            _remove(backup)
