@@ -10,3 +10,9 @@ class UserError(Exception):
     def __init__(self, message: str):
         # One line only: a traceback-free message a user can act on.
         super().__init__(" ".join(str(message).split("\n")))
+
+
+class DataWarning(UserWarning):
+    """Something the results depend on went wrong but the work can go on (e.g. a GPS model diverged
+    and its fixes are published as NO_FIX).  The CLI prints ``sim2real-eval <cmd>: warning: <message>``;
+    a ROS node's log shows it as any Python warning."""

@@ -21,6 +21,20 @@ from ..stamps import ns_to_seconds as stamps_to_seconds  # the one ns -> s conve
 from ..truth import GroundTruth
 from ..yamlio import load_yaml
 
+# Highest sample rate a model accepts, Hz: the fastest GNSS receivers publish at 100 Hz, the fastest
+# MEMS/tactical IMUs at a few kHz.  Above that a typo (rate: 1000000) would only make millions of
+# samples and minutes of work.
+MAX_RATE_HZ = {"gps": 100.0, "imu": 5000.0}
+
+
+def model_rate(sec, kind: str, default: float) -> float:
+    """The ``rate`` key of a model mapping: > 0 and at most ``MAX_RATE_HZ[kind]`` (errors name the key)."""
+    rate = sec.number("rate", default, positive=True)
+    if rate > MAX_RATE_HZ[kind]:
+        raise sec.error("rate", f"{rate:g} Hz is above the {MAX_RATE_HZ[kind]:g} Hz limit for {kind.upper()} "
+                                "models (no real sensor of this kind publishes faster)")
+    return rate
+
 
 def period_ns(rate: float) -> int:
     """Tick period in integer nanoseconds: round(1e9 / rate)."""

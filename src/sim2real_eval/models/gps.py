@@ -18,10 +18,12 @@ Parameters (YAML keys):
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Dict
 
 import numpy as np
 
+from ..errors import DataWarning, UserError
 from ..geodesy import MODELS as EARTH_MODELS
 from ..geodesy import PAPER_SIM_DATUM, as_datum, enu_to_geodetic
 from ..truth import GroundTruth
@@ -30,10 +32,11 @@ from . import samples as S
 from .base import (
     SampleClock,
     SensorModel,
+    model_rate,
     period_ns,
     resolve_spec,
 )
-from .noise import POSITION_MODELS, build_noise
+from .noise import DIVERGED_POSITION_ERROR_M, POSITION_MODELS, build_noise
 from .seeding import as_seed_sequence, child, generator
 
 STATUS = {
@@ -277,7 +280,7 @@ class GpsModel(SensorModel):
         sec = Section(params, source)
         sec.unknown_keys(self.TOP_KEYS)
         self.source = source
-        self.rate = sec.number("rate", 10.0, positive=True)
+        self.rate = model_rate(sec, "gps", 10.0)
         self.period_ns = period_ns(self.rate)
         self.datum = as_datum(sec.data.get("datum", PAPER_SIM_DATUM), f"{source}: datum")
         self.geodesy = sec.string("geodesy", "wgs84", choices=EARTH_MODELS)
@@ -292,9 +295,24 @@ class GpsModel(SensorModel):
         self.outages = self._parse_outages(sec)
         seq = as_seed_sequence(seed_sequence, f"{source}: seed")
         self.noise = build_noise(sec.section("position_noise"), child(seq, 0), self.rate, POSITION_MODELS)
-        self.covariance = build_covariance(sec.section("covariance"))
+        with np.errstate(over="ignore"):  # an overflowing covariance is refused when it is used
+            self.covariance = build_covariance(sec.section("covariance"))
         self.dropout_rng = generator(seq, 1)
         self.clock = SampleClock(self.period_ns, source)
+        self.diverged_fixes = 0  # fixes published as NO_FIX because the noise process diverged
+
+    def _report_divergence(self, stamps: np.ndarray, errors: np.ndarray) -> None:
+        """Count diverged fixes; warn once per model (the first one's time and size)."""
+        self.diverged_fixes += len(stamps)
+        if self.diverged_fixes != len(stamps):
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            size = float(np.linalg.norm(errors[0]))
+        warnings.warn(
+            f"{self.source}: position_noise diverged at stamp {int(stamps[0]) / 1e9:.3f} s (error "
+            f"{size:.3g} m > {DIVERGED_POSITION_ERROR_M:g} m): this fix and every later diverged one are "
+            "published as NO_FIX with NaN latitude/longitude/altitude",
+            DataWarning, stacklevel=3)
 
     @staticmethod
     def _parse_outages(sec: Section):
@@ -341,11 +359,21 @@ class GpsModel(SensorModel):
         """
         n = len(stamps)
         dt, since_first = self.clock.advance(stamps)
-        error = self.noise.apply(np.zeros((n, 3)), dt)
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging process: handled just below
+            error = self.noise.apply(np.zeros((n, 3)), dt)
+            diverged = ~(np.linalg.norm(error, axis=1) <= DIVERGED_POSITION_ERROR_M)  # NaN counts too
         dropout_draw = self.dropout_rng.random(n)
-        covariance, cov_type, published = self.covariance.apply(dt, since_first)
-        lat, lon, alt = enu_to_geodetic(truth.position + error, self.datum, self.geodesy)
+        with np.errstate(over="ignore"):
+            covariance, cov_type, published = self.covariance.apply(dt, since_first)
+        if not np.isfinite(covariance).all():
+            raise UserError(f"{self.source}: covariance: the reported covariance overflows float64 "
+                            "(parameters too large)")
+        position = truth.position + np.where(diverged[:, None], np.nan, error)
+        lat, lon, alt = enu_to_geodetic(position, self.datum, self.geodesy)
         status = np.full(n, self.status, dtype=np.int8)
+        if diverged.any():
+            status[diverged] = S.STATUS_NO_FIX  # robot_localization's navsat ignores NO_FIX and NaN
+            self._report_divergence(stamps[diverged], error[diverged])
         for start, end in self.outages:
             inside = (since_first >= start) & (since_first < end)
             if self.outage_mode == "drop":

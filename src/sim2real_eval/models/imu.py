@@ -25,12 +25,14 @@ from typing import Dict
 import numpy as np
 
 from .. import rotations
+from ..errors import UserError
 from ..truth import GroundTruth
 from ..yamlio import Section
 from . import samples as S
 from .base import (
     SampleClock,
     SensorModel,
+    model_rate,
     period_ns,
     resolve_spec,
 )
@@ -75,7 +77,7 @@ class ImuModel(SensorModel):
         sec = Section(params, source)
         sec.unknown_keys(self.TOP_KEYS)
         self.source = source
-        self.rate = sec.number("rate", 100.0, positive=True)
+        self.rate = model_rate(sec, "imu", 100.0)
         self.period_ns = period_ns(self.rate)
         self.frame_id = sec.string("frame_id", "imu")
         self.mounting_rpy = sec.vector("mounting_rpy", 3, [0.0, 0.0, 0.0])
@@ -95,18 +97,22 @@ class ImuModel(SensorModel):
         reported = sec.section("reported_covariance")
         reported.unknown_keys(REPORTED)
         dt = 1.0 / self.rate
-        self.accel_cov, accel_yaml = _covariance_row(
-            reported, "linear_acceleration", self.accelerometer.white_variance(dt)
-        )
-        self.gyro_cov, gyro_yaml = _covariance_row(
-            reported, "angular_velocity", self.gyroscope.white_variance(dt)
-        )
-        self.orientation_cov, orientation_yaml = _covariance_row(
-            reported, "orientation", self.orientation_sigma**2
-        )
-        self.mag_cov, mag_yaml = _covariance_row(
-            reported, "magnetic_field", self.magnetometer.variance_tesla2(dt)
-        )
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+            self.accel_cov, accel_yaml = _covariance_row(
+                reported, "linear_acceleration", self.accelerometer.white_variance(dt)
+            )
+            self.gyro_cov, gyro_yaml = _covariance_row(
+                reported, "angular_velocity", self.gyroscope.white_variance(dt)
+            )
+            self.orientation_cov, orientation_yaml = _covariance_row(
+                reported, "orientation", self.orientation_sigma**2
+            )
+            self.mag_cov, mag_yaml = _covariance_row(
+                reported, "magnetic_field", self.magnetometer.variance_tesla2(dt)
+            )
+        for key, row in zip(REPORTED, (self.accel_cov, self.gyro_cov, self.orientation_cov, self.mag_cov)):
+            if not np.isfinite(row).all():
+                raise reported.error(key, "the variance overflows float64 (noise parameters too large)")
         self.reported_yaml = {
             "linear_acceleration": accel_yaml,
             "angular_velocity": gyro_yaml,
@@ -149,17 +155,24 @@ class ImuModel(SensorModel):
         n = len(stamps)
         dt, _ = self.clock.advance(stamps)
         orientation, rates, force = self.sensor_frame(truth)
-        accel = self.accelerometer.apply(force, dt)
-        gyro = self.gyroscope.apply(rates, dt)
-        if self.orientation_sigma.any():  # configuration decides: both hosts draw or both skip
-            tilt = self.orientation_rng.standard_normal((n, 3)) * self.orientation_sigma
-            orientation = rotations.multiply(
-                orientation, rotations.from_rpy(tilt[:, 0], tilt[:, 1], tilt[:, 2])
-            )
-        magnetic_field = magnetic_cov = None
-        if self.magnetometer.enabled:
-            magnetic_field = self.magnetometer.measure(orientation, dt)
-            magnetic_cov = np.tile(self.mag_cov, (n, 1))
+        with np.errstate(over="ignore", invalid="ignore"):  # checked below, by channel
+            accel = self.accelerometer.apply(force, dt)
+            gyro = self.gyroscope.apply(rates, dt)
+            if self.orientation_sigma.any():  # configuration decides: both hosts draw or both skip
+                tilt = self.orientation_rng.standard_normal((n, 3)) * self.orientation_sigma
+                orientation = rotations.multiply(
+                    orientation, rotations.from_rpy(tilt[:, 0], tilt[:, 1], tilt[:, 2])
+                )
+            magnetic_field = magnetic_cov = None
+            if self.magnetometer.enabled:
+                magnetic_field = self.magnetometer.measure(orientation, dt)
+                magnetic_cov = np.tile(self.mag_cov, (n, 1))
+        for channel, values in (("accelerometer", accel), ("gyroscope", gyro), ("orientation", orientation),
+                                ("magnetometer", magnetic_field)):
+            if values is not None and not np.isfinite(values).all():
+                row = int(np.argmin(np.isfinite(values).all(axis=1)))
+                raise UserError(f"{self.source}: {channel}: the model produced a non-finite value at stamp "
+                                f"{int(stamps[row]) / 1e9:.3f} s (parameters too large for float64?)")
         return S.ImuSamples(
             stamp_ns=stamps,
             receive_ns=stamps + self.latency_ns,

@@ -16,10 +16,12 @@ batch (all N at once) bit-identical:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Dict, List, Sequence
 
 import numpy as np
 
+from ..errors import DataWarning
 from ..yamlio import Section
 from .seeding import generator
 
@@ -395,6 +397,18 @@ class PaperRandomWalkNoise(NoiseProcess):
             formulation="paper", sigma_a=self.sigma_a, p_max=self.p_max, integration=integration
         )
 
+    @staticmethod
+    def growth_per_sample(p_max: float, integration: str, dt: float) -> float:
+        """Spectral radius of the noise-free recursion (p, v) → (p', v'): > 1 means |p| grows
+        exponentially, whatever σ_a.  kinematic: [[1 − dt²/(2·p_max), dt], [−dt/p_max, 1]] (det
+        1 + dt²/(2·p_max) > 1: always unstable, slowly for large p_max); unit_step: [[1 − 1/p_max, 1],
+        [−1/p_max, 1]] (det 1, stable only while 1/p_max ≤ 4, i.e. p_max ≥ 0.25 m)."""
+        if integration == "kinematic":
+            matrix = [[1.0 - dt * dt / (2.0 * p_max), dt], [-dt / p_max, 1.0]]
+        else:
+            matrix = [[1.0 - 1.0 / p_max, 1.0], [-1.0 / p_max, 1.0]]
+        return float(np.max(np.abs(np.linalg.eigvals(np.array(matrix)))))
+
     def apply(self, x, dt):
         n = len(dt)
         z = self.rng.standard_normal((n, 3))
@@ -414,6 +428,8 @@ class PaperRandomWalkNoise(NoiseProcess):
 
 
 # ---------------------------------------------------------------- parsing
+
+MAX_NOISE_RATE_HZ = 10_000.0  # sub-step rate of the Chrono random walk
 
 CHANNEL_MODELS = ("none", "gaussian", "chrono_drift", "airsim", "mavs", "gauss_markov")
 POSITION_MODELS = ("none", "gaussian", "random_walk", "gauss_markov")
@@ -499,18 +515,48 @@ def build_noise(
     formulation = sec.string("formulation", "chrono", choices=("chrono", "paper"))
     if formulation == "chrono":
         sec.unknown_keys(["model", "formulation", "sigma", "noise_rate", "v_max", "a_max", "mean_gain"])
+        noise_rate = sec.number("noise_rate", 100.0, positive=True)
+        if noise_rate > MAX_NOISE_RATE_HZ:
+            raise sec.error("noise_rate", f"{noise_rate:g} Hz is above the {MAX_NOISE_RATE_HZ:g} Hz limit "
+                                          "(each fix integrates noise_rate/rate sub-steps; Chrono's is 100)")
         return ChronoRandomWalkNoise(
             sec.number("sigma", required=True, nonnegative=True),
-            sec.number("noise_rate", 100.0, positive=True),
+            noise_rate,
             sec.number("v_max", required=True, positive=True),
             sec.number("a_max", required=True, positive=True),
             sec.number("mean_gain", 0.2, nonnegative=True),
             seq,
         )
     sec.unknown_keys(["model", "formulation", "sigma_a", "p_max", "integration"])
-    return PaperRandomWalkNoise(
-        sec.number("sigma_a", required=True, nonnegative=True),
-        sec.number("p_max", required=True, positive=True),
-        sec.string("integration", "kinematic", choices=("kinematic", "unit_step")),
-        seq,
-    )
+    sigma_a = sec.number("sigma_a", required=True, nonnegative=True)
+    p_max = sec.number("p_max", required=True, positive=True)
+    integration = sec.string("integration", "kinematic", choices=("kinematic", "unit_step"))
+    check_paper_random_walk(sec, p_max, integration, rate)
+    return PaperRandomWalkNoise(sigma_a, p_max, integration, seq)
+
+
+# The paper's random walk is unstable as discretised (PaperRandomWalkNoise.growth_per_sample).  A
+# growth that doubles the error within a run is refused or announced; fixes that went past any GNSS
+# error are marked NO_FIX by the GPS model (gps.DIVERGED_ERROR_M).
+UNSTABLE_HORIZON_S = 3600.0  # warn when the error grows e-fold faster than this (no run is longer)
+# A position error beyond this is no GNSS fix (even a standalone receiver with poor geometry stays
+# within a few km): the noise process has diverged.
+DIVERGED_POSITION_ERROR_M = 10_000.0
+
+
+def check_paper_random_walk(sec: Section, p_max: float, integration: str, rate: float) -> None:
+    """unit_step with p_max < 0.25 m: refused (the error grows ×ρ per fix: non-finite within a
+    minute); kinematic: always unstable, a DataWarning gives its e-folding time when under an hour."""
+    growth = PaperRandomWalkNoise.growth_per_sample(p_max, integration, 1.0 / rate)
+    if growth <= 1.0 + 1e-6:  # 1 ± rounding at the unit_step limit (a double eigenvalue −1)
+        return
+    if integration == "unit_step":
+        raise sec.error("p_max", f"{p_max:g} m makes the unit_step random walk diverge (its error grows "
+                                 f"x{growth:.3g} per fix); unit_step needs p_max >= 0.25 m")
+    efold_s = (1.0 / rate) / math.log(growth)
+    if efold_s < UNSTABLE_HORIZON_S:
+        warnings.warn(f"{sec.source}: {sec.prefix or 'position_noise'}: the paper's kinematic random walk "
+                      f"with p_max {p_max:g} m at {rate:g} Hz is unstable: its error grows e-fold every "
+                      f"{efold_s:.3g} s; fixes whose error passes {DIVERGED_POSITION_ERROR_M:g} m will be "
+                      "published as NO_FIX",
+                      DataWarning, stacklevel=2)
