@@ -73,13 +73,14 @@ def _hdop(data: StandstillData, epe) -> tuple:
     if np.all(cov[:, [0, 4]] == 0) or np.all(data.gps.covariance_type == 0):
         return None, f"{data.gps_topic}: covariance is zero/UNKNOWN, no HDOP to recover"
     use = (cov[:, 0] > 0) & (cov[:, 4] > 0)
+    where = f"{data.source}: {data.gps_topic}"
     if epe == "status":
-        values = hdop_math.hdop_from_covariance(cov[use], data.gps.status[use])
+        values = hdop_math.hdop_from_covariance(cov[use], data.gps.status[use], where=where)
         epe_value = float("nan")
     else:
-        values = hdop_math.hdop_from_covariance(cov[use], data.gps.status[use], float(epe))
+        values = hdop_math.hdop_from_covariance(cov[use], data.gps.status[use], float(epe), where)
         epe_value = float(epe)
-    fit = hdop_math.fit_hdop_decay(data.gps.t[use], values, epe_value)
+    fit = hdop_math.fit_hdop_decay(data.gps.t[use], values, epe_value, where)
     how = "per-fix driver epe by status" if epe == "status" else f"epe {epe_value:g} m"
     return fit, (f"HDOP = sqrt((cov_xx + cov_yy)/2)/epe ({how}; nmea_navsat_driver var_h = (hdop*epe)^2)")
 
@@ -228,38 +229,46 @@ def output_paths(out) -> dict:
             "imu": out.with_name(out.stem + "_imu" + out.suffix)}
 
 
-def write_calibration(cal: Calibration, out, plots_dir=None) -> dict:
+def output_files(out, plots_dir=None, with_hdop: bool = True) -> dict:
+    """{name: path} of everything ``write_calibration`` writes (the CLI checks them before the work)."""
+    from pathlib import Path
+
+    files = {"gps": output_paths(out)["gps"], "imu": output_paths(out)["imu"]}
+    if plots_dir is not None:
+        files["allan_plot"] = Path(plots_dir) / "allan_deviation.png"
+        files["gps_plot"] = Path(plots_dir) / "gps_fit.png"
+        if with_hdop:
+            files["hdop_plot"] = Path(plots_dir) / "hdop_fit.png"
+    files["report"] = output_paths(out)["report"]
+    return files
+
+
+def write_calibration(cal: Calibration, out, plots_dir=None, overwrite: bool = True) -> dict:
     """Write the two presets, the report (with the presets inline, ready for a study variant), plots.
 
-    Each file is written atomically; the report goes last, so its presence means the set is complete.
+    All or nothing: every file is rendered into a temporary sibling first, then all are renamed into
+    place together (``atomic.atomic_files``): a failure, a full disk or Ctrl-C leaves none of them (and
+    the previous versions, if any).  ``overwrite=False`` refuses existing files.
     """
-    from ..atomic import atomic_file
+    from ..atomic import atomic_files
     from ..yamlio import dump_yaml
+    from . import plots
 
+    files = output_files(out, plots_dir, cal.hdop is not None)
     paths = output_paths(out)
-    written = {}
-    for kind in ("gps", "imu"):
-        preset = cal.gps_preset if kind == "gps" else cal.imu_preset
-        with atomic_file(paths[kind]) as stream:
-            stream.write(dump_yaml(preset))
-        written[kind] = paths[kind]
-    if plots_dir is not None:
-        from pathlib import Path
-
-        from . import plots
-
-        plots_dir = Path(plots_dir)
-        plots_dir.mkdir(parents=True, exist_ok=True)
-        written["allan_plot"] = plots.allan_plot(cal.imu, plots_dir / "allan_deviation.png")
-        written["gps_plot"] = plots.gps_plot(cal.gps, cal.data.gps.t, plots_dir / "gps_fit.png")
-        if cal.hdop is not None:
-            written["hdop_plot"] = plots.hdop_plot(cal.hdop, plots_dir / "hdop_fit.png")
     document = {"variant": {"gps": cal.gps_preset, "imu": cal.imu_preset}, "measured": cal.report,
                 "presets": {"gps": str(paths["gps"]), "imu": str(paths["imu"])}}
-    with atomic_file(paths["report"]) as stream:
-        stream.write(dump_yaml(_plain(document)))
-    written["report"] = paths["report"]
-    return written
+    with atomic_files(list(files.values()), overwrite=overwrite) as temps:
+        temp = dict(zip(files, temps))
+        temp["gps"].write_text(dump_yaml(cal.gps_preset), encoding="utf-8")
+        temp["imu"].write_text(dump_yaml(cal.imu_preset), encoding="utf-8")
+        if "allan_plot" in temp:
+            plots.allan_plot(cal.imu, temp["allan_plot"])
+            plots.gps_plot(cal.gps, cal.data.gps.t, temp["gps_plot"])
+        if "hdop_plot" in temp:
+            plots.hdop_plot(cal.hdop, temp["hdop_plot"])
+        temp["report"].write_text(dump_yaml(_plain(document)), encoding="utf-8")
+    return files
 
 
 def _plain(value):

@@ -49,7 +49,8 @@ class HdopFit:
     decaying: bool  # False when the series is flat (H0 ≈ H∞): τ then means nothing
 
 
-def hdop_from_covariance(covariance: np.ndarray, status: np.ndarray, epe: float | None = None) -> np.ndarray:
+def hdop_from_covariance(covariance: np.ndarray, status: np.ndarray, epe: float | None = None,
+                         where: str = "NavSatFix") -> np.ndarray:
     """HDOP per fix from (N, 9) row-major ENU covariances (m²): √((c[0] + c[4])/2)/epe.
 
     epe: one value for every fix, or None to take it per fix from status (EPE_BY_STATUS).
@@ -59,7 +60,7 @@ def hdop_from_covariance(covariance: np.ndarray, status: np.ndarray, epe: float 
     if epe is None:
         unknown = sorted({int(s) for s in status} - set(EPE_BY_STATUS))
         if unknown:
-            raise UserError(f"NavSatFix status {unknown} has no driver epe; pass --epe to give one")
+            raise UserError(f"{where}: NavSatFix status {unknown} has no driver epe; pass --epe to give one")
         epe_per_fix = np.array([EPE_BY_STATUS[int(s)] for s in status], dtype=float)
     else:
         if not epe > 0:
@@ -74,17 +75,23 @@ def first_order_decay(t, h0, h_inf, tau):
     return h_inf + (h0 - h_inf) * np.exp(-np.asarray(t, dtype=float) / tau)
 
 
-def fit_hdop_decay(stamps: np.ndarray, hdop: np.ndarray, epe: float = float("nan")) -> HdopFit:
+def fit_hdop_decay(stamps: np.ndarray, hdop: np.ndarray, epe: float = float("nan"),
+                   where: str = "HDOP") -> HdopFit:
     """Least-squares fit of the first-order decay (scipy curve_fit) to an HDOP series.
 
     stamps: fix times (s); the time origin is one nominal period before the first fix (module doc).
+    where: what errors name (e.g. "bag: /fix").
     Bounds: H0, H∞ ≥ 0; τ in [period/10, 100·duration].  A flat series (no decay visible, e.g. a
     receiver that had already converged) gives decaying = False, H0 = H∞ = mean and τ = the period.
     """
     stamps = np.asarray(stamps, dtype=float)
     hdop = np.asarray(hdop, dtype=float)
     if len(stamps) < 5:
-        raise UserError(f"HDOP fit needs at least 5 fixes, got {len(stamps)}")
+        raise UserError(f"{where}: HDOP fit needs at least 5 fixes, got {len(stamps)}")
+    bad = ~(np.isfinite(stamps) & np.isfinite(hdop))
+    if bad.any():
+        raise UserError(f"{where}: HDOP from the covariance is NaN/inf at {int(bad.sum())} fix(es), "
+                        f"the first at t = {stamps[int(np.argmax(bad))]:.3f} s")
     period = float(np.median(np.diff(stamps)))
     t = stamps - stamps[0] + period
     duration = float(t[-1])
@@ -103,7 +110,7 @@ def fit_hdop_decay(stamps: np.ndarray, hdop: np.ndarray, epe: float = float("nan
             bounds=([0.0, 0.0, period / 10.0], [np.inf, np.inf, 100.0 * duration]), maxfev=20000,
         )
     except (RuntimeError, ValueError) as exc:
-        raise UserError(f"HDOP decay fit failed ({exc})") from None
+        raise UserError(f"{where}: HDOP decay fit failed ({exc})") from None
     rmse = float(np.sqrt(np.mean((first_order_decay(t, h0, h_inf, tau) - hdop) ** 2)))
     # The decay is "visible" if it explains clearly more than the residual noise.
     decaying = abs(h0 - h_inf) > 3.0 * max(rmse, 1e-12) and tau < 10.0 * duration

@@ -10,7 +10,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..atomic import atomic_file  # noqa: E402
 from .imu import BIAS_INSTABILITY_FACTOR  # noqa: E402
 
 AXIS_NAMES = ("x", "y", "z")
@@ -18,8 +17,8 @@ ENU_NAMES = ("east", "north", "up")
 
 
 def _save(fig, path: Path) -> Path:
-    with atomic_file(path, "wb") as stream:
-        fig.savefig(stream, format="png", dpi=110)
+    # The caller makes the file set atomic (core.write_calibration writes into temporaries).
+    fig.savefig(path, format="png", dpi=110)
     plt.close(fig)
     return path
 

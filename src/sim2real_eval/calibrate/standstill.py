@@ -70,6 +70,16 @@ def _sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
     return order[keep]
 
 
+def _refuse_non_finite(path, topic: str, field: str, values: np.ndarray, used=None) -> None:
+    """A NaN/inf in a field the statistics use is bad input: name bag, topic, field and message."""
+    bad = ~np.isfinite(values).all(axis=1)
+    if used is not None:
+        bad &= used
+    if bad.any():
+        raise UserError(f"{path}: {topic}: {field} is NaN/inf in {int(bad.sum())} message(s), the first "
+                        f"is message {int(np.argmax(bad))} (record order)")
+
+
 def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
                         velocity_topic: str | None = None) -> StandstillData:
     """All GPS, IMU (and INS velocity) samples of a bag as arrays; missing topics are named."""
@@ -77,16 +87,19 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
     from ..bags.columns import read_topics
 
     path = Path(path)
+    if gps_topic == imu_topic:
+        raise UserError(f"--gps-topic and --imu-topic are both {gps_topic}; the GPS topic carries "
+                        f"{NAVSATFIX}, the IMU topic {IMU}")
     with open_bag(path) as reader:
         topics = reader.topics
-        expected = {gps_topic: NAVSATFIX, imu_topic: IMU}
-        missing = [name for name in expected if name not in topics]
+        expected = ((gps_topic, NAVSATFIX, "--gps-topic"), (imu_topic, IMU, "--imu-topic"))
+        missing = [name for name, _type, _option in expected if name not in topics]
         if missing:
             have = ", ".join(f"{n} ({i.msgtype})" for n, i in sorted(topics.items())) or "none"
             raise UserError(f"{path}: missing topic(s) {', '.join(missing)}; the bag has: {have}")
-        for name, msgtype in expected.items():
+        for name, msgtype, option in expected:
             if topics[name].msgtype != msgtype:
-                raise UserError(f"{path}: {name} is {topics[name].msgtype}, expected {msgtype}")
+                raise UserError(f"{path}: {name} ({option}) is {topics[name].msgtype}, expected {msgtype}")
         if velocity_topic is None:
             candidates = sorted(n for n, i in topics.items() if i.msgtype.startswith("sbg_driver/")
                                 and i.msgtype in VELOCITY_TYPES)
@@ -113,11 +126,14 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
     valid = (fixes[:, 4] >= 0) & np.isfinite(fixes[:, 1:4]).all(axis=1)
     if valid.sum() == 0:
         raise UserError(f"{path}: {gps_topic}: every fix is NO_FIX or NaN")
+    _refuse_non_finite(path, gps_topic, "position_covariance", fixes[:, 6:15], valid)
     dropped = int((~valid).sum())
     fixes = fixes[valid]
     fixes = fixes[_sorted_unique(fixes[:, 0], gps_topic, str(path))]
     imu_arr = np.column_stack([ns_to_stamp_seconds(imu["stamp_ns"]), imu["angular_velocity"],
                                imu["linear_acceleration"]])
+    _refuse_non_finite(path, imu_topic, "angular_velocity", imu_arr[:, 1:4])
+    _refuse_non_finite(path, imu_topic, "linear_acceleration", imu_arr[:, 4:7])
     imu_arr = imu_arr[_sorted_unique(imu_arr[:, 0], imu_topic, str(path))]
     vel_t = vel = None
     if velocity_topic:

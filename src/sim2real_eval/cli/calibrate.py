@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "topic if the bag has one)")
     parser.add_argument("--plots", metavar="DIR", default=None,
                         help="write the Allan/GPS/HDOP fit plots here")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace existing output files (all of them together, when complete)")
     parser.add_argument("--epe", type=_epe, default=0.02,
                         help="estimated position error (m) of the nmea_navsat_driver formula "
                              "var_h = (hdop*epe)^2 used to recover HDOP (default 0.02 = RTK fixed); "
@@ -48,19 +50,24 @@ def run(args) -> int:
     import numpy as np
     from rich.console import Console
 
-    from ..calibrate.core import calibrate_standstill, output_paths, write_calibration
+    from ..calibrate.core import calibrate_standstill, output_files, write_calibration
     from ..calibrate.standstill import read_standstill_bag
+    from ..outputs import check_paths
 
     if not args.max_speed > 0:
         raise UserError(f"--max-speed must be > 0, got {args.max_speed}")
-    output_paths(args.out)  # check the name before the work
+    files = output_files(args.out, args.plots)  # names and places checked before the work
+    plots = [path for name, path in files.items() if name.endswith("_plot")]
+    check_paths({"STANDSTILL_BAG": args.bag},
+                {"--out": [files["report"], files["gps"], files["imu"]], "--plots": plots},
+                overwrite=args.overwrite)
     console = Console(stderr=True)
     with console.status(f"reading {args.bag}"):
         data = read_standstill_bag(args.bag, args.gps_topic, args.imu_topic, args.velocity_topic)
     with console.status("fitting"):
         cal = calibrate_standstill(data, epe=args.epe, t_b=args.t_b, max_speed=args.max_speed,
                                    min_imu_duration=args.min_duration)
-        written = write_calibration(cal, args.out, args.plots)
+        written = write_calibration(cal, args.out, args.plots, overwrite=args.overwrite)
     gps = cal.report["gps"]
     console.print(f"GPS: {gps['fixes']} fixes over {gps['duration_s']:.0f} s; std "
                   + ", ".join(f"{k} {v:.4g} m" for k, v in gps["std_m"].items()))
