@@ -58,6 +58,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 help="show tracebacks instead of one-line errors")
     module.add_arguments(command_parser)
     args = command_parser.parse_args(rest)
+    from ..workers import Terminated, handle_sigterm
+
+    handle_sigterm()  # SIGTERM unwinds like Ctrl-C: nothing half-written, workers stopped
+    _show_data_warnings(known.command)
     try:
         return int(module.run(args) or 0)
     except UserError as exc:
@@ -65,9 +69,31 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise
         print(f"sim2real-eval {known.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated as exc:
+        print(f"sim2real-eval {known.command}: terminated (SIGTERM); nothing half-written is left",
+              file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print(f"sim2real-eval {known.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_data_warnings(command: str) -> None:
+    """DataWarnings (errors.DataWarning) as one line ``sim2real-eval CMD: warning: …``, each once."""
+    import warnings
+
+    from ..errors import DataWarning
+
+    original = getattr(warnings.showwarning, "original", warnings.showwarning)  # main() may run twice
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DataWarning):
+            print(f"sim2real-eval {command}: warning: {message}", file=sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    show.original = original
+    warnings.showwarning = show
 
 
 if __name__ == "__main__":  # pragma: no cover

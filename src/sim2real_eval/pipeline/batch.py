@@ -11,13 +11,13 @@ With Ray, OUT must be a path every node can write (a shared filesystem), as with
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import UserError
+from ..workers import WorkerPool
 from .run import RunOutcome, existing_run
 
 
@@ -130,18 +130,12 @@ def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str
 
 
 def _run_pool(tasks, pending, out, workers, collect: Callable) -> None:
-    # fork: workers inherit the already imported modules, so the per-run start-up cost is ~0.
-    context = multiprocessing.get_context("fork")
-    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context)
-    try:
+    # Ctrl-C, SIGTERM or a bug: the pool drops queued runs and stops running ones (they remove their
+    # temporary directory); workers also die with this process if it is killed (workers.WorkerPool).
+    with WorkerPool(min(workers, len(pending))) as pool:
         futures = {pool.submit(execute_task, tasks[index], out): index for index in pending}
         for future in cf.as_completed(futures):
             collect(futures[future], future.result())
-    except BaseException:
-        # Ctrl-C or a bug: drop queued runs; running ones clean up their temporary directory.
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
 
 
 def connect_ray(address: str, workers: int):
