@@ -171,9 +171,10 @@ def _generate(setup, directory: Path, runs: list, workers: int, progress: bool) 
 def _map(function, items: list, workers: int, progress: bool, description: str) -> list:
     """``function(*item)`` for every item, in ``workers`` forked processes, with a progress bar."""
     import concurrent.futures as cf
-    import multiprocessing
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .workers import WorkerPool
 
     results = [None] * len(items)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -184,8 +185,7 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
                 results[i] = function(*item)
                 bar.advance(task)
             return results
-        context = multiprocessing.get_context("fork")
-        with cf.ProcessPoolExecutor(min(workers, len(items)), mp_context=context) as pool:
+        with WorkerPool(min(workers, len(items))) as pool:
             futures = {pool.submit(function, *item): i for i, item in enumerate(items)}
             for future in cf.as_completed(futures):
                 results[futures[future]] = future.result()

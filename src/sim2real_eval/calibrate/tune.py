@@ -224,12 +224,13 @@ class _Pool:
 
     def __init__(self, context, workers: int):
         import concurrent.futures as cf
-        import multiprocessing
+
+        from ..workers import WorkerPool
 
         self.cf = cf
         self.capacity = workers
         self.context = context
-        self.pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        self.pool = WorkerPool(workers)
         self.futures = set()
 
     def submit(self, number, values):
@@ -242,7 +243,10 @@ class _Pool:
         return future.result()
 
     def close(self):
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        if any(not future.done() for future in self.futures):  # interrupted: stop the running trials
+            self.pool.terminate()
+        else:
+            self.pool.shutdown(wait=True)
 
 
 class _Ray:

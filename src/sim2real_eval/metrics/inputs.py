@@ -10,15 +10,14 @@ import csv
 import math
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
 from .. import message_fields
 from ..errors import UserError
+from ..workers import WorkerPool
 from ..yamlio import Section, load_yaml
 from .options import ScoreOptions, resolve_speed
 from .per_run import score_run
@@ -332,7 +331,7 @@ def load_and_score_all(specs, options: ScoreOptions, skip_bad_runs: bool = False
         size = max(1, math.ceil(len(specs) / (workers * 4)))
         chunks = [specs[i:i + size] for i in range(0, len(specs), size)]
         results = []
-        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+        with WorkerPool(workers) as pool:
             for chunk_results in pool.map(_load_chunk, chunks, [options] * len(chunks)):
                 results += chunk_results
                 if progress:

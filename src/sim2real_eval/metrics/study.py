@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 
 import numpy as np
 from scipy import stats
 
 from ..errors import UserError
+from ..workers import WorkerPool
 from .options import ScoreOptions
 from .per_run import RunScore
 
@@ -311,7 +310,7 @@ def score_study(records, options: ScoreOptions, skipped=(), progress=None, worke
                          paired))
     resampling = bool(options.bootstrap or options.permutations)
     if workers > 1 and resampling and len(jobs) > 1:
-        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("fork")) as pool:
+        with WorkerPool(min(workers, len(jobs))) as pool:
             stats_list = []
             for stat in pool.map(_cell_statistics, jobs):
                 stats_list.append(stat)

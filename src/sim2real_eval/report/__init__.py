@@ -5,14 +5,13 @@ place only when complete (atomic.atomic_directory): a failure leaves no partial 
 """
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 from ..atomic import atomic_directory
 from ..errors import UserError
 from ..metrics.study import REAL, StudyResult
+from ..workers import WorkerPool
 from . import figures, html, tables
 
 __all__ = ["Study", "default_trace_runs", "parse_trace_run", "write_report"]
@@ -129,7 +128,7 @@ def _draw_all(jobs: list, workers: int) -> list:
     """PNG bytes (or None) of every figure job, in job order."""
     if workers <= 1 or len(jobs) <= 1:
         return [_draw(job) for job in jobs]
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("fork")) as pool:
+    with WorkerPool(min(workers, len(jobs))) as pool:
         return list(pool.map(_draw, jobs))
 
 
