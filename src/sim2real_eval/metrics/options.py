@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass, field
 from ..errors import UserError
 
 SPECTRA = ("full", "one_sided", "welch")
+# Highest common-timeline rate: the inputs are published at tens of Hz (ekf_node, INS); resampling
+# them faster only interpolates, and 1e6 Hz would make billions of samples.
+MAX_RATE_HZ = 1000.0
 
 # Speed of one series from its velocity vector (x, y, z as stored in the message).
 #   horizontal  sqrt(x^2 + y^2)                  (our definition, frame-independent about z)
@@ -68,6 +71,9 @@ class ScoreOptions:
     def validate(self) -> ScoreOptions:
         if not self.rate_hz > 0:
             raise UserError(f"--rate: must be > 0 Hz, got {self.rate_hz}")
+        if self.rate_hz > MAX_RATE_HZ:
+            raise UserError(f"--rate: {self.rate_hz:g} Hz is above the {MAX_RATE_HZ:g} Hz limit (the scored "
+                            "series are published at tens of Hz)")
         if self.smoothing_window < 1:
             raise UserError(f"--smoothing-window: must be >= 1, got {self.smoothing_window}")
         if self.spectrum not in SPECTRA:

@@ -123,10 +123,27 @@ def score_run(name: str, t_est, v_est, t_gt, v_gt, options: ScoreOptions) -> Run
     if len(t_est) < options.smoothing_window + 1:
         raise UserError(f"{name}: only {len(t_est)} estimate samples (smoothing window "
                         f"{options.smoothing_window} needs more)")
-    _, v_est_t, v_gt_t = resample_run(t_est, v_est, t_gt, v_gt, options)
-    s_est = wiener_entropy(v_est_t, options.spectrum, options.log_floor, options.rate_hz)
-    s_gt = wiener_entropy(v_gt_t, options.spectrum, options.log_floor, options.rate_hz)
-    for label, value in (("estimate", s_est), ("ground truth", s_gt)):
+    # Overflow (speeds near 1e308) is detected below and named; numpy's warnings would only confuse.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        _, v_est_t, v_gt_t = resample_run(t_est, v_est, t_gt, v_gt, options)
+        s_est = wiener_entropy(v_est_t, options.spectrum, options.log_floor, options.rate_hz)
+        s_gt = wiener_entropy(v_gt_t, options.spectrum, options.log_floor, options.rate_hz)
+        error = rmse(v_gt_t, v_est_t)
+    for label, value, resampled, speeds in (("estimate", s_est, v_est_t, v_est),
+                                            ("ground truth", s_gt, v_gt_t, v_gt)):
         if not np.isfinite(value):
-            raise UserError(f"{name}: Wiener entropy of the {label} speed is undefined (speed identically 0)")
-    return RunScore(rmse=rmse(v_gt_t, v_est_t), S_est=s_est, S_gt=s_gt, D=abs(s_est - s_gt))
+            if not np.any(resampled):
+                raise UserError(f"{name}: Wiener entropy of the {label} speed is undefined "
+                                "(speed identically 0)")
+            raise _overflow(name, label, speeds)
+    if not np.isfinite(error):
+        label, speeds = max((("estimate", v_est), ("ground truth", v_gt)),
+                            key=lambda item: float(np.max(np.abs(item[1]))))
+        raise _overflow(name, label, speeds)
+    return RunScore(rmse=error, S_est=s_est, S_gt=s_gt, D=abs(s_est - s_gt))
+
+
+def _overflow(name: str, label: str, speeds: np.ndarray) -> UserError:
+    peak = float(np.max(np.abs(speeds)))
+    return UserError(f"{name}: the {label} speed reaches {peak:.3g} m/s, too large to score (the "
+                     "arithmetic overflows float64); not a vehicle speed")
