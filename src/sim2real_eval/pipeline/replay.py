@@ -236,7 +236,8 @@ def _check_stamps(records: list, topic: str, bag: str, strict: bool) -> None:
     bad = steps <= 0 if strict else steps < 0
     if bad.any():
         i = int(np.argmax(bad)) + 1
-        raise UserError(f"{bag}: topic {topic}: header stamps go backwards at message {i} "
+        what = "repeat" if stamps[i] == stamps[i - 1] else "go backwards"
+        raise UserError(f"{bag}: topic {topic}: header stamps {what} at message {i} "
                         f"({stamps[i - 1]} ns then {stamps[i]} ns)")
 
 
