@@ -334,6 +334,26 @@ def _distributions(ranges):
     return {r.full_name: FloatDistribution(r.low, r.high, log=r.log) for r in ranges}
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_storage(storage) -> None:
+    """--storage must be an SQLite file (or a new/empty file) in an existing folder."""
+    path = Path(storage)
+    if path.is_dir():
+        raise UserError(f"--storage {path}: is a directory, expected an SQLite file (e.g. tune.db)")
+    if not path.parent.is_dir():
+        raise UserError(f"--storage {path}: folder {path.parent} does not exist")
+    if path.exists():
+        try:
+            with open(path, "rb") as stream:
+                head = stream.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            raise UserError(f"--storage {path}: cannot read ({exc.strerror})") from None
+        if head and head != SQLITE_MAGIC:
+            raise UserError(f"--storage {path}: not an SQLite database (refusing to touch it)")
+
+
 def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = OBJECTIVE_COMBINED,
          variant: str | None = None, storage: str | None = None, ray_address: str | None = None,
          workers: int = 1, seed: int = 0, progress: bool = True) -> TuneResult:
@@ -352,6 +372,8 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
         raise UserError(f"--budget must be >= 1, got {budget}")
     if workers < 1:
         raise UserError(f"--workers must be >= 1, got {workers}")
+    if storage:
+        check_storage(storage)
     real_dir = Path(real_dir)
     study = load_study(study_path)
     variant_name, models = base_models(study, variant)
@@ -375,8 +397,14 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
     sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True,
                                          n_startup_trials=max(2, min(10, budget // 3)))
     url = f"sqlite:///{Path(storage).resolve()}" if storage else None
-    search = optuna.create_study(study_name=study_name, storage=url, sampler=sampler, direction="minimize",
-                                 load_if_exists=True)
+    try:
+        search = optuna.create_study(study_name=study_name, storage=url, sampler=sampler,
+                                     direction="minimize", load_if_exists=True)
+    except Exception as exc:  # noqa: BLE001 - sqlalchemy/sqlite errors of a storage we cannot use
+        if url is None:
+            raise
+        raise UserError(f"--storage {storage}: cannot use it as an Optuna SQLite storage "
+                        f"({getattr(exc, 'orig', None) or type(exc).__name__})") from None
     signature = ",".join(f"{r.full_name}={r.low!r}:{r.high!r}:{'log' if r.log else 'linear'}" for r in ranges)
     previous = search.user_attrs.get("params")
     if previous is None:
