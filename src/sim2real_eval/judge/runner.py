@@ -17,6 +17,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..errors import DataWarning, UserError
 from . import engine
 from .ekf_node import EkfNode, Odometry, _absolute, batch_imu_rows, check_message, concatenate_rows
 from .engine import NEVER
@@ -76,10 +77,24 @@ class JudgeResult:
     dropped: Dict[str, int] = field(default_factory=dict)
     published: int = 0
     warnings: List[str] = field(default_factory=list)
+    lost: Dict[str, str] = field(default_factory=dict)  # {input topic: why none of it reached the filter}
 
     @property
     def final_position(self) -> Optional[np.ndarray]:
         return self.filtered.position[-1].copy() if len(self.filtered) else None
+
+    def check_sensors(self, where: str, allow_missing: bool = False) -> None:
+        """A run that lost a whole input (``lost``) is an error (UserError naming ``where``, the topics
+        and why), or with ``allow_missing`` a DataWarning per lost topic."""
+        if not self.lost:
+            return
+        losses = "; ".join(f"{topic}: {why}" for topic, why in sorted(self.lost.items()))
+        if not allow_missing:
+            raise UserError(f"{where}: the judge lost a whole sensor ({losses}); its estimate would be "
+                            "judged without it")
+        import warnings
+
+        warnings.warn(f"{where}: judged without a whole sensor ({losses})", DataWarning, stacklevel=2)
 
 
 class Judge:
@@ -323,6 +338,39 @@ class _Run:
                 self.inputs[topic] += 1
 
     # --- the result ---------------------------------------------------------------------------------
+    def _lost(self, unresolved: Counter) -> Dict[str, str]:
+        """Input topics of which nothing reached the filter: no message, every message dropped for a
+        missing transform, or (navsat) no usable /odometry/gps from the fixes."""
+        judge, navsat = self.judge, self.navsat
+        lost = {}
+        if navsat is not None:
+            fixes = self.inputs.get(judge.gps_topic, 0)
+            outputs = len(self.gps_odometry)
+            if fixes == 0:
+                lost[judge.gps_topic] = "no fix received"
+            elif outputs == 0 and navsat.dropped.get("unusable_fix", 0) >= fixes:
+                lost[judge.gps_topic] = "every fix is NO_FIX or NaN: no /odometry/gps"
+            elif outputs == 0:
+                lost[judge.gps_topic] = "navsat published no /odometry/gps (no datum or transform)"
+            elif navsat.dropped.get("gps_tf_unavailable", 0) >= outputs:
+                lost[judge.gps_topic] = (f"every /odometry/gps is at (0, 0, 0): no transform "
+                                         f"{navsat.gps_frame!r} -> {navsat.base_link_frame!r}")
+        for item in self.ekf.inputs:
+            topic = judge.topic(item.sensor.topic)
+            if navsat is not None and topic == judge.gps_odometry_topic:
+                continue  # navsat's output: judged by the fixes above
+            received = self.inputs.get(topic, 0)
+            parts = [p for p in (item.pose, item.twist, item.acceleration) if p is not None and p.update_sum]
+            reasons = {(target, frame) for (key, target, frame), count in unresolved.items()
+                       if key in {p.key for p in parts} and count >= received}
+            dropped = {key for (key, _t, _f), count in unresolved.items() if count >= received}
+            if received == 0:
+                lost.setdefault(topic, "no message received")
+            elif parts and all(p.key in dropped for p in parts):
+                target, frame = sorted(reasons)[0]
+                lost.setdefault(topic, f"every message dropped: no transform {frame!r} -> {target!r}")
+        return lost
+
     def _result(self) -> JudgeResult:
         judge, ekf, navsat = self.judge, self.ekf, self.navsat
         params = judge.ekf_params
@@ -357,6 +405,7 @@ class _Run:
                     f"transform {navsat.gps_frame!r} -> {navsat.base_link_frame!r} (upstream behaviour)"
                 )
         return JudgeResult(
+            lost=self._lost(unresolved),
             filtered=filtered,
             gps_odometry=(
                 OdometrySeries.from_messages(self.gps_odometry, params.world_frame, "")
