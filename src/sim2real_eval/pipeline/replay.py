@@ -333,6 +333,7 @@ def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
     sensors = in_receive_order(sensors)
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors
                                     if msg is not None))
+    result.check_sensors(str(path))  # e.g. a "real" run judged without GPS is not written
     bag_sensors = [bag_record(r) for r in sensors]
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)

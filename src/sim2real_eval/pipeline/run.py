@@ -348,6 +348,7 @@ def simulate_run(spec: SimRunSpec, out, truths: TruthCache | None = None) -> Run
     imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     sensors = in_receive_order(gps_records(gps) + imu_records(imu))
     result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+    result.check_sensors(str(path))  # a run that lost a whole sensor is not written
     # The bag gets the same sensor messages serialised in bulk, not the judge's message objects.
     records = in_receive_order(sensor_bag_records(gps, imu) + judge_records(result) + truth_messages)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)
