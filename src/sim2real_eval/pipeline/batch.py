@@ -11,12 +11,14 @@ With Ray, OUT must be a path every node can write (a shared filesystem), as with
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import UserError
+from ..errors import DataWarning, UserError
 from ..workers import WorkerPool
 from .run import RunOutcome, existing_run
 
@@ -77,6 +79,34 @@ def ensure_writable(out) -> None:
         raise UserError(f"{out}: cannot write output here ({exc.strerror or exc})") from None
 
 
+def preflight(tasks: Sequence) -> None:
+    """Check what every run will need and is the same for many runs — its record (model presets and
+    parameters), its judge configuration, the sensor models a replay puts in — once, before any run:
+    a typo in a study is one error up front, not "16 of 16 runs failed" (and no empty OUT)."""
+    from ..models import load_gps_model, load_imu_model
+    from .run import _judge_parts
+
+    judges, models = {}, {}
+    for task in tasks:
+        try:
+            task.record()
+        except UserError as exc:
+            raise UserError(f"{task.label}: {exc}") from None
+        for holder in (task, getattr(task, "real", None)):
+            judge = getattr(holder, "judge", None)
+            if judge is not None and hasattr(judge, "static_tfs"):
+                judges[(judge.ekf, judge.navsat, tuple(judge.static_tfs))] = judge
+        for sim in getattr(task, "sims", ()):  # replay-style tasks (demo): their replacement models
+            for kind, spec in (getattr(sim, "replace", None) or {}).items():
+                models[(kind, json.dumps(spec, sort_keys=True, default=str))] = (kind, spec)
+    for key in judges:
+        _judge_parts(*key)
+    for kind, spec in models.values():
+        with warnings.catch_warnings():  # announced again when the run builds it
+            warnings.simplefilter("ignore", DataWarning)
+            (load_gps_model if kind == "gps" else load_imu_model)(spec, 0)
+
+
 def plan(tasks: Sequence, out) -> tuple[list, list]:
     """Split tasks into (already complete → RunOutcome, to run → index) after checking existing dirs."""
     done, pending = [], []
@@ -99,15 +129,16 @@ def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str
     """
     out = str(Path(out))
     report = BatchReport(outcomes=[None] * len(tasks))
+    workers = available_cores() if workers is None else int(workers)
+    if workers < 1:
+        raise UserError(f"--workers must be >= 1, got {workers}")
+    preflight(tasks)  # bad models/judge configs are refused before OUT is created or a run starts
     ensure_writable(out)
     done, pending = plan(tasks, out)
     for index, outcome in done:
         report.outcomes[index] = outcome
     # Dispatch runs that share a ground truth together (workers cache it); report in task order.
     pending.sort(key=lambda index: getattr(tasks[index], "locality_key", ()))
-    workers = available_cores() if workers is None else int(workers)
-    if workers < 1:
-        raise UserError(f"--workers must be >= 1, got {workers}")
 
     with _progress(progress, description, len(tasks), len(done)) as advance:
         def collect(index: int, result) -> None:
