@@ -10,8 +10,9 @@ bind mounts).  ``overwrite=False`` also refuses outputs that already exist (comm
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Tuple, Union
+from typing import Mapping, Optional, Tuple, Union
 
 from .errors import UserError
 
@@ -91,13 +92,28 @@ def check_paths(inputs: Mapping[str, object], outputs: Mapping[str, object],
         for label, out in outs:
             if os.path.lexists(out):
                 raise UserError(f"{label} {out}: already exists (choose another output or pass --overwrite)")
+    checked = set()
+    for label, out in outs:
+        folder = _existing_ancestor(_real(out).parent)
+        if folder not in checked:
+            checked.add(folder)
+            _check_writable(label, out, folder)
 
 
-def input_files(*groups: Iterable) -> list:
-    """The existing file paths among ``groups`` (preset names and mappings are not files)."""
-    found = []
-    for group in groups:
-        for value in group:
-            if isinstance(value, (str, os.PathLike)) and str(value) and os.path.exists(value):
-                found.append(value)
-    return found
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_writable(label: str, out, folder: Path) -> None:
+    """Outputs are built in a sibling and renamed: the (nearest existing) parent must take a file.
+    A real attempt (a temporary file, removed at once): permission bits do not tell for root, ACLs,
+    read-only mounts."""
+    if not folder.is_dir():
+        raise UserError(f"{label} {out}: {folder} is not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UserError(f"{label} {out}: cannot write in {folder} ({exc.strerror or exc})") from None

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .errors import UserError
+from .errors import DataWarning, UserError
+from .outputs import check_paths
 
 # ============================================================================ judge a bag
 EXPECTED_TYPES = {
@@ -45,7 +47,8 @@ class JudgedBag:
 
 def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, filter_type: str | None = None,
               navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] = (),
-              remaps: dict | None = None, progress: Callable | None = None) -> JudgedBag:
+              remaps: dict | None = None, progress: Callable | None = None,
+              allow_missing_sensor: bool = False) -> JudgedBag:
     """Run ekf_node (+ navsat_transform_node with ``navsat_config``) on the topics of ``bag`` that the
     configuration subscribes; every input topic is checked first (present, right type).
 
@@ -76,6 +79,9 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
                 f"{bag}: the filter never initialised (no usable measurement on "
                 f"{', '.join(wanted)}); dropped: {result.dropped}"
             )
+    for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
+        warnings.warn(text, DataWarning, stacklevel=2)
+    result.check_sensors(str(bag), allow_missing=allow_missing_sensor)  # a lost input is an error
     summary = {
         "bag": str(bag),
         "config": {
@@ -185,10 +191,19 @@ def simulate_study(study, out, *, storage: str | None = None, workers: int | Non
 
     if not hasattr(study, "runs"):
         study = load_study(study)
-    done = simulate_runs(study.runs(storage=storage), out, workers=workers, ray_address=ray_address,
+    tasks = study.runs(storage=storage)
+    files = [p for t in tasks for p in (t.judge.ekf, t.judge.navsat, t.gps, t.imu)]
+    check_paths({"STUDY": study.source, "(files of the study)": _existing_files(files)},
+                {"--out": Path(out) / "sim"})
+    done = simulate_runs(tasks, out, workers=workers, ray_address=ray_address,
                          progress=progress, description=f"simulate {study.name}")
     done.study = study
     return done
+
+
+def _existing_files(values: Iterable) -> list:
+    """The values that name existing files (model specs may also be preset names or mappings)."""
+    return sorted({str(v) for v in values if isinstance(v, (str, os.PathLike)) and Path(v).is_file()})
 
 
 # ========================================================================= replay bags
@@ -228,6 +243,12 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
 
     start = time.perf_counter()
     tasks = list(tasks)
+    check_paths({"BAG": [t.spec.bag for t in tasks], "--msg-path": [t.spec.msg_path for t in tasks],
+                 "(judge/model files)": _existing_files(
+                     [f for t in tasks for f in (t.spec.judge.ekf, t.spec.judge.navsat)]
+                     + [m for t in tasks for sim in t.sims for m in sim.replace.values()])},
+                {"--out": [t.spec.run_id(sim).directory(out)
+                           for t in tasks for sim in ([None] if t.real else []) + list(t.sims)]})
     workers = available_cores() if workers is None else int(workers)
     description = description or f"replaying {len(tasks)} real bag(s)"
     if ray_address is None and workers > 1 and len(tasks) > 1:

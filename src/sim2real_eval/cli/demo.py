@@ -28,8 +28,18 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..demo import run_demo, summary_table
+    from pathlib import Path
 
+    from .. import demo
+    from ..demo import run_demo, summary_table
+    from ..outputs import check_paths
+    from ..reference import shipped_reference_dir
+
+    out = Path(args.out)
+    written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
+                                       ".report-staging", *demo.REPORT_FILES)]
+    check_paths({"--real": args.real if args.real else shipped_reference_dir(), "--config": args.config},
+                {"--out": written})
     result = run_demo(args.out, real=args.real, k=args.k, quick=args.quick, workers=args.workers,
                       config_path=args.config, progress=not args.no_progress, imu_scenario=args.imu_scenario,
                       ray_address=args.ray)

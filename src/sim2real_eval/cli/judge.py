@@ -53,6 +53,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT when complete")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--allow-missing-sensor", action="store_true",
+                        help="write the output even when a whole input was lost (e.g. every /imu dropped "
+                             "for a missing TF, every fix NO_FIX); default: an error")
 
 
 def parse_remaps(items) -> dict:
@@ -83,6 +86,7 @@ def check(paths) -> int:
 
 def run(args) -> int:
     from ..errors import UserError
+    from ..outputs import check_paths
     from ..service import judge_bag, write_judged_bag
 
     if args.check:
@@ -92,11 +96,12 @@ def run(args) -> int:
     if missing:
         raise UserError(f"missing {', '.join(missing)} (needed unless --check)")
     remaps = parse_remaps(args.remap)
-    if args.output.exists() and not args.overwrite:
-        raise UserError(f"{args.output}: already exists (choose another output or pass --overwrite)")
+    check_paths({"BAG": args.bag, "--config": args.config, "--navsat": args.navsat},
+                {"--output": args.output}, overwrite=args.overwrite)  # before the (long) judging
     judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
                        navsat_node=args.navsat_node, gps_topic=args.gps_topic, static_tfs=args.static_tf,
-                       remaps=remaps, progress=None if args.no_progress else _progress)
+                       remaps=remaps, progress=None if args.no_progress else _progress,
+                       allow_missing_sensor=args.allow_missing_sensor)
     write_judged_bag(judged, args.output, storage=args.storage, overwrite=args.overwrite)
     result = judged.result
     print(

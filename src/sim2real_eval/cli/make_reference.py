@@ -54,6 +54,9 @@ def run(args) -> int:
     if workers < 1:
         raise UserError(f"--workers must be >= 1, got {workers}")
     out = Path(args.out)
+    from ..outputs import check_paths
+
+    check_paths({"--setup": setup.source}, {"--out": [out / name for name in scenarios] + [out / ref.README]})
     todo = [(setup, str(out), name, index, args.overwrite) for name in scenarios for index in range(k)
             if args.overwrite or not (ref.run_path(out, name, index) / "metadata.yaml").is_file()]
     start = time.perf_counter()

@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", required=True, metavar="FILE.npz", help="ground truth (GroundTruth NPZ arrays)"
     )
     parser.add_argument("--plot", metavar="PNG", help="also draw path, speed, yaw rate and specific force")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing --out/--plot files")
 
 
 def plot_truth(truth, title: str, stream) -> None:
@@ -47,20 +48,25 @@ def plot_truth(truth, title: str, stream) -> None:
 
 
 def run(args) -> int:
+    from pathlib import Path
+
     import numpy as np
 
     from ..atomic import atomic_file
     from ..errors import UserError
+    from ..outputs import check_paths
     from ..scenarios import generate
 
     if args.k < 0 or args.seed < 0:
         raise UserError("--k and --seed must be >= 0")
+    check_paths({"NAME": args.name if Path(args.name).is_file() else None},
+                {"--out": args.out, "--plot": args.plot}, overwrite=args.overwrite)
     truth = generate(args.name, k=args.k, seed=args.seed)
-    with atomic_file(args.out, "wb") as stream:
+    with atomic_file(args.out, "wb", overwrite=args.overwrite) as stream:
         np.savez(stream, **truth.as_dict())
     print(f"{args.out}: {len(truth)} samples, t = {truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
     if args.plot:
-        with atomic_file(args.plot, "wb") as stream:
+        with atomic_file(args.plot, "wb", overwrite=args.overwrite) as stream:
             plot_truth(truth, f"scenario {args.name}, k={args.k}, seed={args.seed}", stream)
         print(f"{args.plot}: plot written")
     return 0

@@ -61,6 +61,7 @@ def run(args) -> int:
 
     from ..errors import UserError
     from ..metrics import ScoreOptions
+    from ..outputs import check_paths
     from ..report import parse_trace_run, write_report
     from ..report.provenance import collect as collect_provenance
     from ..service import find_runs_to_score, score_runs
@@ -77,6 +78,9 @@ def run(args) -> int:
     if Path(args.out).exists() and not args.overwrite:
         raise UserError(f"{args.out}: already exists (choose another --out or add --overwrite)")
     kind, source, specs = find_runs_to_score(options, args.runs_dir, args.manifest, args.csv_dir)
+    label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
+    check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out},
+                overwrite=args.overwrite)
 
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -124,18 +124,28 @@ def plot_sensors(truth, fixes, gps_enu, imu, imu_truth, title: str, stream) -> N
 
 
 def run(args) -> int:
+    import math
+
     import numpy as np
 
     from ..atomic import atomic_directory
     from ..errors import UserError
-    from ..geodesy import geodetic_to_enu
+    from ..geodesy import as_datum, geodetic_to_enu
     from ..models import load_gps_model, load_imu_model, sensor_seed
+    from ..outputs import check_paths
     from ..scenarios import generate, load_scenario
     from ..truth import GroundTruth
     from ..yamlio import dump_yaml
 
     if args.k < 0 or args.seed < 0:
         raise UserError("--k and --seed must be >= 0")
+    if args.datum:
+        as_datum(args.datum, "--datum")  # an error names the option, not the preset file
+    if args.mounting_rpy and not all(math.isfinite(v) for v in args.mounting_rpy):
+        raise UserError(f"--mounting-rpy: expected three finite angles (rad), got {args.mounting_rpy}")
+    files = [args.scenario, args.truth, args.gps, args.imu]
+    check_paths({"inputs": [f for f in files if f and Path(f).is_file()]}, {"--out": args.out},
+                overwrite=args.overwrite)
     if args.scenario:
         name = load_scenario(args.scenario)[2]
         truth = generate(args.scenario, k=args.k, seed=args.seed)

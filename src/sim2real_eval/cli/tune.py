@@ -38,8 +38,10 @@ def run(args) -> int:
     from rich.console import Console
 
     from ..calibrate.tune import tune, write_outputs
+    from ..outputs import check_paths
 
     out = Path(args.out)
+    check_paths({"--study": args.study, "--real": args.real, "--storage": args.storage}, {"--out": out})
     if out.exists() and not (out / "trials.csv").is_file():
         raise UserError(f"--out {out}: exists and is not a previous tune output; choose another directory")
     if args.seed < 0:
