@@ -2,6 +2,12 @@
 from __future__ import annotations
 
 
+def one_line(text) -> str:
+    """``text`` on one line: every line break (also \r, \x85, \u2028 …, which a YAML key or a file
+    name can hold) becomes a space."""
+    return " ".join(str(text).splitlines())
+
+
 class UserError(Exception):
     """Bad input from the user.  The CLI prints ``sim2real-eval: error: <message>`` and exits 2."""
 
@@ -9,7 +15,7 @@ class UserError(Exception):
 
     def __init__(self, message: str):
         # One line only: a traceback-free message a user can act on.
-        super().__init__(" ".join(str(message).split("\n")))
+        super().__init__(one_line(message))
 
 
 class DataWarning(UserWarning):

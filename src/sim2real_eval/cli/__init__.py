@@ -82,13 +82,13 @@ def _show_data_warnings(command: str) -> None:
     """DataWarnings (errors.DataWarning) as one line ``sim2real-eval CMD: warning: …``, each once."""
     import warnings
 
-    from ..errors import DataWarning
+    from ..errors import DataWarning, one_line
 
     original = getattr(warnings.showwarning, "original", warnings.showwarning)  # main() may run twice
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, DataWarning):
-            print(f"sim2real-eval {command}: warning: {message}", file=sys.stderr)
+            print(f"sim2real-eval {command}: warning: {one_line(message)}", file=sys.stderr)
         else:
             original(message, category, filename, lineno, file, line)
 
