@@ -85,7 +85,7 @@ def run(args) -> int:
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # auto_refresh=False: no refresh thread while worker processes are forked.
-    with Progress(*columns, console=console, auto_refresh=False,
+    with Progress(*columns, console=console, auto_refresh=False, disable=not console.is_terminal,
                   transient=not console.is_terminal) as progress:
         tasks: dict = {}
 
