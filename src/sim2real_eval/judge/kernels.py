@@ -132,10 +132,13 @@ def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray
 
 @njit(cache=True)
 def message_orientation_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
-    """An orientation as upstream reads it: all-zero → identity; |q| off by > 0.01 → normalised."""
-    if x == 0.0 and y == 0.0 and z == 0.0 and w == 0.0:
+    """An orientation as upstream reads it: all-zero → identity; |q| off by > 0.01 → normalised.
+    The norm is taken with the largest component factored out, so components whose squares under- or
+    overflow (a damaged message: 1e-320, 6e158) neither divide by zero nor turn the rotation into 0/0."""
+    scale = max(abs(x), abs(y), abs(z), abs(w))
+    if scale == 0.0:
         return np.eye(3)
-    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    norm = scale * math.sqrt((x / scale) ** 2 + (y / scale) ** 2 + (z / scale) ** 2 + (w / scale) ** 2)
     if abs(norm - 1.0) > 0.01:
         x, y, z, w = x / norm, y / norm, z / norm, w / norm
     return matrix_from_quaternion(x, y, z, w)
