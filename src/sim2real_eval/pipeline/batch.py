@@ -92,7 +92,7 @@ def preflight(tasks: Sequence) -> None:
             task.record()
         except UserError as exc:
             raise UserError(f"{task.label}: {exc}") from None
-        for holder in (task, getattr(task, "real", None)):
+        for holder in (task, getattr(task, "spec", None)):  # a simulated run, or a replay (BagReplay)
             judge = getattr(holder, "judge", None)
             if judge is not None and hasattr(judge, "static_tfs"):
                 judges[(judge.ekf, judge.navsat, tuple(judge.static_tfs))] = judge
