@@ -77,7 +77,8 @@ def run_command(kind: str, args: list, inputs: list, output: Path) -> int:
 def classify(line: str) -> str:
     """A coarse label of an error line for the tally (what the user is told)."""
     message = re.sub(r"/\S*fuzz-[^/\s]+(/\S*)?", "<input>", line.split(": error: ", 1)[1])
-    for needle, label in (("invalid YAML", "invalid YAML (file, line)"), ("not UTF-8", "not UTF-8 text"),
+    for needle, label in (("invalid YAML", "invalid YAML (file, line)"),
+                          ("is not UTF-8", "not UTF-8 (file, line)"),
                           ("must be a mapping", "wrong YAML type (file: key)"),
                           ("unknown key", "unknown key (file: key)"), ("expected", "bad value (file: key)"),
                           ("must be", "bad value (file: key)"), ("cannot decode", "damaged message (topic)"),
@@ -209,7 +210,9 @@ def yaml_cases(base: Path):
     structure = YAML_VALUES.map(lambda v: yaml.safe_dump(v).encode("utf-8"))
     mutated = st.builds(lambda path, value: yaml.safe_dump(mutate(original, path, value)).encode("utf-8"),
                         st.lists(st.integers(0, 50), min_size=1, max_size=4), YAML_VALUES)
-    return st.one_of(text, structure, mutated, mutated)
+    raw = st.binary(max_size=600)  # not UTF-8, NUL bytes, a Latin-1 degree sign in a comment …
+    latin1 = st.just(base.read_bytes() + "# 43.07° N\n".encode("latin-1"))
+    return st.one_of(text, structure, mutated, mutated, raw, latin1)
 
 
 def sensors_run(kind: str, option: str, data: bytes) -> None:
