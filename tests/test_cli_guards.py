@@ -160,6 +160,15 @@ def test_tune_out_holding_the_storage_is_refused(tmp_path, capsys):
     assert storage.read_bytes().startswith(b"SQLite format 3")
 
 
+def test_tune_out_inside_the_real_runs_is_refused(tmp_path, capsys):
+    runs = tmp_path / "real" / "real" / "line"
+    runs.mkdir(parents=True)
+    assert main(["tune", "--study", str(REPO / "config/studies/tiny.yaml"), "--real", str(tmp_path),
+                 "--params", "gps.sigma=0.01:0.1", "--out", str(tmp_path / "real" / "tuned")]) == 2
+    refused(capsys, "tune", "lies inside the input --real")
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["real"]
+
+
 def test_make_reference_out_holding_its_setup_is_refused(tmp_path, capsys):
     setup = tmp_path / "line" / "setup.yaml"
     setup.parent.mkdir()

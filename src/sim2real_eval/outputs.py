@@ -31,31 +31,34 @@ def _identity(path: Path) -> Optional[Tuple[int, int]]:
     return stat.st_dev, stat.st_ino
 
 
-def _lineage(path: Path) -> list:
-    """``path`` and its ancestors, nearest first (resolved)."""
-    return [path, *path.parents]
+class _Place:
+    """A path resolved once: its name, its identity and the identities of its existing ancestors
+    (so a pair is compared with set look-ups, not stat calls: a demo checks ~200 × 30 pairs)."""
+
+    def __init__(self, path: PathLike):
+        self.path = _real(path)
+        self.names = {self.path, *self.path.parents}
+        self.identity = _identity(self.path)
+        self.lineage = {i for i in map(_identity, (self.path, *self.path.parents)) if i is not None}
+
+    def within(self, other: _Place) -> bool:
+        """This place is ``other`` or lies below it (by name, or by the identity of what exists)."""
+        return other.path in self.names or (other.identity is not None and other.identity in self.lineage)
 
 
-def _within(child: Path, parent: Path) -> bool:
-    """True when ``child`` is ``parent`` or lies below it (by name, or by identity of what exists)."""
-    if child == parent or parent in child.parents:
-        return True
-    target = _identity(parent)
-    if target is None:
-        return False
-    return any(_identity(p) == target for p in _lineage(child) if p.exists())
+def _relation(out: _Place, src: _Place) -> Optional[str]:
+    if out.path == src.path or (out.identity is not None and out.identity == src.identity):
+        return "is"
+    if out.within(src):
+        return "lies inside"
+    if src.within(out):
+        return "contains"
+    return None
 
 
 def relation(output: PathLike, input_path: PathLike) -> Optional[str]:
     """How ``output`` overlaps ``input_path``: "is", "lies inside", "contains" or None."""
-    out, src = _real(output), _real(input_path)
-    if out == src or (_identity(out) is not None and _identity(out) == _identity(src)):
-        return "is"
-    if _within(out, src):
-        return "lies inside"
-    if _within(src, out):
-        return "contains"
-    return None
+    return _relation(_Place(output), _Place(input_path))
 
 
 def _items(mapping: Mapping[str, object]) -> list:
@@ -77,17 +80,22 @@ def check_paths(inputs: Mapping[str, object], outputs: Mapping[str, object],
     ``inputs``/``outputs``: {option label: path, list of paths, or None}.  Cheap: stat calls only.
     """
     ins, outs = _items(inputs), _items(outputs)
-    for out_label, out in outs:
-        for in_label, src in ins:
-            how = relation(out, src)
+    in_places = [_Place(src) for _label, src in ins]
+    out_places = [_Place(out) for _label, out in outs]
+    for (out_label, out), out_place in zip(outs, out_places):
+        for (in_label, src), in_place in zip(ins, in_places):
+            how = _relation(out_place, in_place)
             if how is not None:
                 raise UserError(f"{out_label} {out}: {how} the input {in_label} {src}; an output must "
                                 "not overlap an input (choose another output)")
-    for i, (label_a, a) in enumerate(outs):
-        for label_b, b in outs[i + 1:]:
-            if relation(a, b) == "is":
+    seen: dict = {}
+    for (label_b, b), place in zip(outs, out_places):
+        for key in (place.path, place.identity):
+            if key is not None and key in seen:
+                label_a, a = seen[key]
                 raise UserError(f"{label_a} {a} and {label_b} {b} are the same path; give each output "
                                 "its own")
+        seen.update({key: (label_b, b) for key in (place.path, place.identity) if key is not None})
     if overwrite is False:
         for label, out in outs:
             if os.path.lexists(out):

@@ -41,7 +41,9 @@ def run(args) -> int:
     from ..outputs import check_paths
 
     out = Path(args.out)
-    check_paths({"--study": args.study, "--real": args.real, "--storage": args.storage}, {"--out": out})
+    # tune reads DIR/real/real/<scenario>/<k>/ of --real: an --out beside that (DIR/out) is fine
+    check_paths({"--study": args.study, "--real": Path(args.real) / "real", "--storage": args.storage},
+                {"--out": out})
     if out.exists() and not (out / "trials.csv").is_file():
         raise UserError(f"--out {out}: exists and is not a previous tune output; choose another directory")
     if args.seed < 0:
