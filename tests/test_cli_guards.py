@@ -332,6 +332,7 @@ def test_test1_bag_without_its_imu_tf_is_an_error(peer_bag, tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "/imu/data: every message dropped: no transform 'imu_link' -> 'base_link'" in err
+    assert err.endswith("(--allow-missing-sensor judges it anyway)\n")
     assert not out.exists()
 
 

@@ -81,7 +81,8 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
             )
     for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
         warnings.warn(text, DataWarning, stacklevel=2)
-    result.check_sensors(str(bag), allow_missing=allow_missing_sensor)  # a lost input is an error
+    result.check_sensors(str(bag), allow_missing=allow_missing_sensor,  # a lost input is an error
+                         hint=" (--allow-missing-sensor judges it anyway)")
     summary = {
         "bag": str(bag),
         "config": {

@@ -83,15 +83,15 @@ class JudgeResult:
     def final_position(self) -> Optional[np.ndarray]:
         return self.filtered.position[-1].copy() if len(self.filtered) else None
 
-    def check_sensors(self, where: str, allow_missing: bool = False) -> None:
+    def check_sensors(self, where: str, allow_missing: bool = False, hint: str = "") -> None:
         """A run that lost a whole input (``lost``) is an error (UserError naming ``where``, the topics
-        and why), or with ``allow_missing`` a DataWarning per lost topic."""
+        and why, then ``hint``), or with ``allow_missing`` a DataWarning per lost topic."""
         if not self.lost:
             return
         losses = "; ".join(f"{topic}: {why}" for topic, why in sorted(self.lost.items()))
         if not allow_missing:
             raise UserError(f"{where}: the judge lost a whole sensor ({losses}); its estimate would be "
-                            "judged without it")
+                            f"judged without it{hint}")
         import warnings
 
         warnings.warn(f"{where}: judged without a whole sensor ({losses})", DataWarning, stacklevel=2)
