@@ -7,11 +7,11 @@ import hashlib
 
 import numpy as np
 import pytest
+from fixtures.bags import merge_by_time
 from test_calibrate_standstill import gps_spec, imu_spec, standstill_truth
 
 from sim2real_eval.bags import messages as bag_messages
 from sim2real_eval.bags import write_bag
-from sim2real_eval.bags.writer import merge_by_time
 from sim2real_eval.calibrate import plots
 from sim2real_eval.cli import main
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
