@@ -2,13 +2,13 @@
 
     ros2 launch sim2real_eval evaluate.launch.py bag:=/data/lot17 mode:=sim_imu imu_model:=chrono_paper_demo
 
-Every argument and its default: sim2real_eval.node_core.EVALUATE_ARGUMENTS (docs/ros.md).  The
-argument → process/parameter/remap logic is node_core.evaluate_plan (tested without ROS).
+Every argument and its default: sim2real_eval.node.launch_plan.EVALUATE_ARGUMENTS (docs/ros.md).  The
+argument → process/parameter/remap logic is node.launch_plan.evaluate_plan (tested without ROS).
 """
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from sim2real_eval.node_core import EVALUATE_ARGUMENTS, evaluate_plan
+from sim2real_eval.node.launch_plan import EVALUATE_ARGUMENTS, evaluate_plan
 from sim2real_eval.ros import launch_actions as la
 
 

@@ -2,12 +2,12 @@
 
     ros2 launch sim2real_eval judge.launch.py ekf_config:=/path/ekf.yaml use_sim_time:=true
 
-Arguments: sim2real_eval.node_core.JUDGE_ARGUMENTS (docs/ros.md).
+Arguments: sim2real_eval.node.launch_plan.JUDGE_ARGUMENTS (docs/ros.md).
 """
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from sim2real_eval.node_core import JUDGE_ARGUMENTS, judge_plan, static_tf_nodes
+from sim2real_eval.node.launch_plan import JUDGE_ARGUMENTS, judge_plan, static_tf_nodes
 from sim2real_eval.ros.launch_actions import action, argument_values, declare, plan_or_fail
 
 

@@ -2,12 +2,12 @@
 
     ros2 launch sim2real_eval sensors.launch.py truth_topic:=/vehicle/odom gps_model:=ch_rw seed:=7
 
-Arguments: sim2real_eval.node_core.SENSORS_ARGUMENTS (docs/ros.md).
+Arguments: sim2real_eval.node.launch_plan.SENSORS_ARGUMENTS (docs/ros.md).
 """
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from sim2real_eval.node_core import SENSORS_ARGUMENTS, sensors_plan
+from sim2real_eval.node.launch_plan import SENSORS_ARGUMENTS, sensors_plan
 from sim2real_eval.ros.launch_actions import action, argument_values, declare, plan_or_fail
 
 

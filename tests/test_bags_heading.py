@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim2real_eval import node_core, sbg
+from sim2real_eval import sbg
+from sim2real_eval.node import params, sbg_truth
 
 S = 1_000_000_000
 
@@ -52,7 +53,7 @@ def test_heading_rule_properties(v, min_speed, initial):
 
 def test_ground_truth_node_uses_the_rule():
     """The node's yaw follows the velocity direction (not the course field) and holds when slow."""
-    assembler = node_core.SbgTruthAssembler(node_core.parse_ground_truth_params({"min_course_speed": 0.5}))
+    assembler = sbg_truth.SbgTruthAssembler(params.parse_ground_truth_params({"min_course_speed": 0.5}))
     yaws = []
     for i, (ned, course) in enumerate((([0.2, 0.0, 0.0], 0.0),      # slow: the node's initial yaw 0
                                        ([1.0, 1.0, 0.0], 10.0),     # NE; a wrong course is ignored

@@ -1,6 +1,6 @@
 """Launch argument → process / parameter / remap mapping of evaluate, sensors and judge launch files.
 
-The launch files only turn node_core's plans into launch actions; the plans are tested here.
+The launch files only turn node.launch_plan's plans into launch actions; the plans are tested here.
 """
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sim2real_eval import node_core
 from sim2real_eval.errors import UserError
+from sim2real_eval.node import launch_plan
+from sim2real_eval.node import params as node_params
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,7 +27,7 @@ def bag(tmp_path):
 
 def plan(bag, tmp_path, **args):
     args.setdefault("output", str(tmp_path / "out" / "run"))
-    return node_core.evaluate_plan(dict(bag=str(bag), **args))
+    return launch_plan.evaluate_plan(dict(bag=str(bag), **args))
 
 
 def by_name(plan_):
@@ -50,7 +51,7 @@ def test_sim_imu_hides_the_real_imu_and_starts_only_the_imu_node(bag, tmp_path):
                                # ticks: the hidden real IMU's header stamps, as the offline replay
                                "tick_topic": "/real/imu"}]
     # The node parses exactly what the launch passes (same keys, same validation).
-    config = node_core.parse_noise_node_params("imu", imu.parameters[0])
+    config = node_params.parse_noise_node_params("imu", imu.parameters[0])
     assert config.seed_keys == ["sim_imu", "lot17", 0] and config.tick_topic == "/real/imu"
     assert config.stream(config.load_model()).explicit_ticks
     assert config.model_spec == {"preset": "mavs_mems", "mounting_rpy": [0.0, -1.5708, 3.1416]}
@@ -61,7 +62,7 @@ def test_sim_imu_hides_the_real_imu_and_starts_only_the_imu_node(bag, tmp_path):
 def test_imu_ticks_on_its_own_rate(bag, tmp_path):
     imu = by_name(plan(bag, tmp_path, mode="sim_imu", imu_ticks="rate"))["imu_noise_node"]
     assert "tick_topic" not in imu.parameters[0]
-    assert not node_core.parse_noise_node_params("imu", imu.parameters[0]).tick_topic
+    assert not node_params.parse_noise_node_params("imu", imu.parameters[0]).tick_topic
 
 
 def test_sim_both_and_real_modes(bag, tmp_path):
@@ -105,11 +106,11 @@ def test_judge_static_tfs_ground_truth_and_recorder(bag, tmp_path):
     for spec in p.nodes:
         assert any(isinstance(x, dict) and x.get("use_sim_time") is True for x in spec.parameters), spec.name
     # The recorder accepts what the launch passes.
-    assert node_core.parse_recorder_params(recorder).storage == "mcap"
+    assert node_params.parse_recorder_params(recorder).storage == "mcap"
 
 
 def test_default_output_is_under_runs_in_the_working_directory(bag, tmp_path):
-    p = node_core.evaluate_plan({"bag": str(bag), "mode": "sim_gps"}, cwd=str(tmp_path))
+    p = launch_plan.evaluate_plan({"bag": str(bag), "mode": "sim_gps"}, cwd=str(tmp_path))
     assert p.output == str(tmp_path / "runs" / "sim_gps_lot17_run1")
 
 
@@ -132,9 +133,9 @@ def test_bad_arguments_fail_naming_the_argument(bag, tmp_path, args, match):
 def test_missing_bag_fails_immediately_naming_the_path(tmp_path):
     missing = tmp_path / "no_such_bag"
     with pytest.raises(UserError, match=f"bag: {missing} does not exist"):
-        node_core.evaluate_plan({"bag": str(missing)})
+        launch_plan.evaluate_plan({"bag": str(missing)})
     with pytest.raises(UserError, match="bag:= is required"):
-        node_core.evaluate_plan({})
+        launch_plan.evaluate_plan({})
 
 
 def test_existing_output_is_refused(bag, tmp_path):
@@ -144,16 +145,17 @@ def test_existing_output_is_refused(bag, tmp_path):
 
 
 def test_sensors_and_judge_plans():
-    nodes = node_core.sensors_plan({"sensors": "imu", "truth_topic": "/vehicle/odom", "twist_frame": "world",
-                                    "use_sim_time": "false", "imu_model": "airsim_imu"})
+    nodes = launch_plan.sensors_plan({"sensors": "imu", "truth_topic": "/vehicle/odom",
+                                      "twist_frame": "world", "use_sim_time": "false",
+                                      "imu_model": "airsim_imu"})
     assert [n.name for n in nodes] == ["imu_noise_node"]
     assert nodes[0].parameters[0]["truth_topic"] == "/vehicle/odom"
     assert nodes[0].parameters[0]["use_sim_time"] is False
     assert nodes[0].parameters[0]["twist_frame"] == "world"
-    assert len(node_core.sensors_plan({})) == 2
+    assert len(launch_plan.sensors_plan({})) == 2
     with pytest.raises(UserError, match="sensors"):
-        node_core.sensors_plan({"sensors": "lidar"})
-    judge = node_core.judge_plan({"use_sim_time": "false"})
+        launch_plan.sensors_plan({"sensors": "lidar"})
+    judge = launch_plan.judge_plan({"use_sim_time": "false"})
     assert [n.executable for n in judge] == ["ekf_node", "navsat_transform_node"]
     assert judge[0].parameters[1] == {"use_sim_time": False}
 
@@ -167,11 +169,11 @@ def launch_file(name):
     ("sensors.launch.py", "SENSORS_ARGUMENTS", "sensors_plan"),
     ("judge.launch.py", "JUDGE_ARGUMENTS", "judge_plan"),
 ])
-def test_launch_files_declare_the_node_core_tables(name, table, builder):
-    """Each launch file declares its node_core argument table and builds from its node_core plan."""
+def test_launch_files_declare_the_launch_plan_tables(name, table, builder):
+    """Each launch file declares its launch_plan argument table and builds from its launch_plan plan."""
     tree = ast.parse(launch_file(name))
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                and node.module == "sim2real_eval.node_core" for alias in node.names}
+                and node.module == "sim2real_eval.node.launch_plan" for alias in node.names}
     assert {table, builder} <= imported
     assert "generate_launch_description" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
 
@@ -179,7 +181,7 @@ def test_launch_files_declare_the_node_core_tables(name, table, builder):
 @pytest.mark.parametrize("table", ["EVALUATE_ARGUMENTS", "SENSORS_ARGUMENTS", "JUDGE_ARGUMENTS"])
 def test_every_launch_argument_is_documented_with_an_example(table):
     docs = (REPO / "docs" / "ros.md").read_text(encoding="utf-8")
-    for name in getattr(node_core, table):
+    for name in getattr(launch_plan, table):
         assert f"`{name}`" in docs, f"docs/ros.md does not document {name}"
         assert f"{name}:=" in docs, f"docs/ros.md has no example command line using {name}:="
 

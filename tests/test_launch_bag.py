@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "launch"))
 bags = pytest.importorskip("sim2real_eval.bags")
 from art_bag import DATUM, drive, make_art_bag  # noqa: E402
 
-from sim2real_eval import node_core  # noqa: E402
+from sim2real_eval.node import params, sbg_truth  # noqa: E402
 from sim2real_eval.ros import messages  # noqa: E402
 
 
@@ -25,7 +25,7 @@ def test_art_bag_has_the_real_topics_and_its_sbg_truth_drives_ground_truth_node(
         topics = reader.topics
         assert {"/fix", "/imu", "/sbg/ekf_nav", "/sbg/ekf_quat"} <= set(topics)
         assert topics["/fix"].count == 60 and topics["/imu"].count == 600
-        assembler = node_core.SbgTruthAssembler(node_core.parse_ground_truth_params({"datum": DATUM}))
+        assembler = sbg_truth.SbgTruthAssembler(params.parse_ground_truth_params({"datum": DATUM}))
         outputs = []
         for item in reader.messages(["/sbg/ekf_nav", "/sbg/ekf_quat"]):
             stamp = messages.header_ns(item.msg.header)

@@ -1,4 +1,4 @@
-"""node_core: the rclpy-free logic of the ROS nodes (ticks, truth streaming, parameters, sbg truth)."""
+"""sim2real_eval.node: the rclpy-free logic of the ROS nodes (ticks, truth streams, parameters, sbg truth)."""
 from __future__ import annotations
 
 import math
@@ -8,37 +8,36 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim2real_eval import node_core, rotations
+from sim2real_eval import rotations
 from sim2real_eval.errors import UserError
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 from sim2real_eval.models.base import stamps_to_seconds
+from sim2real_eval.node import params as node_params
+from sim2real_eval.node import sbg_truth, ticks, truth_stream
 from sim2real_eval.truth import GRAVITY, GroundTruth
 
 S = 1_000_000_000
 
 
 # ------------------------------------------------------------------------------------------ time
-def test_period_and_stamp_conversions():
-    assert node_core.period_ns(10) == 100_000_000
-    assert node_core.period_ns(3) == 333_333_333  # round(1e9 / 3)
-    assert node_core.stamp_to_ns(12, 5) == 12 * S + 5
-    assert node_core.ns_to_stamp(12 * S + 5) == (12, 5)
-    assert node_core.ns_to_stamp(-1) == (-1, S - 1)  # nanosec always in [0, 1e9)
+def test_period_ns_is_validated():
+    assert ticks.period_ns(10) == 100_000_000
+    assert ticks.period_ns(3) == 333_333_333  # round(1e9 / 3)
     for bad in (0, -5, float("nan"), True, "10"):
         with pytest.raises(UserError, match="rate"):
-            node_core.period_ns(bad)
+            ticks.period_ns(bad)
 
 
 def test_ticks_are_exact_multiples_inside_the_interval():
-    p = node_core.period_ns(10)
-    assert node_core.ticks_ns(10 * S, 10 * S + 300_000_000, p, False).tolist() == [
+    p = ticks.period_ns(10)
+    assert ticks.ticks_ns(10 * S, 10 * S + 300_000_000, p, False).tolist() == [
         10 * S, 10 * S + p, 10 * S + 2 * p]
-    assert node_core.ticks_ns(10 * S, 10 * S + 300_000_000, p, True).tolist()[-1] == 10 * S + 3 * p
-    assert node_core.ticks_ns(10 * S + 1, 10 * S + p, p, False).size == 0
-    assert node_core.ticks_ns(-p, p, p, True).tolist() == [-p, p]  # stamp 0 is never produced
+    assert ticks.ticks_ns(10 * S, 10 * S + 300_000_000, p, True).tolist()[-1] == 10 * S + 3 * p
+    assert ticks.ticks_ns(10 * S + 1, 10 * S + p, p, False).size == 0
+    assert ticks.ticks_ns(-p, p, p, True).tolist() == [-p, p]  # stamp 0 is never produced
     epoch = 1_707_000_000 * S + 123  # absolute epoch stamps keep every nanosecond
-    ticks = node_core.ticks_ns(epoch, epoch + S, p, False)
-    assert ticks[0] == 1_707_000_000 * S + p and len(ticks) == 10 and (ticks % p == 0).all()
+    epoch_ticks = ticks.ticks_ns(epoch, epoch + S, p, False)
+    assert epoch_ticks[0] == 1_707_000_000 * S + p and len(epoch_ticks) == 10 and (epoch_ticks % p == 0).all()
 
 
 @settings(max_examples=200, deadline=None)
@@ -48,15 +47,15 @@ def test_ticks_partition_property(start, periods, extra, period):
     length = periods * period + extra % period
     mid = start + length // 2
     end = start + length
-    joined = np.concatenate([node_core.ticks_ns(start, mid, period, False),
-                             node_core.ticks_ns(mid, end, period, True)])
-    whole = node_core.ticks_ns(start, end, period, True)
+    joined = np.concatenate([ticks.ticks_ns(start, mid, period, False),
+                             ticks.ticks_ns(mid, end, period, True)])
+    whole = ticks.ticks_ns(start, end, period, True)
     assert joined.tolist() == whole.tolist()
     assert all(start <= t <= end and t % period == 0 for t in whole.tolist())
 
 
 def test_throttled_warning_counts_suppressed_messages():
-    throttle = node_core.ThrottledWarning(5.0)
+    throttle = ticks.ThrottledWarning(5.0)
     assert throttle.message("late", 0.0) == "late"
     assert throttle.message("late", 1.0) is None
     assert throttle.message("late", 4.9) is None
@@ -87,7 +86,7 @@ def jittery_stamps(n, rate, start_s=10.0, jitter=0.3, seed=1):
 
 
 def stream_truth(stamps_ns, p, q, v, w):
-    stream = node_core.TruthStream()
+    stream = truth_stream.TruthStream()
     segments = []
     for i, stamp in enumerate(stamps_ns):
         assert stream.push(int(stamp), p[i], q[i], v[i], w[i], segments)
@@ -125,7 +124,7 @@ def test_truth_stream_specific_force_at_rest_and_in_a_turn():
 
 
 def test_truth_stream_drops_non_increasing_and_non_finite_samples():
-    stream = node_core.TruthStream()
+    stream = truth_stream.TruthStream()
     segments = []
     ident = [0, 0, 0, 1.0]
     assert stream.push(10 * S, [0, 0, 0], ident, [0, 0, 0], [0, 0, 0], segments)
@@ -142,13 +141,13 @@ def test_truth_stream_drops_non_increasing_and_non_finite_samples():
 def test_odometry_twist_frames():
     """Yaw 90°: body-forward 1 m/s is world north; a world-frame twist is taken as is."""
     q90 = rotations.from_yaw(math.pi / 2)
-    _, q, v_world, w_body = node_core.odometry_to_truth_sample([1, 2, 3], q90, [1, 0, 0], [0, 0, 0.3])
+    _, q, v_world, w_body = truth_stream.odometry_to_truth_sample([1, 2, 3], q90, [1, 0, 0], [0, 0, 0.3])
     assert np.allclose(v_world, [0, 1, 0]) and np.allclose(w_body, [0, 0, 0.3]) and np.allclose(q, q90)
-    _, _, v_world, w_body = node_core.odometry_to_truth_sample([0, 0, 0], q90, [0, 1, 0], [0.3, 0, 0],
+    _, _, v_world, w_body = truth_stream.odometry_to_truth_sample([0, 0, 0], q90, [0, 1, 0], [0.3, 0, 0],
                                                                twist_frame="world")
     assert np.allclose(v_world, [0, 1, 0]) and np.allclose(w_body, [0, -0.3, 0])  # world x = body −y
     with pytest.raises(UserError, match="twist_frame"):
-        node_core.odometry_to_truth_sample([0, 0, 0], q90, [0, 0, 0], [0, 0, 0], twist_frame="odom")
+        truth_stream.odometry_to_truth_sample([0, 0, 0], q90, [0, 0, 0], [0, 0, 0], twist_frame="odom")
 
 
 # ------------------------------------------------------------------ node path == offline path
@@ -156,7 +155,7 @@ def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both",
     stamps = jittery_stamps(n, truth_rate)
     p, q, v, w = kinematic_series(stamps)
     loader = load_gps_model if sensor == "gps" else load_imu_model
-    stream = node_core.SensorStream(loader(spec, sensor_seed(2024, *keys, sensor)), rate)
+    stream = truth_stream.SensorStream(loader(spec, sensor_seed(2024, *keys, sensor)), rate)
     parts = []
     for i, stamp in enumerate(stamps):
         ready, accepted = stream.push_truth(int(stamp), p[i], q[i], v[i], w[i])
@@ -172,8 +171,8 @@ def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both",
 @pytest.mark.parametrize("spec", ["ch_gauss", "ch_rw_airsim", "hector"])
 def test_gps_node_path_equals_offline_sample(spec):
     node, offline, stamps = node_and_offline("gps", spec, 10.0)
-    period = node_core.period_ns(10.0)
-    expected_ticks = node_core.ticks_ns(int(stamps[0]), int(stamps[-1]), period, True)
+    period = ticks.period_ns(10.0)
+    expected_ticks = ticks.ticks_ns(int(stamps[0]), int(stamps[-1]), period, True)
     assert node.stamp_ns.tolist() == expected_ticks.tolist()  # every tick inside the truth span
     for name, value in offline.as_dict().items():
         assert np.array_equal(getattr(node, name), value), name
@@ -194,7 +193,7 @@ def test_imu_node_on_real_imu_stamps_equals_offline_replay_sampling():
     p, q, v, w = kinematic_series(truth_stamps)
     real_imu = jittery_stamps(700, 100.0, start_s=9.9, jitter=0.2, seed=4)  # starts before the truth
     seed = sensor_seed(3, "sim_imu-mavs_mems", "lot17", 0, "imu")
-    stream = node_core.SensorStream(load_imu_model("mavs_mems", seed), 100.0, explicit_ticks=True)
+    stream = truth_stream.SensorStream(load_imu_model("mavs_mems", seed), 100.0, explicit_ticks=True)
     parts, k = [], 0
     for i, stamp in enumerate(truth_stamps):  # messages arrive in stamp order, as the player sends them
         while k < len(real_imu) and real_imu[k] <= stamp:
@@ -220,7 +219,7 @@ def test_late_or_unordered_explicit_ticks_are_dropped():
             self.stamps.append(stamp_ns)
 
     model = Steps()
-    stream = node_core.SensorStream(model, 100.0, explicit_ticks=True)
+    stream = truth_stream.SensorStream(model, 100.0, explicit_ticks=True)
     ident = [0, 0, 0, 1.0]
     assert stream.add_tick(10 * S + 50_000_000)
     assert not stream.add_tick(10 * S + 50_000_000)  # repeated stamp
@@ -232,7 +231,7 @@ def test_late_or_unordered_explicit_ticks_are_dropped():
     assert model.stamps == [10 * S + 50_000_000, 10 * S + 250_000_000]
     assert stream.dropped_ticks == 2
     with pytest.raises(RuntimeError, match="explicit_ticks"):
-        node_core.SensorStream(model, 100.0).add_tick(1)
+        truth_stream.SensorStream(model, 100.0).add_tick(1)
 
 
 def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
@@ -245,7 +244,7 @@ def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
             return None
 
     model = Recorder()
-    stream = node_core.SensorStream(model, 10.0, truth_mode="hold", max_truth_gap_s=0.5)
+    stream = truth_stream.SensorStream(model, 10.0, truth_mode="hold", max_truth_gap_s=0.5)
     ident = [0, 0, 0, 1.0]
     for k, x in ((0, 0.0), (2, 2.0), (4, 4.0), (14, 14.0), (16, 16.0)):  # truth at 5 Hz, gap 0.4..1.4 s
         stream.push_truth(10 * S + k * 100_000_000, [x, 0, 0], ident, [10, 0, 0], [0, 0, 0])
@@ -254,15 +253,15 @@ def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
     assert got == {0: 0.0, 1: 0.0, 2: 2.0, 3: 2.0, 14: 14.0, 15: 14.0, 16: 16.0}
     assert stream.skipped_ticks == 10  # ticks 4..13 lie in the 1 s truth gap
     with pytest.raises(UserError, match="truth_mode"):
-        node_core.SensorStream(model, 10.0, truth_mode="extrapolate")
+        truth_stream.SensorStream(model, 10.0, truth_mode="extrapolate")
 
 
 # -------------------------------------------------------------------------------- parameters
 def test_noise_node_parameters_defaults_and_preset_overrides():
-    config = node_core.parse_noise_node_params("gps", {"use_sim_time": True})
+    config = node_params.parse_noise_node_params("gps", {"use_sim_time": True})
     assert (config.model_spec, config.rate_hz, config.frame_id, config.output_topic, config.truth_topic) == (
         "ch_gauss", 10.0, "gps", "/fix", "/ground_truth/odom")
-    config = node_core.parse_noise_node_params("imu", {
+    config = node_params.parse_noise_node_params("imu", {
         "model": "chrono_paper_demo", "seed": 7, "seed_keys": ["sim_imu", "lot17", "0"], "rate": 200,
         "model_params.accelerometer.sigma": [0.1, 0.1, 0.02],
         "model_params.mounting_rpy": [0.0, -1.5708, 3.1416]})
@@ -289,32 +288,32 @@ def test_noise_node_parameters_defaults_and_preset_overrides():
 ])
 def test_noise_node_parameter_errors_name_the_parameter(params, match):
     with pytest.raises(UserError, match=match):
-        node_core.parse_noise_node_params("gps", params)
+        node_params.parse_noise_node_params("gps", params)
 
 
 def test_unknown_model_fails_at_start_up_with_one_line():
-    config = node_core.parse_noise_node_params("gps", {"model": "no_such_preset"})
+    config = node_params.parse_noise_node_params("gps", {"model": "no_such_preset"})
     with pytest.raises(UserError, match="unknown preset 'no_such_preset'") as info:
         config.load_model()
     assert "\n" not in str(info.value)
 
 
 def test_recorder_parameters(tmp_path):
-    config = node_core.parse_recorder_params({"output": str(tmp_path / "run"), "storage": "mcap"})
+    config = node_params.parse_recorder_params({"output": str(tmp_path / "run"), "storage": "mcap"})
     assert config.storage == "mcap" and "/odometry/filtered" in config.topics
     with pytest.raises(UserError, match="parameter output: .* already exists"):
-        node_core.parse_recorder_params({"output": str(tmp_path)})
+        node_params.parse_recorder_params({"output": str(tmp_path)})
     with pytest.raises(UserError, match="parameter storage"):
-        node_core.parse_recorder_params({"output": str(tmp_path / "x"), "storage": "rosbag1"})
+        node_params.parse_recorder_params({"output": str(tmp_path / "x"), "storage": "rosbag1"})
     with pytest.raises(UserError, match="parameter output"):
-        node_core.parse_recorder_params({})
+        node_params.parse_recorder_params({})
 
 
 # ------------------------------------------------------------------------- sbg ground truth
 def test_sbg_ekf_pair_in_ned_becomes_enu_odometry():
     """Driver default NED: identity attitude = facing north (ENU yaw 90°); velocity N 2 m/s."""
-    config = node_core.parse_ground_truth_params({"source": "ekf"})
-    assembler = node_core.SbgTruthAssembler(config)
+    config = node_params.parse_ground_truth_params({"source": "ekf"})
+    assembler = sbg_truth.SbgTruthAssembler(config)
     assert assembler.on_ekf_nav(10 * S, [2, 0, 0], 43.07, -89.4, 260.0, -33.0) is None  # no attitude yet
     first = assembler.on_ekf_quat(10 * S, [0, 0, 0, 1.0])  # completes the pair
     assert np.allclose(first.position, 0, atol=1e-9)  # datum = first fix (ellipsoidal height 227 m)
@@ -335,7 +334,7 @@ def test_sbg_ekf_pair_in_ned_becomes_enu_odometry():
 
 
 def test_sbg_gps_pair_uses_course_and_holds_yaw_when_slow():
-    assembler = node_core.SbgTruthAssembler(node_core.parse_ground_truth_params({}))  # auto
+    assembler = sbg_truth.SbgTruthAssembler(node_params.parse_ground_truth_params({}))  # auto
     assembler.on_gps_vel(10 * S, [0.0, 3.0, 0.0], 90.0)    # NED: 3 m/s east, course 90°
     out = assembler.on_gps_pos(10 * S, 43.0, -89.0, 300.0, 0.0)
     assert assembler.active == "gps"
@@ -355,4 +354,4 @@ def test_sbg_gps_pair_uses_course_and_holds_yaw_when_slow():
 ])
 def test_ground_truth_parameter_errors(params, match):
     with pytest.raises(UserError, match=match):
-        node_core.parse_ground_truth_params(params)
+        node_params.parse_ground_truth_params(params)

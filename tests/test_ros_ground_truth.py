@@ -1,7 +1,7 @@
 """ground_truth_node's core on sbg_driver messages built by the offline bag writer (NED driver default).
 
 The messages come from the sbg builders of bags.messages and tests/fixtures/bags.py (their own inverse
-conversions); feeding them to node_core.SbgTruthAssembler, exactly as the node does, must give back the
+conversions); feeding them to sbg_truth.SbgTruthAssembler, exactly as the node does, must give back the
 truth they were built from.
 """
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim2real_eval import node_core, rotations
+from sim2real_eval import rotations
+from sim2real_eval.node import params, sbg_truth
 from sim2real_eval.ros import messages
 from sim2real_eval.truth import GroundTruth
 
@@ -52,8 +53,8 @@ def feed(assembler, items):
 
 def test_ekf_pair_reproduces_the_truth(truth):
     items = list(sbg_ekf_quat_messages(truth)) + list(sbg_ekf_nav_messages(truth, DATUM, undulation=-33.0))
-    config = node_core.parse_ground_truth_params({"source": "ekf", "datum": DATUM})
-    outputs = feed(node_core.SbgTruthAssembler(config), items)
+    config = params.parse_ground_truth_params({"source": "ekf", "datum": DATUM})
+    outputs = feed(sbg_truth.SbgTruthAssembler(config), items)
     assert len(outputs) == 300  # 50 Hz for 6 s
     stamps = np.array([o.stamp_ns for o in outputs])
     expected = truth.interpolate(stamps / 1e9)
@@ -70,7 +71,7 @@ def test_ekf_pair_reproduces_the_truth(truth):
 def test_gps_pair_gives_course_heading_and_first_fix_datum(truth):
     items = list(bags_messages.sbg_gps_vel_messages(truth))
     items += list(bags_messages.sbg_gps_pos_messages(truth, DATUM))
-    assembler = node_core.SbgTruthAssembler(node_core.parse_ground_truth_params({"source": "auto"}))
+    assembler = sbg_truth.SbgTruthAssembler(params.parse_ground_truth_params({"source": "auto"}))
     outputs = feed(assembler, items)
     assert assembler.active == "gps" and len(outputs) == 30  # 5 Hz
     assert np.allclose(outputs[0].position, 0, atol=1e-9)  # the first fix is the datum

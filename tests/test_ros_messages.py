@@ -12,8 +12,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sim2real_eval import node_core, rotations
+from sim2real_eval import rotations
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
+from sim2real_eval.node import truth_stream
 from sim2real_eval.ros import messages
 from sim2real_eval.truth import GroundTruth
 
@@ -84,7 +85,7 @@ def test_odometry_round_trip_through_the_truth_stream(typestore, truth):
     for i in (0, 50, 149):
         stamp, position, orientation, linear, angular = messages.odometry_fields(offline[i].msg)
         assert stamp == round(truth.t[i] * 1e9)
-        p, q, v_world, w_body = node_core.odometry_to_truth_sample(position, orientation, linear, angular)
+        p, q, v_world, w_body = truth_stream.odometry_to_truth_sample(position, orientation, linear, angular)
         assert np.allclose(p, truth.position[i]) and np.allclose(v_world, truth.velocity[i], atol=1e-12)
         assert np.allclose(w_body, truth.angular_velocity[i])
         assert abs(abs(np.dot(q, truth.orientation[i])) - 1) < 1e-12

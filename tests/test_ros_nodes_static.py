@@ -1,22 +1,22 @@
-"""Static checks of the rclpy node modules, which cannot be imported here (no ROS 2).
+"""Static checks of the rclpy node modules and launch files, which cannot be imported without ROS 2.
 
-Every ``node_core.X`` / ``messages.X`` / ``_node.X`` / ``la.X`` the nodes and launch files use must
-exist, and every node module must expose the ``main`` that setup.py's console_scripts name: a typo
-in code that only runs on a robot is caught here instead of there.
+Every attribute of a project module the nodes and launch files use (``params.X``, ``_node.X``,
+``la.X``…) and every name they import from one must exist, and every node module must expose the
+``main`` that setup.py's console_scripts name: a typo in code that only runs on a robot is caught
+here instead of there.  (tests/test_ros_humble_api.py checks the rclpy/launch side against Humble.)
 """
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 
-from sim2real_eval import node_core
-from sim2real_eval.ros import messages
-
 REPO = Path(__file__).resolve().parents[1]
-ROS_DIR = REPO / "src" / "sim2real_eval" / "ros"
+SRC = REPO / "src"
+ROS_DIR = SRC / "sim2real_eval" / "ros"
 
 
 def defined_names(path: Path) -> set:
@@ -27,31 +27,65 @@ def defined_names(path: Path) -> set:
             names.add(node.name)
         elif isinstance(node, ast.Assign):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
     return names
 
 
-AVAILABLE = {
-    "node_core": set(dir(node_core)),
-    "messages": set(dir(messages)),
-    "_node": defined_names(ROS_DIR / "_node.py"),
-    "la": defined_names(ROS_DIR / "launch_actions.py"),
-}
+def module_names(dotted: str) -> set:
+    """Names a project module offers: imported when it needs no ROS, else read from its source."""
+    path = SRC / (dotted.replace(".", "/") + ".py")
+    package = SRC / dotted.replace(".", "/") / "__init__.py"
+    if path.parent == ROS_DIR or (path.parent / "..").resolve() == ROS_DIR:
+        return defined_names(path)
+    module = importlib.import_module(dotted)
+    names = set(dir(module))
+    if package.is_file():  # a package: its submodules count as attributes
+        names |= {p.stem for p in package.parent.glob("*.py")}
+    return names
+
+
+def project_module(node: ast.ImportFrom, path: Path) -> str | None:
+    """The dotted name an ImportFrom refers to, when it is a sim2real_eval module."""
+    if node.level:
+        here = path.relative_to(SRC).with_suffix("").parts[:-node.level]
+        base = ".".join(here + ((node.module,) if node.module else ()))
+    else:
+        base = node.module or ""
+    return base if base.split(".")[0] == "sim2real_eval" else None
+
+
+def is_module(dotted: str) -> bool:
+    target = SRC / dotted.replace(".", "/")
+    return target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
+
+
 SOURCES = sorted(ROS_DIR.glob("*.py")) + sorted((REPO / "launch").glob("*.launch.py"))
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
-def test_every_core_attribute_used_by_nodes_and_launch_files_exists(path):
+def test_every_project_attribute_used_by_nodes_and_launch_files_exists(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    used = [(node.value.id, node.attr, node.lineno) for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id in AVAILABLE]
-    missing = [f"{path.name}:{line}: {mod}.{attr}" for mod, attr, line in used if attr not in AVAILABLE[mod]]
+    aliases, missing = {}, []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = project_module(node, path)
+        if base is None:
+            continue
+        for alias in node.names:
+            dotted = f"{base}.{alias.name}"
+            if is_module(dotted):
+                aliases[alias.asname or alias.name] = dotted
+            elif alias.name not in module_names(base):
+                missing.append(f"{path.name}:{node.lineno}: from {base} import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            if node.attr not in module_names(aliases[node.value.id]):
+                missing.append(f"{path.name}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
     assert not missing, missing
-    for node in ast.walk(tree):  # names imported from node_core must exist too
-        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("node_core"):
-            assert all(alias.name in AVAILABLE["node_core"] for alias in node.names), path.name
 
 
 def test_console_scripts_point_at_existing_main_functions():

@@ -3,7 +3,7 @@ nav_msgs/Odometry on /ground_truth/odom (pose in ENU ``odom``, twist in ``base_l
 
 It lets a real ART bag drive the noise nodes.  sbg_driver is an optional dependency: without it the
 node exits with one error line saying so.  Conversions: ``sim2real_eval.sbg``; pairing and rates:
-``node_core.SbgTruthAssembler``.
+``sbg_truth.SbgTruthAssembler``.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import sys
 
 from nav_msgs.msg import Odometry
 
-from .. import node_core
 from ..errors import UserError
+from ..node import params, sbg_truth, ticks
 from . import _node, messages
 
 
@@ -27,12 +27,12 @@ def _sbg_types():
 
 class GroundTruthNode:
     def __init__(self):
-        self.node = _node.make_node("ground_truth_node", node_core.GROUND_TRUTH_DEFAULTS)
-        self.config = node_core.parse_ground_truth_params(_node.parameter_values(self.node))
-        self.assembler = node_core.SbgTruthAssembler(self.config)
+        self.node = _node.make_node("ground_truth_node", params.GROUND_TRUTH_DEFAULTS)
+        self.config = params.parse_ground_truth_params(_node.parameter_values(self.node))
+        self.assembler = sbg_truth.SbgTruthAssembler(self.config)
         SbgEkfNav, SbgEkfQuat, SbgGpsPos, SbgGpsVel = _sbg_types()
         self.publisher = self.node.create_publisher(Odometry, self.config.output_topic, _node.PUBLISH_QOS)
-        self.out_of_order = node_core.ThrottledWarning(5.0)
+        self.out_of_order = ticks.ThrottledWarning(5.0)
         self.reported_drops = 0
         topics, qos = self.config.topics, _node.SUBSCRIBE_QOS
         sub = self.node.create_subscription

@@ -1,4 +1,4 @@
-"""ProcessSpec (node_core's launch plans) → launch / launch_ros actions; used by launch/*.launch.py."""
+"""ProcessSpec (node.launch_plan's plans) → launch / launch_ros actions; used by launch/*.launch.py."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -10,7 +10,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from ..errors import UserError
-from ..node_core import ProcessSpec
+from ..node.launch_plan import ProcessSpec
 
 
 def declare(arguments: Dict[str, Tuple[str, str]]) -> List[DeclareLaunchArgument]:
@@ -30,7 +30,7 @@ def action(spec: ProcessSpec):
 
 
 def plan_or_fail(build, *args):
-    """Run a node_core plan; a UserError becomes a RuntimeError whose text ros2 launch prints."""
+    """Run a launch_plan plan; a UserError becomes a RuntimeError whose text ros2 launch prints."""
     try:
         return build(*args)
     except UserError as exc:

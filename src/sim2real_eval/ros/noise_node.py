@@ -1,7 +1,7 @@
 """The rclpy part of gps_noise_node and imu_noise_node: Odometry in, sensor messages out.
 
 All logic (parameter validation, truth ordering and interpolation, exact ticks) is in
-``sim2real_eval.node_core``; the model is the offline one (``models.load_*_model`` + ``step``).
+``sim2real_eval.node``; the model is the offline one (``models.load_*_model`` + ``step``).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import List, Optional
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, MagneticField, NavSatFix
 
-from .. import node_core
+from ..node import params, ticks, truth_stream
 from . import _node, messages
 
 
@@ -19,11 +19,11 @@ class NoiseNode:
 
     def __init__(self, sensor: str):
         self.sensor = sensor
-        self.node = _node.make_node(f"{sensor}_noise_node", node_core.noise_node_defaults(sensor))
-        self.config = node_core.parse_noise_node_params(sensor, _node.parameter_values(self.node))
+        self.node = _node.make_node(f"{sensor}_noise_node", params.noise_node_defaults(sensor))
+        self.config = params.parse_noise_node_params(sensor, _node.parameter_values(self.node))
         model = self.config.load_model()
         self.stream = self.config.stream(model)
-        self.out_of_order = node_core.ThrottledWarning(5.0)
+        self.out_of_order = ticks.ThrottledWarning(5.0)
         msg_type = NavSatFix if sensor == "gps" else Imu
         self.publisher = self.node.create_publisher(msg_type, self.config.output_topic, _node.PUBLISH_QOS)
         self.mag_publisher = None
@@ -32,7 +32,7 @@ class NoiseNode:
                                                             _node.PUBLISH_QOS)
         self.node.create_subscription(Odometry, self.config.truth_topic, self.on_truth, _node.SUBSCRIBE_QOS)
         if self.config.tick_topic:  # tick on another stream's stamps (the real sensor being replaced)
-            self.late_ticks = node_core.ThrottledWarning(5.0)
+            self.late_ticks = ticks.ThrottledWarning(5.0)
             self.node.create_subscription(msg_type, self.config.tick_topic, self.on_tick, _node.SUBSCRIBE_QOS)
         self.node.get_logger().info(
             f"{sensor}: model {self.config.model_spec!r}, {self.config.rate_hz:g} Hz on the data clock, "
@@ -40,7 +40,7 @@ class NoiseNode:
 
     def on_truth(self, msg: Odometry) -> None:
         stamp_ns, position, orientation, linear, angular = messages.odometry_fields(msg)
-        truth = node_core.odometry_to_truth_sample(position, orientation, linear, angular,
+        truth = truth_stream.odometry_to_truth_sample(position, orientation, linear, angular,
                                                    self.config.twist_frame)
         ready, accepted = self.stream.push_truth(stamp_ns, *truth)
         if not accepted:

@@ -21,13 +21,14 @@ from rclpy.clock import Clock, ClockType
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, MagneticField, NavSatFix
 
-from .. import node_core
+from .. import art
+from ..node import params
 from . import _node
 
 MESSAGE_TYPES = {
-    node_core.TOPICS["gps"]: (NavSatFix, "sensor_msgs/msg/NavSatFix"),
-    node_core.TOPICS["imu"]: (Imu, "sensor_msgs/msg/Imu"),
-    node_core.MAGNETIC_FIELD_TOPIC: (MagneticField, "sensor_msgs/msg/MagneticField"),
+    art.TOPICS["gps"]: (NavSatFix, "sensor_msgs/msg/NavSatFix"),
+    art.TOPICS["imu"]: (Imu, "sensor_msgs/msg/Imu"),
+    params.MAGNETIC_FIELD_TOPIC: (MagneticField, "sensor_msgs/msg/MagneticField"),
 }
 ODOMETRY = (Odometry, "nav_msgs/msg/Odometry")
 # Best effort subscribes to every publisher (reliable or not); deep queue so bursts are kept.
@@ -37,8 +38,8 @@ RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST,
 
 class Recorder:
     def __init__(self):
-        self.node = _node.make_node("recorder_node", node_core.RECORDER_DEFAULTS)
-        self.config = node_core.parse_recorder_params(_node.parameter_values(self.node))
+        self.node = _node.make_node("recorder_node", params.RECORDER_DEFAULTS)
+        self.config = params.parse_recorder_params(_node.parameter_values(self.node))
         output = self.config.output
         output.parent.mkdir(parents=True, exist_ok=True)
         self.temp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))

@@ -1,9 +1,9 @@
-"""Streaming cost of the noise nodes' core (node_core.SensorStream + model.step), no ROS.
+"""Streaming cost of the noise nodes' core (truth_stream.SensorStream + model.step), no ROS.
 
 The nodes must keep up with their sensor rate on the robot (Jetson AGX Xavier): prints the
 sustained tick rate for the IMU (100 Hz needed) and GPS (10 Hz needed) and the headroom factor.
 
-    python benchmarks/bench_node_core.py
+    python benchmarks/bench_node_streams.py
 """
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import time
 
 import numpy as np
 
-from sim2real_eval import node_core, rotations
+from sim2real_eval import rotations
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
+from sim2real_eval.node import truth_stream
 
 
 def truth_messages(seconds: float, rate: float = 50.0):
@@ -28,7 +29,7 @@ def truth_messages(seconds: float, rate: float = 50.0):
 
 def ticks_per_second(sensor: str, spec: str, rate: float, seconds: float = 20.0) -> float:
     loader = load_gps_model if sensor == "gps" else load_imu_model
-    stream = node_core.SensorStream(loader(spec, sensor_seed(0, sensor), rate=rate), rate)
+    stream = truth_stream.SensorStream(loader(spec, sensor_seed(0, sensor), rate=rate), rate)
     stamps, p, q, v, w = truth_messages(seconds)
     produced = 0
     start = time.perf_counter()
@@ -42,7 +43,7 @@ def ticks_per_second(sensor: str, spec: str, rate: float, seconds: float = 20.0)
 if __name__ == "__main__":
     imu = ticks_per_second("imu", "chrono_paper_demo", 100.0)
     gps = ticks_per_second("gps", "ch_rw_airsim", 10.0)
-    print(f"imu_node_core_ticks_per_s: {imu:.0f}")
+    print(f"imu_node_stream_ticks_per_s: {imu:.0f}")
     print(f"imu_realtime_headroom_at_100hz: {imu / 100.0:.1f}")
-    print(f"gps_node_core_ticks_per_s: {gps:.0f}")
+    print(f"gps_node_stream_ticks_per_s: {gps:.0f}")
     print(f"gps_realtime_headroom_at_10hz: {gps / 10.0:.1f}")

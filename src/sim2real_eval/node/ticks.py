@@ -1,0 +1,61 @@
+"""Time on the data clock: sensor periods in integer ns, exact ticks, throttled warnings (robot-side).
+
+Stamps are int64 nanoseconds (``sim2real_eval.stamps`` converts to and from ROS times); a sensor
+ticks at exact multiples ``k·period_ns`` of the data clock, ``period_ns = round(1e9 / rate)``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ..errors import UserError
+from ..models.base import period_ns as model_period_ns
+
+
+def period_ns(rate_hz: float, name: str = "rate") -> int:
+    """Sensor period in integer nanoseconds, round(1e9 / rate) (models.base.period_ns), validated."""
+    if isinstance(rate_hz, bool) or not isinstance(rate_hz, (int, float)) or not math.isfinite(rate_hz) \
+            or rate_hz <= 0:
+        raise UserError(f"parameter {name}: expected a rate > 0 Hz, got {rate_hz!r}")
+    period = model_period_ns(rate_hz)
+    if period < 1:
+        raise UserError(f"parameter {name}: {rate_hz!r} Hz is above 1 GHz")
+    return period
+
+
+def ticks_ns(start_ns: int, end_ns: int, period: int, include_end: bool) -> np.ndarray:
+    """Every k·period in [start_ns, end_ns) (or [start_ns, end_ns] with include_end), int64.
+
+    Integer arithmetic only, so absolute epoch stamps (~1.7e18 ns) keep every nanosecond.  Stamp 0
+    is never produced (robot_localization drops it).
+    """
+    first = -(-int(start_ns) // period)  # ceil
+    last = int(end_ns) // period
+    if not include_end and last * period == int(end_ns):
+        last -= 1
+    if last < first:
+        return np.zeros(0, dtype=np.int64)
+    ticks = np.arange(first, last + 1, dtype=np.int64) * np.int64(period)
+    return ticks[ticks != 0]
+
+
+class ThrottledWarning:
+    """At most one warning per ``period_s`` of wall time; counts what it suppressed in between."""
+
+    def __init__(self, period_s: float = 5.0):
+        self.period_s = float(period_s)
+        self._last: Optional[float] = None
+        self.suppressed = 0
+
+    def message(self, text: str, now_s: float) -> Optional[str]:
+        """The text to log now (with the number of suppressed repeats), or None to stay quiet."""
+        if self._last is not None and now_s - self._last < self.period_s:
+            self.suppressed += 1
+            return None
+        self._last = now_s
+        note = f" ({self.suppressed} more since the last warning)" if self.suppressed else ""
+        self.suppressed = 0
+        return text + note
+
