@@ -32,7 +32,8 @@ def test_bad_strings_fail_in_one_line_naming_the_string(text, match):
     assert text in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("text", ["base_link imu 0 0 nan 0 0 0", "base_link base_link 0 0 0 0 0 0"])
+@pytest.mark.parametrize("text", ["base_link imu 0 0 nan 0 0 0", "base_link base_link 0 0 0 0 0 0",
+                                  "/base_link imu 0 0 0 0 0 0"])
 def test_the_robot_and_the_judge_refuse_the_same_strings(text):
     """A launch argument that passes on the robot must not fail offline, and the other way round."""
     with pytest.raises(UserError) as robot:

@@ -13,8 +13,9 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import UserError
 from ..rotations import from_rpy
+from ..static_tf import parse_static_tf as _parse_static_tf_text
+from ..static_tf import valid_frame
 
 # tf2 setRPY / getRPY / setRotation, compiled (one implementation for the node and the batch preparation)
 from .kernels import matrix_from_quaternion, matrix_from_rpy, rpy_from_matrix  # noqa: F401
@@ -95,28 +96,11 @@ class StaticTransform:
 
 
 def parse_static_tf(spec: str) -> StaticTransform:
-    """Parse ``"PARENT CHILD x y z yaw pitch roll"`` (static_transform_publisher's positional order)."""
-    fields = str(spec).split()
-    if len(fields) != 8:
-        raise UserError(
-            f"static TF {spec!r}: expected 'PARENT CHILD x y z yaw pitch roll' (8 fields), got {len(fields)}"
-        )
-    parent, child = fields[0], fields[1]
-    try:
-        numbers = [float(value) for value in fields[2:]]
-    except ValueError:
-        raise UserError(f"static TF {spec!r}: x y z yaw pitch roll must be numbers") from None
-    if not all(math.isfinite(v) for v in numbers):
-        raise UserError(f"static TF {spec!r}: x y z yaw pitch roll must be finite")
-    if parent == child:
-        raise UserError(f"static TF {spec!r}: parent and child frame are the same")
-    x, y, z, yaw, pitch, roll = numbers
-    return StaticTransform(parent, child, (x, y, z), yaw, pitch, roll)
-
-
-def valid_frame(frame: str) -> bool:
-    """tf2 rejects empty frame ids and ids with a leading slash."""
-    return bool(frame) and not frame.startswith("/")
+    """Parse ``"PARENT CHILD x y z yaw pitch roll"`` (static_transform_publisher's positional order)
+    with the robot-side parser (``sim2real_eval.static_tf``), so the nodes and the judge accept the
+    same strings."""
+    tf = _parse_static_tf_text(spec)
+    return StaticTransform(tf.parent, tf.child, tf.translation, tf.yaw, tf.pitch, tf.roll)
 
 
 class TfBuffer:
