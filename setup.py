@@ -27,6 +27,7 @@ ROS_NODES = [
     "imu_noise_node = sim2real_eval.ros.imu_noise_node:main",
     "ground_truth_node = sim2real_eval.ros.ground_truth_node:main",
     "recorder_node = sim2real_eval.ros.recorder_node:main",
+    "replay_node = sim2real_eval.ros.replay_node:main",
 ]
 
 setup(

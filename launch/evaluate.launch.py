@@ -1,9 +1,10 @@
 """Replay a real ART bag with simulated IMU and/or GPS, judged by robot_localization, recorded.
 
-    ros2 launch sim2real_eval evaluate.launch.py bag:=/data/lot17 mode:=sim_imu imu_model:=chrono_paper_demo
+    ros2 launch sim2real_eval evaluate.launch.py bag:=/data/art/lot17/run_00 mode:=sim_imu
 
 Every argument and its default: sim2real_eval.node.launch_plan.EVALUATE_ARGUMENTS (docs/ros.md).  The
 argument → process/parameter/remap logic is node.launch_plan.evaluate_plan (tested without ROS).
+Exit code 1 (one line) when a node fails or the run directory was not written.
 """
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
@@ -15,8 +16,9 @@ from sim2real_eval.ros import launch_actions as la
 def _launch(context):
     plan = la.plan_or_fail(evaluate_plan, la.argument_values(context, EVALUATE_ARGUMENTS))
     player = la.action(plan.player)
-    actions = [la.action(spec) for spec in plan.nodes] + [player]
-    return actions + ([la.shutdown_when_done(player)] if plan.shutdown_when_done else [])
+    actions = la.actions_for(plan.nodes, writes={"recorder_node": plan.output})
+    actions += [player, la.watch(plan.player, player)]
+    return actions + ([la.shutdown_when_done(plan.player, player)] if plan.shutdown_when_done else [])
 
 
 def generate_launch_description():

@@ -8,13 +8,13 @@ from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
 from sim2real_eval.node.launch_plan import JUDGE_ARGUMENTS, judge_plan, static_tf_nodes
-from sim2real_eval.ros.launch_actions import action, argument_values, declare, plan_or_fail
+from sim2real_eval.ros import launch_actions as la
 
 
 def _launch(context):
-    nodes = plan_or_fail(judge_plan, argument_values(context, JUDGE_ARGUMENTS)) + static_tf_nodes()
-    return [action(spec) for spec in nodes]
+    nodes = la.plan_or_fail(judge_plan, la.argument_values(context, JUDGE_ARGUMENTS)) + static_tf_nodes()
+    return la.actions_for(nodes)
 
 
 def generate_launch_description():
-    return LaunchDescription(declare(JUDGE_ARGUMENTS) + [OpaqueFunction(function=_launch)])
+    return LaunchDescription(la.declare(JUDGE_ARGUMENTS) + [OpaqueFunction(function=_launch)])

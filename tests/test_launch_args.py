@@ -1,10 +1,12 @@
 """Launch argument → process / parameter / remap mapping of evaluate, sensors and judge launch files.
 
 The launch files only turn node.launch_plan's plans into launch actions; the plans are tested here.
+evaluate's plan reads the bag (the offline replay's reader), so it runs on the reference bags.
 """
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,14 +16,17 @@ from sim2real_eval.errors import UserError
 from sim2real_eval.node import launch_plan
 from sim2real_eval.node import params as node_params
 
+pytest.importorskip("sim2real_eval.bags")  # evaluate's plan reads the bag (Python >= 3.10)
+
 REPO = Path(__file__).resolve().parents[1]
+LINE = REPO / "bags" / "reference" / "line" / "run_00"
 
 
 @pytest.fixture()
 def bag(tmp_path):
-    path = tmp_path / "lot17_run1"
-    path.mkdir()
-    (path / "metadata.yaml").write_text("rosbag2_bagfile_information: {}\n")
+    """The reference line bag at DIR/line/run_00 (its path names scenario and k)."""
+    path = tmp_path / "art" / "line" / "run_00"
+    shutil.copytree(LINE, path)
     return path
 
 
@@ -34,52 +39,42 @@ def by_name(plan_):
     return {spec.name: spec for spec in plan_.nodes}
 
 
-def test_sim_imu_hides_the_real_imu_and_starts_only_the_imu_node(bag, tmp_path):
-    p = plan(bag, tmp_path, mode="sim_imu", imu_model="mavs_mems", seed="7", seed_keys="sim_imu,lot17,0",
-             imu_rate="200")
-    assert p.player.cmd == ["ros2", "bag", "play", str(bag), "--clock", "--rate", "1.0",
-                            "--remap", "/imu:=/real/imu"]
+def test_sim_imu_replays_the_offline_streams_on_the_players_clock(bag, tmp_path):
+    p = plan(bag, tmp_path, mode="sim_imu", imu_model="mavs_mems", seed="7")
+    assert p.player.cmd == ["ros2", "bag", "play", str(bag), "--clock", "--rate", "1.0", "--start-paused",
+                            "--disable-keyboard-controls", "--topics", "/fix", "/imu",
+                            "--remap", "/fix:=/real/fix", "/imu:=/real/imu"]
     nodes = by_name(p)
-    assert "gps_noise_node" not in nodes
-    imu = nodes["imu_noise_node"]
-    assert (imu.package, imu.executable) == ("sim2real_eval", "imu_noise_node")
-    assert imu.parameters == [{"use_sim_time": True, "seed": 7, "rate": 200.0,
-                               "truth_topic": "/ground_truth/odom", "twist_frame": "child",
-                               "seed_keys": ["sim_imu", "lot17", "0"], "model": "mavs_mems",
-                               # base_link→imu "0 0 0 3.1416 -1.5708 0" (yaw pitch roll) as roll, pitch, yaw
-                               "model_params.mounting_rpy": [0.0, -1.5708, 3.1416],
-                               # ticks: the hidden real IMU's header stamps, as the offline replay
-                               "tick_topic": "/real/imu"}]
-    # The node parses exactly what the launch passes (same keys, same validation).
-    config = node_params.parse_noise_node_params("imu", imu.parameters[0])
-    assert config.seed_keys == ["sim_imu", "lot17", 0] and config.tick_topic == "/real/imu"
-    assert config.stream(config.load_model()).explicit_ticks
-    assert config.model_spec == {"preset": "mavs_mems", "mounting_rpy": [0.0, -1.5708, 3.1416]}
-    assert config.load_model().mounting_rpy == [0.0, -1.5708, 3.1416]
-    assert p.run_record["imu"] == {"model": "mavs_mems", "mounting_rpy": [0.0, -1.5708, 3.1416]}
+    assert not {"gps_noise_node", "imu_noise_node", "ground_truth_node"} & set(nodes)
+    replay = nodes["replay_node"]
+    assert (replay.package, replay.executable, replay.must_succeed) == ("sim2real_eval", "replay_node", True)
+    parameters = replay.parameters[0]
+    assert {k: parameters[k] for k in ("mode", "imu_model", "seed", "scenario", "k", "truth_source")} == {
+        "mode": "sim_imu", "imu_model": "mavs_mems", "seed": 7, "scenario": "line", "k": 0,
+        "truth_source": "auto"}
+    assert parameters["resume_service"] == "/rosbag2_player/resume"
+    # The node parses exactly what the launch passes (same names, same validation).
+    config = node_params.parse_replay_params(parameters)
+    assert config.wait_for == [("/fix", 2), ("/imu", 2), ("/odometry/filtered", 2), ("/ground_truth/odom", 1)]
+    # run.yaml is the offline replay's record of the same run (scored like an offline run).
+    record = p.run_record
+    assert (record["side"], record["variant"], record["scenario"], record["k"]) == (
+        "sim", "sim_imu-mavs_mems", "line", 0)
+    assert record["imu"]["mounting_rpy"] == [0.0, -1.5708, 3.1416] and record["gps"] == "real"
+    assert len(record["window_ns"]) == 2 and record["judge_implementation"] == "robot_localization (ROS 2)"
 
 
-def test_imu_ticks_on_its_own_rate(bag, tmp_path):
-    imu = by_name(plan(bag, tmp_path, mode="sim_imu", imu_ticks="rate"))["imu_noise_node"]
-    assert "tick_topic" not in imu.parameters[0]
-    assert not node_params.parse_noise_node_params("imu", imu.parameters[0]).tick_topic
+def test_default_output_is_the_offline_run_layout_under_runs(bag, tmp_path):
+    """Two scenarios' run_00 no longer collide: ./runs/<side>/<variant>/<scenario>/<k>."""
+    p = launch_plan.evaluate_plan({"bag": str(bag), "mode": "sim_gps"}, cwd=str(tmp_path))
+    assert p.output == str(tmp_path / "runs" / "sim" / "sim_gps-ch_gauss" / "line" / "0")
+    real = launch_plan.evaluate_plan({"bag": str(bag), "mode": "real", "k": "4", "scenario": "lot17"},
+                                     cwd=str(tmp_path))
+    assert real.output == str(tmp_path / "runs" / "real" / "real" / "lot17" / "4")
 
 
-def test_sim_both_and_real_modes(bag, tmp_path):
-    both = plan(bag, tmp_path, mode="sim_both", rate="5")
-    assert both.player.cmd[-3:] == ["--remap", "/fix:=/real/fix", "/imu:=/real/imu"]
-    nodes = by_name(both)
-    assert nodes["gps_noise_node"].parameters[0]["rate"] == 5.0
-    assert nodes["gps_noise_node"].parameters[0]["model"] == "ch_gauss"  # documented default
-    real = plan(bag, tmp_path, mode="real")
-    assert "--remap" not in real.player.cmd
-    assert not {"gps_noise_node", "imu_noise_node"} & set(by_name(real))
-    assert real.run_record["side"] == "real" and real.run_record["variant"] == "real"
-    assert both.run_record["side"] == "sim" and both.run_record["variant"] == "sim_both"
-
-
-def test_judge_static_tfs_ground_truth_and_recorder(bag, tmp_path):
-    p = plan(bag, tmp_path, mode="sim_gps", storage="mcap", truth_source="gps")
+def test_judge_static_tfs_and_recorder(bag, tmp_path):
+    p = plan(bag, tmp_path, mode="sim_both", storage="mcap", truth_source="sbg_gps")
     nodes = by_name(p)
     ekf, navsat = nodes["ekf_filter_node"], nodes["navsat_transform"]
     assert (ekf.package, ekf.executable) == ("robot_localization", "ekf_node")
@@ -91,43 +86,41 @@ def test_judge_static_tfs_ground_truth_and_recorder(bag, tmp_path):
     assert imu_tf.arguments == ["--x", "0.0", "--y", "0.0", "--z", "0.0", "--yaw", "3.1416",
                                 "--pitch", "-1.5708", "--roll", "0.0", "--frame-id", "base_link",
                                 "--child-frame-id", "imu"]
-    gps_tf = nodes["static_tf_base_link_to_gps"].arguments
-    assert gps_tf[:12:2] == ["--x", "--y", "--z", "--yaw", "--pitch", "--roll"]
-    assert nodes["ground_truth_node"].parameters == [{"use_sim_time": True, "source": "gps"}]
     recorder = nodes["recorder_node"].parameters[0]
     assert recorder["storage"] == "mcap" and recorder["output"] == str(tmp_path / "out" / "run")
+    assert recorder["required_topics"] == ["/odometry/filtered", "/ground_truth/odom", "/fix", "/imu"]
     record = yaml.safe_load(recorder["run_yaml"])
-    assert record["gps"] == {"model": "ch_gauss"} and record["imu"] == {"model": "real"}
-    assert "model_params.mounting_rpy" not in nodes["gps_noise_node"].parameters[0]
-    assert record["topics"] == {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom",
-                                "gps": "/fix", "imu": "/imu"}
-    assert len(record["judge"]["ekf_sha256"]) == 64 and record["scenario"] == "lot17_run1"
-    # Every node runs on the bag's clock.
-    for spec in p.nodes:
+    assert record["variant"] == "sim_gps-ch_gauss_imu-chrono_paper_demo"
+    assert record["ground_truth_source"] == "sbg_gps"
+    assert len(record["judge"]["ekf_sha256"]) == 64
+    for spec in p.nodes:  # every node runs on the bag's clock
         assert any(isinstance(x, dict) and x.get("use_sim_time") is True for x in spec.parameters), spec.name
-    # The recorder accepts what the launch passes.
-    assert node_params.parse_recorder_params(recorder).storage == "mcap"
+    assert node_params.parse_recorder_params(recorder).storage == "mcap"  # the recorder accepts it
 
 
-def test_default_output_is_under_runs_in_the_working_directory(bag, tmp_path):
-    p = launch_plan.evaluate_plan({"bag": str(bag), "mode": "sim_gps"}, cwd=str(tmp_path))
-    assert p.output == str(tmp_path / "runs" / "sim_gps_lot17_run1")
+def test_real_mode_replays_the_cropped_real_streams(bag, tmp_path):
+    p = plan(bag, tmp_path, mode="real")
+    assert p.run_record["side"] == "real" and p.run_record["gps"] == "real" and p.run_record["imu"] == "real"
+    assert by_name(p)["replay_node"].parameters[0]["mode"] == "real"
 
 
 @pytest.mark.parametrize("args, match", [
     ({"mode": "sim"}, "mode:='sim'"),
-    ({"rate": "0"}, "launch argument rate"),
-    ({"imu_rate": "abc"}, "imu_rate"),
+    ({"play_rate": "0"}, "launch argument play_rate"),
     ({"seed": "-3"}, "seed"),
+    ({"k": "x"}, "launch argument k"),
     ({"storage": "bag"}, "storage"),
-    ({"truth_source": "ins"}, "truth_source"),
-    ({"imu_ticks": "bag"}, "imu_ticks"),
+    ({"truth_source": "ins"}, "unknown ground-truth source 'ins'"),
+    ({"truth_source": "sbg_ekf"}, "evaluate.launch.py: .*"),   # the line bag has no SbgEkfNav
+    ({"imu_model": "no_such_preset", "mode": "sim_imu"}, "no_such_preset"),
     ({"ekf_config": "/nonexistent/ekf.yaml"}, "ekf_config: /nonexistent/ekf.yaml does not exist"),
     ({"gps_modle": "x"}, "unknown argument.*gps_modle"),
+    ({"imu_rate": "200"}, "unknown argument.*imu_rate"),
 ])
 def test_bad_arguments_fail_naming_the_argument(bag, tmp_path, args, match):
-    with pytest.raises(UserError, match=match):
+    with pytest.raises(UserError, match=match) as info:
         plan(bag, tmp_path, **args)
+    assert "\n" not in str(info.value)
 
 
 def test_missing_bag_fails_immediately_naming_the_path(tmp_path):
@@ -147,17 +140,36 @@ def test_existing_output_is_refused(bag, tmp_path):
 def test_sensors_and_judge_plans():
     nodes = launch_plan.sensors_plan({"sensors": "imu", "truth_topic": "/vehicle/odom",
                                       "twist_frame": "world", "use_sim_time": "false",
-                                      "imu_model": "airsim_imu"})
+                                      "imu_model": "airsim_imu", "imu_rate": "200", "seed_keys": "a,b,0"})
     assert [n.name for n in nodes] == ["imu_noise_node"]
-    assert nodes[0].parameters[0]["truth_topic"] == "/vehicle/odom"
-    assert nodes[0].parameters[0]["use_sim_time"] is False
-    assert nodes[0].parameters[0]["twist_frame"] == "world"
-    assert len(launch_plan.sensors_plan({})) == 2
+    parameters = nodes[0].parameters[0]
+    assert parameters == {"use_sim_time": False, "seed": 0, "imu_rate": 200.0, "truth_topic": "/vehicle/odom",
+                          "twist_frame": "world", "imu_model": "airsim_imu", "seed_keys": ["a", "b", "0"]}
+    assert node_params.parse_noise_node_params("imu", parameters).rate_hz == 200.0  # the node accepts it
+    assert nodes[0].must_succeed
+    both = launch_plan.sensors_plan({"gps_rate": "5"})
+    assert [n.name for n in both] == ["gps_noise_node", "imu_noise_node"]
+    assert both[0].parameters[0]["gps_rate"] == 5.0 and both[0].parameters[0]["gps_model"] == "ch_gauss"
     with pytest.raises(UserError, match="sensors"):
         launch_plan.sensors_plan({"sensors": "lidar"})
     judge = launch_plan.judge_plan({"use_sim_time": "false"})
     assert [n.executable for n in judge] == ["ekf_node", "navsat_transform_node"]
     assert judge[0].parameters[1] == {"use_sim_time": False}
+
+
+def test_unknown_command_line_arguments_are_refused_when_the_file_is_launched_directly():
+    declared = list(launch_plan.SENSORS_ARGUMENTS)
+    argv = ["/opt/ros/humble/bin/ros2", "launch", "sim2real_eval", "sensors.launch.py", "gps_modle:=x"]
+    share = "/ws/install/sim2real_eval/share/sim2real_eval/launch/sensors.launch.py"
+    with pytest.raises(UserError, match=r"sensors.launch.py: unknown argument\(s\) gps_modle; expected"):
+        launch_plan.check_arguments(share, ["gps_modle:=x", "seed:=3"], declared, argv)
+    launch_plan.check_arguments(share, ["seed:=3", "launch-prefix:=gdb"], declared, argv)
+    by_path = ["ros2", "launch", share, "gps_modle:=x"]
+    with pytest.raises(UserError, match="gps_modle"):
+        launch_plan.check_arguments(share, ["gps_modle:=x"], declared, by_path)
+    # Included by another launch file: the command line is that file's, not ours.
+    parent = ["ros2", "launch", "my_pkg", "sim.launch.py", "world:=lot17"]
+    launch_plan.check_arguments(share, ["world:=lot17"], declared, parent)
 
 
 def launch_file(name):

@@ -262,7 +262,7 @@ def test_noise_node_parameters_defaults_and_preset_overrides():
     assert (config.model_spec, config.rate_hz, config.frame_id, config.output_topic, config.truth_topic) == (
         "ch_gauss", 10.0, "gps", "/fix", "/ground_truth/odom")
     config = node_params.parse_noise_node_params("imu", {
-        "model": "chrono_paper_demo", "seed": 7, "seed_keys": ["sim_imu", "lot17", "0"], "rate": 200,
+        "imu_model": "chrono_paper_demo", "seed": 7, "seed_keys": ["sim_imu", "lot17", "0"], "imu_rate": 200,
         "model_params.accelerometer.sigma": [0.1, 0.1, 0.02],
         "model_params.mounting_rpy": [0.0, -1.5708, 3.1416]})
     assert config.model_spec == {"preset": "chrono_paper_demo", "accelerometer": {"sigma": [0.1, 0.1, 0.02]},
@@ -274,45 +274,87 @@ def test_noise_node_parameters_defaults_and_preset_overrides():
     assert model.mounting_rpy == [0.0, -1.5708, 3.1416]
 
 
+def test_node_parameters_are_named_as_the_launch_arguments():
+    """One vocabulary: every sensors.launch.py argument a noise node takes is that node's parameter."""
+    from sim2real_eval.node.launch_plan import SENSORS_ARGUMENTS
+    for sensor in ("gps", "imu"):
+        declared = set(node_params.noise_node_defaults(sensor))
+        for name in (f"{sensor}_model", f"{sensor}_rate", "seed", "seed_keys", "truth_topic", "twist_frame"):
+            assert name in SENSORS_ARGUMENTS and name in declared, (sensor, name)
+    assert "truth_source" in node_params.GROUND_TRUTH_DEFAULTS
+
+
+def test_a_list_parameter_given_without_a_value_is_the_empty_list():
+    """``seed_keys: []`` (YAML) or ``-p seed_keys:=[]``: rcl stores NOT_SET, the node sees None."""
+    config = node_params.parse_noise_node_params("gps", {"seed_keys": None})
+    assert config.seed_keys == []
+    assert node_params.parse_ground_truth_params({"datum": None}).datum is None
+    with pytest.raises(UserError, match="parameter gps_rate: given without a value"):
+        node_params.parse_noise_node_params("gps", {"gps_rate": None})
+
+
 @pytest.mark.parametrize("params, match", [
-    ({"rate": 0.0}, "parameter rate"),
-    ({"rate": "fast"}, "parameter rate"),
+    ({"gps_rate": 0.0}, "parameter gps_rate"),
+    ({"gps_rate": "fast"}, "parameter gps_rate"),
     ({"seed": -1}, "parameter seed"),
     ({"seed_keys": "a,b"}, "parameter seed_keys"),
     ({"truth_mode": "extrapolate"}, "parameter truth_mode"),
     ({"max_truth_gap": 0.0}, "parameter max_truth_gap"),
     ({"twist_frame": "odom"}, "parameter twist_frame"),
-    ({"model": ""}, "parameter model"),
+    ({"gps_model": ""}, "parameter gps_model"),
     ({"frame_id": 3}, "parameter frame_id"),
-    ({"gps_rate": 5.0}, "unknown parameter.*gps_rate"),
+    ({"truth_topic": "1x"}, "parameter truth_topic"),
+    ({"imu_rate": 5.0}, "unknown parameter.*imu_rate"),
+    ({"model": "ch_rw"}, "unknown parameter.*model;"),
+    ({"model_params.sigma": None}, "parameter model_params.sigma: given without a value"),
 ])
 def test_noise_node_parameter_errors_name_the_parameter(params, match):
-    with pytest.raises(UserError, match=match):
+    with pytest.raises(UserError, match=match) as info:
         node_params.parse_noise_node_params("gps", params)
+    assert "\n" not in str(info.value)
 
 
 def test_unknown_model_fails_at_start_up_with_one_line():
-    config = node_params.parse_noise_node_params("gps", {"model": "no_such_preset"})
+    config = node_params.parse_noise_node_params("gps", {"gps_model": "no_such_preset"})
     with pytest.raises(UserError, match="unknown preset 'no_such_preset'") as info:
         config.load_model()
     assert "\n" not in str(info.value)
 
 
 def test_recorder_parameters(tmp_path):
-    config = node_params.parse_recorder_params({"output": str(tmp_path / "run"), "storage": "mcap"})
+    config = node_params.parse_recorder_params({"output": str(tmp_path / "run"), "storage": "mcap",
+                                                "required_topics": ["/fix"]})
     assert config.storage == "mcap" and "/odometry/filtered" in config.topics
+    assert config.required_topics == ["/fix"]
+    assert node_params.missing_topics({"/fix": 3, "/imu": 0}, ["/fix", "/imu", "/odometry/filtered"]) == [
+        "/imu", "/odometry/filtered"]
     with pytest.raises(UserError, match="parameter output: .* already exists"):
         node_params.parse_recorder_params({"output": str(tmp_path)})
     with pytest.raises(UserError, match="parameter storage"):
         node_params.parse_recorder_params({"output": str(tmp_path / "x"), "storage": "rosbag1"})
     with pytest.raises(UserError, match="parameter output"):
         node_params.parse_recorder_params({})
+    with pytest.raises(UserError, match="required_topics: /tf not in topics"):
+        node_params.parse_recorder_params({"output": str(tmp_path / "y"), "required_topics": ["/tf"]})
+
+
+def test_replay_parameters():
+    config = node_params.parse_replay_params({"bag": "/data/line/run_00", "mode": "real", "k": 3,
+                                              "wait_for": ["/fix=2", "/imu=3"], "play_rate": 2})
+    assert (config.mode, config.k, config.play_rate, config.scenario) == ("real", 3, 2.0, "")
+    assert config.wait_for == [("/fix", 2), ("/imu", 3)]
+    for params, match in (({}, "parameter bag"), ({"bag": "b", "mode": "sim"}, "parameter mode"),
+                          ({"bag": "b", "wait_for": ["/fix"]}, "parameter wait_for"),
+                          ({"bag": "b", "play_rate": 0}, "parameter play_rate"),
+                          ({"bag": "b", "k": -2}, "parameter k")):
+        with pytest.raises(UserError, match=match):
+            node_params.parse_replay_params(params)
 
 
 # ------------------------------------------------------------------------- sbg ground truth
 def test_sbg_ekf_pair_in_ned_becomes_enu_odometry():
     """Driver default NED: identity attitude = facing north (ENU yaw 90°); velocity N 2 m/s."""
-    config = node_params.parse_ground_truth_params({"source": "ekf"})
+    config = node_params.parse_ground_truth_params({"truth_source": "sbg_ekf"})
     assembler = sbg_truth.SbgTruthAssembler(config)
     assert assembler.on_ekf_nav(10 * S, [2, 0, 0], 43.07, -89.4, 260.0, -33.0) is None  # no attitude yet
     first = assembler.on_ekf_quat(10 * S, [0, 0, 0, 1.0])  # completes the pair
@@ -337,7 +379,7 @@ def test_sbg_gps_pair_uses_course_and_holds_yaw_when_slow():
     assembler = sbg_truth.SbgTruthAssembler(node_params.parse_ground_truth_params({}))  # auto
     assembler.on_gps_vel(10 * S, [0.0, 3.0, 0.0], 90.0)    # NED: 3 m/s east, course 90°
     out = assembler.on_gps_pos(10 * S, 43.0, -89.0, 300.0, 0.0)
-    assert assembler.active == "gps"
+    assert assembler.active == "sbg_gps"
     assert rotations.yaw_of(out.orientation) == pytest.approx(0.0, abs=1e-12)
     assert np.allclose(out.linear_velocity_body, [3, 0, 0], atol=1e-12)
     assembler.on_gps_vel(10 * S + S // 5, [0.1, 0.0, 0.0], 0.0)  # crawling north: course is noise
@@ -348,7 +390,7 @@ def test_sbg_gps_pair_uses_course_and_holds_yaw_when_slow():
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"source": "ins"}, "parameter source"), ({"datum": [91.0, 0.0, 0.0]}, "parameter datum"),
+    ({"truth_source": "ekf"}, "parameter truth_source"), ({"datum": [91.0, 0.0, 0.0]}, "parameter datum"),
     ({"sbg_enu": "yes"}, "parameter sbg_enu"), ({"min_course_speed": -1.0}, "min_course_speed"),
     ({"use_enu": True}, "unknown parameter"),
 ])

@@ -53,7 +53,7 @@ def feed(assembler, items):
 
 def test_ekf_pair_reproduces_the_truth(truth):
     items = list(sbg_ekf_quat_messages(truth)) + list(sbg_ekf_nav_messages(truth, DATUM, undulation=-33.0))
-    config = params.parse_ground_truth_params({"source": "ekf", "datum": DATUM})
+    config = params.parse_ground_truth_params({"truth_source": "sbg_ekf", "datum": DATUM})
     outputs = feed(sbg_truth.SbgTruthAssembler(config), items)
     assert len(outputs) == 300  # 50 Hz for 6 s
     stamps = np.array([o.stamp_ns for o in outputs])
@@ -71,9 +71,9 @@ def test_ekf_pair_reproduces_the_truth(truth):
 def test_gps_pair_gives_course_heading_and_first_fix_datum(truth):
     items = list(bags_messages.sbg_gps_vel_messages(truth))
     items += list(bags_messages.sbg_gps_pos_messages(truth, DATUM))
-    assembler = sbg_truth.SbgTruthAssembler(params.parse_ground_truth_params({"source": "auto"}))
+    assembler = sbg_truth.SbgTruthAssembler(params.parse_ground_truth_params({"truth_source": "auto"}))
     outputs = feed(assembler, items)
-    assert assembler.active == "gps" and len(outputs) == 30  # 5 Hz
+    assert assembler.active == "sbg_gps" and len(outputs) == 30  # 5 Hz
     assert np.allclose(outputs[0].position, 0, atol=1e-9)  # the first fix is the datum
     stamps = np.array([o.stamp_ns for o in outputs])
     expected = truth.interpolate(stamps / 1e9)

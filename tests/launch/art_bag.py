@@ -49,13 +49,3 @@ def make_art_bag(path, duration_s: float = 20.0, seed: int = 5, sbg_layout: str 
     items.sort(key=lambda m: (m.recv_ns, m.topic))
     return write_bag(path, items, typestore=store)
 
-
-def installed_sbg_layout() -> str:
-    """The message layout of the sbg_driver found in the ament index (3.2 changed the messages)."""
-    import xml.etree.ElementTree as ElementTree
-
-    from ament_index_python.packages import get_package_share_directory
-    manifest = Path(get_package_share_directory("sbg_driver")) / "package.xml"
-    version = ElementTree.parse(manifest).findtext("version")
-    major, minor = (int(part) for part in version.split(".")[:2])
-    return "3.2" if (major, minor) >= (3, 2) else "3.1"

@@ -1,8 +1,9 @@
 """launch_testing integration test: evaluate.launch.py on a small ART-like bag, mode sim_imu.
 
-Runs the real ros2 bag player, ground_truth_node, imu_noise_node, static TFs, robot_localization's
-ekf_node + navsat_transform_node and recorder_node, then checks the recorded run directory.  Needs a
-ROS 2 Humble environment with robot_localization and sbg_driver (the Docker image); skipped here.
+Runs the real ros2 bag player, replay_node, static TFs, robot_localization's ekf_node +
+navsat_transform_node and recorder_node, then checks the recorded run directory.  Needs a ROS 2
+Humble environment with robot_localization (the Docker image, or a source build); skipped without
+rclpy.  (sbg_driver is not needed: replay_node reads the bag's INS truth with the project's reader.)
 """
 from __future__ import annotations
 
@@ -14,13 +15,12 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not installed: the ROS 2 launch tests run in docker/Dockerfile")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed (no ROS 2)")
-pytest.importorskip("sbg_driver", reason="sbg_driver (SBG-Systems/sbg_ros2_driver) is not installed")
 
 import launch  # noqa: E402  (after the skips: these exist only in a ROS 2 environment)
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from art_bag import installed_sbg_layout, make_art_bag  # noqa: E402  (tests/launch is on sys.path: no __init__.py)
+from art_bag import make_art_bag  # noqa: E402  (tests/launch is on sys.path: no __init__.py)
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 
 WORK = Path(tempfile.mkdtemp(prefix="sim2real_eval_launch_test_"))
@@ -30,12 +30,12 @@ OUTPUT = WORK / "runs" / "sim_imu_art_lot"
 
 @pytest.mark.launch_test
 def generate_test_description():
-    make_art_bag(BAG, duration_s=20.0, sbg_layout=installed_sbg_layout())
+    make_art_bag(BAG, duration_s=20.0)
     evaluate = Path(get_package_share_directory("sim2real_eval")) / "launch" / "evaluate.launch.py"
     include = launch.actions.IncludeLaunchDescription(
         PythonLaunchDescriptionSource(str(evaluate)),
         launch_arguments={"bag": str(BAG), "mode": "sim_imu", "imu_model": "chrono_paper_demo", "seed": "3",
-                          "output": str(OUTPUT), "truth_source": "ekf",
+                          "output": str(OUTPUT), "truth_source": "sbg_ekf",
                           # The test, not the player's exit, ends the launch (no race with the runner).
                           "shutdown_when_done": "false"}.items())
     return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])

@@ -2,6 +2,10 @@
 
 ``launch/*.launch.py`` only declare the argument tables below and turn a plan's ``ProcessSpec`` list
 into launch actions (``ros/launch_actions.py``); every decision is here, tested without ROS.
+
+One vocabulary: a launch argument that sets a node parameter has that parameter's name
+(``gps_model``, ``imu_rate``, ``truth_source``…).  ``ros2 launch`` silently drops arguments a launch
+file does not declare; ``unknown_arguments`` lets the launch files refuse them instead.
 """
 from __future__ import annotations
 
@@ -10,15 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..art import ART_STATIC_TFS, EKF_CONFIG, GPS_ODOMETRY_TOPIC, IMU_FRAME, NAVSAT_CONFIG, TOPICS
+from ..art import ART_STATIC_TFS, EKF_CONFIG, GPS_ODOMETRY_TOPIC, NAVSAT_CONFIG, TOPICS
 from ..errors import UserError
-from ..static_tf import mounting_rpy, parse_static_tf
-from .params import STORAGES
+from ..static_tf import parse_static_tf
+from .params import RECORDED_TOPICS, REPLAY_MODES, STORAGES
 from .ticks import period_ns
 
 PACKAGE = "sim2real_eval"
-
-MODES = ("sim_imu", "sim_gps", "sim_both", "real")
+MODES = REPLAY_MODES
+PLAYER_NODE = "rosbag2_player"  # ros2 bag play's node name: its services are /rosbag2_player/*
+HIDDEN_PREFIX = "/real"          # the bag's own /fix and /imu are played as /real/fix, /real/imu
 
 # name → (default, description).  The launch files declare exactly these; docs/ros.md documents them.
 EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
@@ -26,41 +31,48 @@ EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     "mode": ("sim_both", "which sensors are simulated: sim_imu | sim_gps | sim_both | real"),
     "gps_model": ("ch_gauss", "GPS model: preset name or YAML file (offline preset keys)"),
     "imu_model": ("chrono_paper_demo", "IMU model: preset name or YAML file (offline preset keys)"),
-    "seed": ("0", "study seed; node streams are sensor_seed(seed, *seed_keys, gps|imu)"),
-    "seed_keys": ("", "comma-separated run key for sensor_seed, e.g. 'sim_both,lot17,0'"),
+    "seed": ("0", "study seed; streams are sensor_seed(seed, variant, scenario, k, gps|imu), as offline"),
+    "scenario": ("", "scenario name of the run (default: from the bag path, DIR/<scenario>/run_<k>)"),
+    "k": ("", "repeat index of the run (default: from the bag path, else 0)"),
     "ekf_config": ("", "ekf_node parameters (default: <share>/config/ekf_art_iros2024.yaml)"),
     "navsat_config": ("", "navsat_transform_node parameters "
                           "(default: <share>/config/navsat_art_iros2024.yaml)"),
-    "output": ("", "recorded run directory (rosbag2 + run.yaml); default ./runs/<mode>_<bag name>"),
+    "output": ("", "recorded run directory (rosbag2 + run.yaml); "
+                   "default ./runs/<side>/<variant>/<scenario>/<k> (the offline layout)"),
     "storage": ("sqlite3", "recorder storage plugin: sqlite3 | mcap"),
-    "rate": ("10.0", "simulated GPS rate, Hz (ticks k/rate on the bag's clock)"),
-    "imu_rate": ("100.0", "simulated IMU rate, Hz"),
-    "truth_source": ("auto", "ground_truth_node input: auto | ekf (SbgEkfNav+SbgEkfQuat) | "
-                             "gps (SbgGpsPos+SbgGpsVel)"),
+    "truth_source": ("auto", "ground truth in the bag (as sim2real-eval replay --truth): auto | sbg_ekf "
+                             "(SbgEkfNav+SbgEkfQuat) | sbg_gps (SbgGpsVel+SbgGpsPos) | odometry | twist"),
     "play_rate": ("1.0", "ros2 bag play --rate"),
     "shutdown_when_done": ("true", "stop everything (recorder closes the bag) when the player exits"),
-    "imu_ticks": ("real", "simulated IMU stamps: real (the replaced IMU's header stamps, as the offline "
-                          "replay) | rate (k/imu_rate)"),
 }
 SENSORS_ARGUMENTS: Dict[str, Tuple[str, str]] = {
-    key: EVALUATE_ARGUMENTS[key]
-    for key in ("gps_model", "imu_model", "seed", "seed_keys", "rate", "imu_rate")
-}
-SENSORS_ARGUMENTS.update({
     "sensors": ("both", "which noise nodes to start: gps | imu | both"),
+    "gps_model": EVALUATE_ARGUMENTS["gps_model"],
+    "imu_model": EVALUATE_ARGUMENTS["imu_model"],
+    "seed": ("0", "study seed; node streams are sensor_seed(seed, *seed_keys, gps|imu)"),
+    "seed_keys": ("", "comma-separated run key for sensor_seed, e.g. 'sim_both,lot17,0'"),
+    "gps_rate": ("10.0", "simulated GPS rate, Hz (ticks k/gps_rate on the data clock)"),
+    "imu_rate": ("100.0", "simulated IMU rate, Hz (ticks k/imu_rate on the data clock)"),
     "truth_topic": (TOPICS["ground_truth"], "ground-truth nav_msgs/Odometry from the simulator"),
     "twist_frame": ("child", "frame of the truth twist: child (nav_msgs convention) | world (Gazebo p3d)"),
     "use_sim_time": ("true", "use the simulator's /clock"),
-})
+}
 JUDGE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     key: EVALUATE_ARGUMENTS[key] for key in ("ekf_config", "navsat_config")
 }
 JUDGE_ARGUMENTS["use_sim_time"] = ("true", "use /clock (bag replay or simulator)")
+# Arguments ros2 launch adds itself (its --launch-prefix options).
+LAUNCH_OWN_ARGUMENTS = ("launch-prefix", "launch-prefix-filter")
 
 
 @dataclass
 class ProcessSpec:
-    """One ROS node (package/executable) or, with ``cmd``, a plain process."""
+    """One ROS node (package/executable) or, with ``cmd``, a plain process.
+
+    ``must_succeed``: a non-zero exit fails the launch (exit code != 0) whenever it happens;
+    otherwise only while the launch is not shutting down (a process stopped by the launch's
+    shutdown may report the signal).
+    """
 
     name: str
     package: str = ""
@@ -69,6 +81,7 @@ class ProcessSpec:
     remappings: List[Tuple[str, str]] = field(default_factory=list)
     arguments: List[str] = field(default_factory=list)
     cmd: List[str] = field(default_factory=list)
+    must_succeed: bool = False
 
 
 @dataclass
@@ -78,6 +91,31 @@ class LaunchPlan:
     output: str
     run_record: Dict[str, Any]
     shutdown_when_done: bool = True
+
+
+def unknown_arguments(given: Sequence[str], declared: Sequence[str]) -> List[str]:
+    """Command-line ``name:=value`` arguments that the launch file does not declare."""
+    names = [str(item).partition(":=")[0] for item in given if ":=" in str(item)]
+    allowed = set(declared) | set(LAUNCH_OWN_ARGUMENTS)
+    return sorted({name for name in names if name not in allowed})
+
+
+def launched_directly(launch_file: str, argv: Sequence[str]) -> bool:
+    """True when ``launch_file`` is the file named on the command line (``ros2 launch PKG FILE`` or
+    ``ros2 launch PATH``), not a file included by another: only then are the command-line arguments
+    all meant for it."""
+    name = os.path.basename(str(launch_file))
+    return any(":=" not in arg and os.path.basename(arg) == name for arg in argv[1:])
+
+
+def check_arguments(launch_file: str, given: Sequence[str], declared: Sequence[str],
+                    argv: Sequence[str]) -> None:
+    if not launched_directly(launch_file, argv):
+        return
+    unknown = unknown_arguments(given, declared)
+    if unknown:
+        raise UserError(f"{os.path.basename(launch_file)}: unknown argument(s) {', '.join(unknown)}; "
+                        f"expected {', '.join(sorted(declared))}")
 
 
 def _bool_text(value: str, name: str) -> bool:
@@ -98,10 +136,13 @@ def _rate(value: str, name: str) -> float:
     return rate
 
 
-def _seed(value: str) -> int:
+def _index(value: str, name: str, empty: Optional[int] = None) -> int:
+    """A launch argument that is an integer >= 0 (``empty`` when not given, if allowed)."""
     text = str(value).strip()
+    if not text and empty is not None:
+        return empty
     if not text.isdigit():
-        raise UserError(f"launch argument seed:={value!r}: expected an integer >= 0")
+        raise UserError(f"launch argument {name}:={value!r}: expected an integer >= 0")
     return int(text)
 
 
@@ -109,12 +150,10 @@ def _split_keys(value: str) -> List[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
-def _model_parameters(spec: str) -> Dict[str, Any]:
-    """A launch ``*_model`` argument → node parameters: the preset name or YAML path goes to ``model``
-    unchanged; the node's loader (``models.load_*_model``) resolves it exactly as offline."""
-    if not str(spec).strip():
-        raise UserError("launch argument gps_model/imu_model: expected a preset name or a YAML file")
-    return {"model": str(spec).strip()}
+def _model(value: str, name: str) -> str:
+    if not str(value).strip():
+        raise UserError(f"launch argument {name}: expected a preset name or a YAML file")
+    return str(value).strip()
 
 
 def static_tf_nodes(static_tfs: Sequence[str] = ART_STATIC_TFS) -> List[ProcessSpec]:
@@ -134,13 +173,13 @@ def static_tf_nodes(static_tfs: Sequence[str] = ART_STATIC_TFS) -> List[ProcessS
 def noise_node(sensor: str, model: str, seed: int, keys: List[str], rate: float,
                use_sim_time: bool = True, truth_topic: str = TOPICS["ground_truth"],
                twist_frame: str = "child") -> ProcessSpec:
-    params: Dict[str, Any] = {"use_sim_time": use_sim_time, "seed": seed, "rate": rate,
-                              "truth_topic": truth_topic, "twist_frame": twist_frame}
+    params: Dict[str, Any] = {"use_sim_time": use_sim_time, "seed": seed, f"{sensor}_rate": rate,
+                              "truth_topic": truth_topic, "twist_frame": twist_frame,
+                              f"{sensor}_model": _model(model, f"{sensor}_model")}
     if keys:
         params["seed_keys"] = keys
-    params.update(_model_parameters(model))
     return ProcessSpec(name=f"{sensor}_noise_node", package=PACKAGE, executable=f"{sensor}_noise_node",
-                       parameters=[params])
+                       parameters=[params], must_succeed=True)
 
 
 def judge_nodes(ekf_config: str, navsat_config: str, use_sim_time: bool = True) -> List[ProcessSpec]:
@@ -179,39 +218,48 @@ def judge_plan(args: Dict[str, str]) -> List[ProcessSpec]:
 
 def sensors_plan(args: Dict[str, str]) -> List[ProcessSpec]:
     """sensors.launch.py: the noise nodes beside a simulator (Chrono::ROS, Gazebo)."""
-    which = args.get("sensors", "both")
+    get = {name: str(args.get(name, default[0])) for name, default in SENSORS_ARGUMENTS.items()}
+    which = get["sensors"]
     if which not in ("gps", "imu", "both"):
         raise UserError(f"launch argument sensors:={which!r}: expected gps, imu or both")
-    seed = _seed(args.get("seed", "0"))
-    keys = _split_keys(args.get("seed_keys", ""))
-    use_sim_time = _bool_text(args.get("use_sim_time", "true"), "use_sim_time")
-    truth_topic = args.get("truth_topic") or TOPICS["ground_truth"]
-    twist_frame = args.get("twist_frame", "child")
+    seed = _index(get["seed"], "seed")
+    keys = _split_keys(get["seed_keys"])
+    use_sim_time = _bool_text(get["use_sim_time"], "use_sim_time")
+    truth_topic = get["truth_topic"] or TOPICS["ground_truth"]
     nodes = []
-    if which in ("gps", "both"):
-        model = args.get("gps_model") or EVALUATE_ARGUMENTS["gps_model"][0]
-        nodes.append(noise_node("gps", model, seed, keys, _rate(args.get("rate", "10.0"), "rate"),
-                                use_sim_time, truth_topic, twist_frame))
-    if which in ("imu", "both"):
-        model = args.get("imu_model") or EVALUATE_ARGUMENTS["imu_model"][0]
-        nodes.append(noise_node("imu", model, seed, keys, _rate(args.get("imu_rate", "100.0"), "imu_rate"),
-                                use_sim_time, truth_topic, twist_frame))
+    for sensor in ("gps", "imu"):
+        if which in (sensor, "both"):
+            nodes.append(noise_node(sensor, get[f"{sensor}_model"], seed, keys,
+                                    _rate(get[f"{sensor}_rate"], f"{sensor}_rate"), use_sim_time,
+                                    truth_topic, get["twist_frame"]))
     return nodes
+
+
+def player(bag: str, play_rate: float, topics: Sequence[str]) -> ProcessSpec:
+    """``ros2 bag play``: only ``topics`` (the real sensors, hidden under /real so that nobody judges
+    them), publishing /clock, started paused (replay_node resumes it once every subscriber matched:
+    nothing is lost before discovery), without keyboard controls (no terminal under launch)."""
+    cmd = ["ros2", "bag", "play", bag, "--clock", "--rate", repr(play_rate), "--start-paused",
+           "--disable-keyboard-controls", "--topics", *topics,
+           "--remap", *[f"{topic}:={HIDDEN_PREFIX}{topic}" for topic in topics]]
+    return ProcessSpec(name="bag_player", cmd=cmd)
 
 
 def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan:
     """evaluate.launch.py: launch arguments → every process, parameter and remap.
 
-    Replays ``bag`` with ``--clock`` (all nodes on use_sim_time); in a simulated mode the replaced
-    real topic is remapped to ``/real/<topic>`` so only the simulated one reaches the judge; starts
-    ground_truth_node (sbg_driver → /ground_truth/odom), the noise nodes (the IMU model mounted as the
-    base_link→imu TF says: ``model_params.mounting_rpy``), the ART static TFs,
-    ekf_node + navsat_transform_node and the recorder.  Missing files fail here, naming the path.
+    The judge (ekf_node + navsat_transform_node, the ART static TFs) gets /fix, /imu and the
+    recorder /ground_truth/odom from ``replay_node``, which publishes the offline replay's streams of
+    the bag (``node.replay``) on the player's clock; the player plays the bag's real /fix and /imu
+    hidden under /real (it is the clock).  The bag is read here once, so a bad bag, a missing truth
+    or a bad model fails before anything starts, in one line naming what is wrong.
     """
+    from .replay import load_replay  # the offline stack (rosbags): evaluate runs on a desktop
+
+    get = {name: str(args.get(name, default[0])) for name, default in EVALUATE_ARGUMENTS.items()}
     unknown = sorted(set(args) - set(EVALUATE_ARGUMENTS))
     if unknown:
         raise UserError(f"evaluate.launch.py: unknown argument(s) {', '.join(unknown)}")
-    get = {name: str(args.get(name, default[0])) for name, default in EVALUATE_ARGUMENTS.items()}
     bag = get["bag"].strip()
     if not bag:
         raise UserError("launch argument bag:= is required (a rosbag2 directory of a real ART run)")
@@ -224,78 +272,48 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     storage = get["storage"]
     if storage not in STORAGES:
         raise UserError(f"launch argument storage:={storage!r}: expected one of {', '.join(STORAGES)}")
-    truth_source = get["truth_source"]
-    if truth_source not in ("auto", "ekf", "gps"):
-        raise UserError(f"launch argument truth_source:={truth_source!r}: expected auto, ekf or gps")
-    seed = _seed(get["seed"])
-    keys = _split_keys(get["seed_keys"])
-    gps_rate = _rate(get["rate"], "rate")
-    imu_rate = _rate(get["imu_rate"], "imu_rate")
+    truth_source = get["truth_source"].strip()  # checked by the offline truth reader
+    seed = _index(get["seed"], "seed")
+    k = _index(get["k"], "k", empty=-1)
     play_rate = _rate(get["play_rate"], "play_rate")
     shutdown_when_done = _bool_text(get["shutdown_when_done"], "shutdown_when_done")
-    if get["imu_ticks"] not in ("real", "rate"):
-        raise UserError(f"launch argument imu_ticks:={get['imu_ticks']!r}: expected real or rate")
-    output = get["output"].strip() or os.path.join(cwd or os.getcwd(), "runs",
-                                                   f"{mode}_{bag_path.resolve().name}")
+    gps_model = _model(get["gps_model"], "gps_model")
+    imu_model = _model(get["imu_model"], "imu_model")
+    ekf = str(Path(get["ekf_config"] or default_config(EKF_CONFIG)).expanduser())
+    navsat = str(Path(get["navsat_config"] or default_config(NAVSAT_CONFIG)).expanduser())
+    judge = judge_nodes(ekf, navsat)  # checks that both files exist
+    try:
+        replay = load_replay(str(bag_path), mode, gps_model, imu_model, seed, get["scenario"].strip(),
+                             None if k < 0 else k, truth_source, ekf, navsat, storage)
+    except UserError as exc:
+        raise UserError(f"evaluate.launch.py: {exc}") from None
+    record = replay.record()
+    output = get["output"].strip() or str(replay.directory(os.path.join(cwd or os.getcwd(), "runs")))
     if Path(output).exists():
         raise UserError(f"launch argument output: {output} already exists (choose another output)")
 
-    sim_gps = mode in ("sim_gps", "sim_both")
-    sim_imu = mode in ("sim_imu", "sim_both")
-    hidden = [topic for topic, simulated in ((TOPICS["gps"], sim_gps), (TOPICS["imu"], sim_imu)) if simulated]
-    player_cmd = ["ros2", "bag", "play", str(bag_path), "--clock", "--rate", repr(play_rate)]
-    if hidden:
-        player_cmd += ["--remap"] + [f"{topic}:=/real{topic}" for topic in hidden]
-    player = ProcessSpec(name="bag_player", cmd=player_cmd)
-
-    nodes = [ProcessSpec(name="ground_truth_node", package=PACKAGE, executable="ground_truth_node",
-                         parameters=[{"use_sim_time": True, "source": truth_source}])]
-    if sim_gps:
-        nodes.append(noise_node("gps", get["gps_model"], seed, keys, gps_rate))
-    if sim_imu:
-        imu = noise_node("imu", get["imu_model"], seed, keys, imu_rate)
-        imu.parameters[0]["model_params.mounting_rpy"] = mounting_rpy(ART_STATIC_TFS, IMU_FRAME)
-        if get["imu_ticks"] == "real":  # the real IMU's stamps, like `sim2real-eval replay`
-            imu.parameters[0]["tick_topic"] = "/real" + TOPICS["imu"]
-        nodes.append(imu)
-    nodes += static_tf_nodes()
-    ekf = get["ekf_config"] or default_config(EKF_CONFIG)
-    navsat = get["navsat_config"] or default_config(NAVSAT_CONFIG)
-    nodes += judge_nodes(ekf, navsat)
-    record = run_record(mode, str(bag_path), get["gps_model"] if sim_gps else None,
-                        get["imu_model"] if sim_imu else None, seed, keys, ekf, navsat)
+    spec = replay.spec
+    bag_player = player(str(bag_path), play_rate, [spec.gps_topic, spec.imu_topic])
+    # The judge and the recorder must listen before the first message is published (replay_node
+    # waits for these subscriber counts, then resumes the player): /fix and /imu have navsat_transform
+    # and the recorder, /odometry/filtered navsat_transform and the recorder, the truth the recorder.
+    wait_for = [f"{TOPICS['gps']}=2", f"{TOPICS['imu']}=2", f"{TOPICS['estimate']}=2",
+                f"{TOPICS['ground_truth']}=1"]
+    replay_node = ProcessSpec(
+        name="replay_node", package=PACKAGE, executable="replay_node", must_succeed=True,
+        parameters=[{"use_sim_time": True, "bag": str(bag_path.resolve()), "mode": mode,
+                     "gps_model": gps_model, "imu_model": imu_model, "seed": seed,
+                     "scenario": spec.scenario, "k": spec.k, "truth_source": truth_source,
+                     "ekf_config": spec.judge.ekf, "navsat_config": spec.judge.navsat, "play_rate": play_rate,
+                     "wait_for": wait_for, "resume_service": f"/{PLAYER_NODE}/resume"}])
     from ..yamlio import dump_yaml
-    nodes.append(ProcessSpec(name="recorder_node", package=PACKAGE, executable="recorder_node",
-                             parameters=[{"use_sim_time": True, "output": output, "storage": storage,
-                                          "run_yaml": dump_yaml(record)}]))
-    return LaunchPlan(player=player, nodes=nodes, output=output, run_record=record,
+    recorder = ProcessSpec(
+        name="recorder_node", package=PACKAGE, executable="recorder_node", must_succeed=True,
+        parameters=[{"use_sim_time": True, "output": output, "storage": storage,
+                     "topics": list(RECORDED_TOPICS),
+                     "required_topics": [TOPICS["estimate"], TOPICS["ground_truth"], TOPICS["gps"],
+                                         TOPICS["imu"]],
+                     "run_yaml": dump_yaml(record)}])
+    nodes = [replay_node] + static_tf_nodes() + judge + [recorder]
+    return LaunchPlan(player=bag_player, nodes=nodes, output=output, run_record=record,
                       shutdown_when_done=shutdown_when_done)
-
-
-def _sha256(path: str) -> str:
-    import hashlib
-    with open(path, "rb") as stream:
-        return hashlib.sha256(stream.read()).hexdigest()
-
-
-def run_record(mode: str, bag: str, gps_model: Optional[str], imu_model: Optional[str], seed: int,
-               keys: List[str], ekf: str, navsat: str) -> Dict[str, Any]:
-    """run.yaml of a ROS replay run (docs/architecture.md "runs"): real side for mode real."""
-    from .. import __version__
-    return {
-        "side": "real" if mode == "real" else "sim",
-        "variant": "real" if mode == "real" else mode,
-        "scenario": Path(bag).resolve().name,
-        "k": 0,
-        "seed": seed,
-        "seed_keys": list(keys),
-        "source": str(Path(bag).resolve()),
-        "gps": {"model": gps_model} if gps_model else {"model": "real"},
-        "imu": ({"model": imu_model, "mounting_rpy": mounting_rpy(ART_STATIC_TFS, IMU_FRAME)} if imu_model
-                else {"model": "real"}),
-        "judge": {"ekf": ekf, "ekf_sha256": _sha256(ekf), "navsat": navsat, "navsat_sha256": _sha256(navsat),
-                  "static_tfs": list(ART_STATIC_TFS)},
-        "topics": dict(TOPICS),
-        "recorded_by": "recorder_node (ros2 launch sim2real_eval evaluate.launch.py)",
-        "version": __version__,
-    }

@@ -28,8 +28,8 @@ class TruthOdometry:
 class SbgTruthAssembler:
     """sbg_driver messages → ground-truth odometry, using the ``sbg`` conversions (NED/ENU, geodesy).
 
-    ``ekf``: SbgEkfNav (position, world velocity) paired with the latest SbgEkfQuat (attitude).
-    ``gps``: SbgGpsPos paired with the latest SbgGpsVel; the yaw is the GNSS course (held while the
+    ``sbg_ekf``: SbgEkfNav (position, world velocity) paired with the latest SbgEkfQuat (attitude).
+    ``sbg_gps``: SbgGpsPos paired with the latest SbgGpsVel; the yaw is the GNSS course (held while the
     speed is below ``min_course_speed``), roll = pitch = 0 (a ground vehicle's GNSS has no attitude).
     Each message of a pair may arrive first (stamps within ``max_pair_gap``); the output carries the
     position message's stamp, and the partner is the one closest in time.  ``auto`` uses the first
@@ -85,17 +85,18 @@ class SbgTruthAssembler:
         return self._try_gps()
 
     def _try_ekf(self) -> Optional[TruthOdometry]:
-        if self.active not in (None, "ekf") or self._nav is None:
+        if self.active not in (None, "sbg_ekf") or self._nav is None:
             return None
         quat = self._partner(self._nav[0], self._quats)
         if quat is None:
             return None
         (stamp_ns, velocity_enu, latitude, longitude, altitude, undulation), self._nav = self._nav, None
-        return self._emit("ekf", stamp_ns, latitude, longitude, altitude, undulation, quat[1], velocity_enu)
+        return self._emit("sbg_ekf", stamp_ns, latitude, longitude, altitude, undulation, quat[1],
+                          velocity_enu)
 
     def _try_gps(self) -> Optional[TruthOdometry]:
         from .. import sbg
-        if self.active not in (None, "gps") or self._pos is None:
+        if self.active not in (None, "sbg_gps") or self._pos is None:
             return None
         vel = self._partner(self._pos[0], self._vels)
         if vel is None:
@@ -105,7 +106,7 @@ class SbgTruthAssembler:
         # The one GNSS-heading rule (shared with the offline adapter): held while slower than the threshold.
         self._yaw = float(sbg.heading_from_gps_vel(velocity_enu, self.config.min_course_speed, self._yaw)[0])
         orientation = np.asarray(rotations.from_yaw(self._yaw), float).reshape(4)
-        return self._emit("gps", stamp_ns, latitude, longitude, altitude, undulation, orientation,
+        return self._emit("sbg_gps", stamp_ns, latitude, longitude, altitude, undulation, orientation,
                           velocity_enu)
 
     def _emit(self, source, stamp_ns, latitude, longitude, altitude, undulation, orientation,

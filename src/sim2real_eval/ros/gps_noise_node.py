@@ -1,8 +1,9 @@
 """gps_noise_node: ground-truth nav_msgs/Odometry → simulated sensor_msgs/NavSatFix (default /fix, 10 Hz).
 
-Parameters (same model keys as the offline presets): model, model_params.<key>, seed, seed_keys,
-rate, frame_id (gps), truth_topic (/ground_truth/odom), output_topic (/fix), truth_mode
-(interpolate|hold), max_truth_gap (s), twist_frame (child|world), use_sim_time.  See docs/ros.md.
+Parameters (named as the launch arguments; model keys as the offline presets): gps_model,
+model_params.<key>, seed, seed_keys, gps_rate, frame_id (gps), truth_topic (/ground_truth/odom),
+output_topic (/fix), truth_mode (interpolate|hold), max_truth_gap (s), twist_frame (child|world),
+tick_topic, use_sim_time.  See docs/ros.md.
 """
 from __future__ import annotations
 

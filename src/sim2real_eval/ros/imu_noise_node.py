@@ -3,7 +3,7 @@
 REP-145: specific force and body rates in the sensor frame ``frame_id`` (default ``imu``; the
 mounting rotation is the model's ``mounting_rpy``), orientation of the sensor in ENU.  Optional
 sensor_msgs/MagneticField on ``magnetometer_topic`` when the model has a magnetometer.
-Parameters as gps_noise_node plus magnetometer_topic; see docs/ros.md.
+Parameters as gps_noise_node with imu_model and imu_rate, plus magnetometer_topic; see docs/ros.md.
 """
 from __future__ import annotations
 

@@ -1,7 +1,16 @@
-"""ProcessSpec (node.launch_plan's plans) → launch / launch_ros actions; used by launch/*.launch.py."""
+"""ProcessSpec (node.launch_plan's plans) → launch / launch_ros actions; used by launch/*.launch.py.
+
+Exit codes: Humble's ``ros2 launch`` returns 0 unless an exception was raised while the launch ran
+(launch 1.0.x ``LaunchService.run_async``: then it logs "Caught exception in launch", shuts down and
+returns 1).  ``watch`` raises such an exception when a process fails (``ProcessSpec.must_succeed``:
+any non-zero exit; others: a non-zero exit while the launch is not shutting down), and
+``evaluate.launch.py`` also when the recorder exits without having written its run directory.
+"""
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
 
 from launch.actions import DeclareLaunchArgument, EmitEvent, ExecuteProcess, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
@@ -10,7 +19,11 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from ..errors import UserError
-from ..node.launch_plan import ProcessSpec
+from ..node.launch_plan import ProcessSpec, check_arguments
+
+
+class LaunchFailure(RuntimeError):
+    """A failed process or a missing output: ros2 launch prints it and exits 1."""
 
 
 def declare(arguments: Dict[str, Tuple[str, str]]) -> List[DeclareLaunchArgument]:
@@ -19,6 +32,13 @@ def declare(arguments: Dict[str, Tuple[str, str]]) -> List[DeclareLaunchArgument
 
 
 def argument_values(context, arguments: Dict[str, Tuple[str, str]]) -> Dict[str, str]:
+    """The declared arguments' values; command-line arguments the file does not declare are refused
+    (ros2 launch would drop them silently) when this file is the one named on the command line."""
+    launch_file = context.get_locals_as_dict().get("current_launch_file_path", "")
+    try:
+        check_arguments(launch_file, context.argv, list(arguments), sys.argv)
+    except UserError as exc:
+        raise LaunchFailure(str(exc)) from None
     return {name: LaunchConfiguration(name).perform(context) for name in arguments}
 
 
@@ -30,15 +50,37 @@ def action(spec: ProcessSpec):
 
 
 def plan_or_fail(build, *args):
-    """Run a launch_plan plan; a UserError becomes a RuntimeError whose text ros2 launch prints."""
+    """Run a launch_plan plan; a UserError becomes an exception whose text ros2 launch prints."""
     try:
         return build(*args)
     except UserError as exc:
-        raise RuntimeError(str(exc)) from None
+        raise LaunchFailure(str(exc)) from None
 
 
-def shutdown_when_done(process) -> RegisterEventHandler:
+def watch(spec: ProcessSpec, process, writes: Optional[str] = None) -> RegisterEventHandler:
+    """Fail the launch (exit code 1, one line naming the process) when ``process`` fails, or when
+    it exits without ``writes`` existing (the recorder's run directory)."""
+    def on_exit(event, context):
+        code = event.returncode
+        if code != 0 and (spec.must_succeed or not context.is_shutdown):
+            raise LaunchFailure(f"{spec.name} exited with code {code}")
+        if writes is not None and not Path(writes).is_dir():
+            raise LaunchFailure(f"{spec.name} exited without writing {writes}")
+        return None
+
+    return RegisterEventHandler(OnProcessExit(target_action=process, on_exit=on_exit))
+
+
+def shutdown_when_done(spec: ProcessSpec, process) -> RegisterEventHandler:
     """Stop the whole launch when ``process`` (the bag player) exits: the recorder then closes."""
     return RegisterEventHandler(OnProcessExit(
-        target_action=process,
-        on_exit=[EmitEvent(event=Shutdown(reason=f"{process.name} finished"))]))
+        target_action=process, on_exit=[EmitEvent(event=Shutdown(reason=f"{spec.name} finished"))]))
+
+
+def actions_for(specs: List[ProcessSpec], writes: Optional[Dict[str, str]] = None) -> List:
+    """Each spec's action followed by its exit watch."""
+    out = []
+    for spec in specs:
+        process = action(spec)
+        out += [process, watch(spec, process, (writes or {}).get(spec.name))]
+    return out

@@ -2,6 +2,8 @@
 
 All logic (parameter validation, truth ordering and interpolation, exact ticks) is in
 ``sim2real_eval.node``; the model is the offline one (``models.load_*_model`` + ``step``).
+These nodes follow a *live* ground truth (a simulator beside them); a recorded bag is replayed by
+``replay_node`` instead, which reads the truth ahead (see docs/ros.md).
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ class NoiseNode:
         model = self.config.load_model()
         self.stream = self.config.stream(model)
         self.out_of_order = ticks.ThrottledWarning(5.0)
+        self.late_ticks = ticks.ThrottledWarning(5.0)
+        self.published = 0
         msg_type = NavSatFix if sensor == "gps" else Imu
         self.publisher = self.node.create_publisher(msg_type, self.config.output_topic, _node.PUBLISH_QOS)
         self.mag_publisher = None
@@ -31,8 +35,7 @@ class NoiseNode:
             self.mag_publisher = self.node.create_publisher(MagneticField, self.config.magnetometer_topic,
                                                             _node.PUBLISH_QOS)
         self.node.create_subscription(Odometry, self.config.truth_topic, self.on_truth, _node.SUBSCRIBE_QOS)
-        if self.config.tick_topic:  # tick on another stream's stamps (the real sensor being replaced)
-            self.late_ticks = ticks.ThrottledWarning(5.0)
+        if self.config.tick_topic:  # tick on another stream's stamps (e.g. a real sensor being replaced)
             self.node.create_subscription(msg_type, self.config.tick_topic, self.on_tick, _node.SUBSCRIBE_QOS)
         self.node.get_logger().info(
             f"{sensor}: model {self.config.model_spec!r}, {self.config.rate_hz:g} Hz on the data clock, "
@@ -41,7 +44,7 @@ class NoiseNode:
     def on_truth(self, msg: Odometry) -> None:
         stamp_ns, position, orientation, linear, angular = messages.odometry_fields(msg)
         truth = truth_stream.odometry_to_truth_sample(position, orientation, linear, angular,
-                                                   self.config.twist_frame)
+                                                      self.config.twist_frame)
         ready, accepted = self.stream.push_truth(stamp_ns, *truth)
         if not accepted:
             text = self.out_of_order.message(
@@ -68,23 +71,25 @@ class NoiseNode:
                     self.publisher.publish(messages.fill_imu(Imu(), samples, i))
                     if self.mag_publisher is not None and samples.magnetic_field is not None:
                         self.mag_publisher.publish(messages.fill_magnetic_field(MagneticField(), samples, i))
+                self.published += 1
 
     def finish(self) -> None:
-        """End of input: publish the ticks of the last truth interval (needs a live context)."""
-        try:
-            self.publish(self.stream.finish())
-        except Exception:  # noqa: BLE001 — the context may already be shut down; nothing to save
-            pass
+        """End of input (SIGINT/SIGTERM): publish the ticks of the last truth interval.  The context
+        is still valid here (``_node.run`` shuts it down afterwards)."""
+        before = self.published
+        self.publish(self.stream.finish())
+        self.node.get_logger().info(f"stopped: {self.published} messages published "
+                                    f"({self.published - before} from the last truth interval)")
 
 
 def main_for(sensor: str, argv: Optional[List[str]] = None) -> int:
     holder = {}
 
-    def build():
+    def build(_stop):
         holder["node"] = NoiseNode(sensor)
         return holder["node"].node
 
-    def finish(_node_handle):
+    def finish():
         if "node" in holder:
             holder["node"].finish()
 

@@ -1,10 +1,12 @@
 """recorder_node: record the run's topics with rosbag2_py (sqlite3 default, mcap option) + run.yaml.
 
-The bag is written into a temporary sibling of ``output`` and renamed into place, with run.yaml
-inside, only when recording ends cleanly (SIGINT, launch shutdown after the player exits, or
-``idle_timeout`` seconds without messages): ``output`` is either complete or absent (the run
-convention of docs/architecture.md).  Messages are stored serialized, stamped with the node clock
-(the bag's /clock under use_sim_time).
+The bag is written into a hidden temporary directory beside ``output`` and renamed into place, with
+run.yaml inside, only when recording ends cleanly (SIGINT/SIGTERM, launch shutdown after the
+player exits, or ``idle_timeout`` seconds without messages) and every ``required_topics`` topic has
+messages: ``output`` is either complete or absent (``node.recording`` describes the layout and how
+a SIGKILLed recorder's leftovers are recognised and removed).  Messages are stored serialized,
+stamped with the node clock (the bag's /clock under use_sim_time); messages arriving before the
+first /clock are held and stamped with the first clock time.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, MagneticField, NavSatFix
 
 from .. import art
-from ..node import params
+from ..errors import UserError
+from ..node import params, recording
 from . import _node
 
 MESSAGE_TYPES = {
@@ -42,12 +45,22 @@ class Recorder:
         self.config = params.parse_recorder_params(_node.parameter_values(self.node))
         output = self.config.output
         output.parent.mkdir(parents=True, exist_ok=True)
-        self.temp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
-        self.temp.rmdir()  # rosbag2 refuses an existing directory
+        for stale in recording.stale_temporaries(output.parent):
+            shutil.rmtree(stale, ignore_errors=True)
+            self.node.get_logger().warning(f"removed {stale}: left by a recorder that was killed")
+        self.temp = Path(tempfile.mkdtemp(prefix=recording.temporary_name(output), dir=output.parent))
+        (self.temp / recording.PID_FILE).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        self.bag = self.temp / output.name  # rosbag2 names the data file after this directory
         self.writer = rosbag2_py.SequentialWriter()
-        self.writer.open(rosbag2_py.StorageOptions(uri=str(self.temp), storage_id=self.config.storage),
-                         rosbag2_py.ConverterOptions("cdr", "cdr"))
-        self.count = 0
+        try:
+            self.writer.open(rosbag2_py.StorageOptions(uri=str(self.bag), storage_id=self.config.storage),
+                             rosbag2_py.ConverterOptions("cdr", "cdr"))
+        except RuntimeError as exc:  # e.g. the storage plugin is not installed
+            shutil.rmtree(self.temp, ignore_errors=True)
+            raise UserError(f"recorder_node: cannot open a {self.config.storage} bag at {output}: "
+                            f"{exc}") from None
+        self.counts = {topic: 0 for topic in self.config.topics}
+        self.early = recording.EarlyMessages()
         self.last_message = _node.wall_seconds()
         for topic in self.config.topics:
             msg_class, type_name = MESSAGE_TYPES.get(topic, ODOMETRY)
@@ -61,48 +74,62 @@ class Recorder:
 
     def _callback(self, topic):
         def write(serialized: bytes) -> None:
-            self.writer.write(topic, serialized, self.node.get_clock().now().nanoseconds)
-            self.count += 1
+            now = self.node.get_clock().now().nanoseconds
             self.last_message = _node.wall_seconds()
+            if now == 0:  # use_sim_time and no /clock yet
+                self.early.hold(topic, serialized)
+                return
+            for held_topic, raw, stamp in self.early.release(now):
+                self.store(held_topic, raw, stamp)
+            self.store(topic, serialized, now)
         return write
 
+    def store(self, topic: str, serialized: bytes, stamp_ns: int) -> None:
+        self.writer.write(topic, serialized, stamp_ns)
+        self.counts[topic] += 1
+
     def check_idle(self) -> None:
-        if self.count and _node.wall_seconds() - self.last_message > self.config.idle_timeout_s:
+        idle = _node.wall_seconds() - self.last_message
+        if sum(self.counts.values()) and idle > self.config.idle_timeout_s:
             self.node.get_logger().info(f"no message for {self.config.idle_timeout_s:g} s: stopping")
-            raise SystemExit(0)
+            raise _node.Finished()
 
     def close(self) -> None:
-        """Close the bag (rosbag2 writes metadata.yaml on destruction), add run.yaml, rename."""
+        """Close the bag (rosbag2 writes metadata.yaml when the writer is destroyed), add run.yaml,
+        rename into place; or remove everything when the run is empty or incomplete."""
+        for topic, raw, stamp in self.early.release(None):
+            self.store(topic, raw, stamp)
         writer, self.writer = self.writer, None
         del writer
         gc.collect()
-        if not self.temp.is_dir():
-            return
-        if self.count == 0:
+        output = self.config.output
+        total = sum(self.counts.values())
+        missing = params.missing_topics(self.counts, self.config.required_topics)
+        if total == 0 or missing:
             shutil.rmtree(self.temp, ignore_errors=True)
-            print(f"recorder_node: nothing was recorded; {self.config.output} not written", file=sys.stderr)
-            return
+            if total == 0:
+                raise UserError(f"recorder_node: nothing was recorded; {output} not written")
+            raise UserError(f"recorder_node: no message on {', '.join(missing)}; {output} not written "
+                            f"(recorded: {', '.join(f'{t} {n}' for t, n in self.counts.items() if n)})")
         if self.config.run_yaml:
-            (self.temp / "run.yaml").write_text(self.config.run_yaml, encoding="utf-8")
-        os.replace(self.temp, self.config.output)
-        print(f"recorder_node: {self.count} messages -> {self.config.output}", file=sys.stderr)
+            (self.bag / "run.yaml").write_text(self.config.run_yaml, encoding="utf-8")
+        os.replace(self.bag, output)
+        shutil.rmtree(self.temp, ignore_errors=True)
+        self.node.get_logger().info(f"{total} messages -> {output}")
 
 
 def main() -> int:
     holder = {}
 
-    def build():
+    def build(_stop):
         holder["recorder"] = Recorder()
         return holder["recorder"].node
 
-    def finish(_node_handle):
+    def finish():
         if "recorder" in holder:
             holder["recorder"].close()
 
-    try:
-        return _node.run("recorder_node", build, finish)
-    except SystemExit:
-        return 0
+    return _node.run("recorder_node", build, finish)
 
 
 if __name__ == "__main__":
