@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from launch import LaunchContext
 from launch.actions import DeclareLaunchArgument, EmitEvent, ExecuteProcess, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
+from launch.events.process import ProcessExited
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -31,7 +33,7 @@ def declare(arguments: Dict[str, Tuple[str, str]]) -> List[DeclareLaunchArgument
             for name, (default, description) in arguments.items()]
 
 
-def argument_values(context, arguments: Dict[str, Tuple[str, str]]) -> Dict[str, str]:
+def argument_values(context: LaunchContext, arguments: Dict[str, Tuple[str, str]]) -> Dict[str, str]:
     """The declared arguments' values; command-line arguments the file does not declare are refused
     (ros2 launch would drop them silently) when this file is the one named on the command line."""
     launch_file = context.get_locals_as_dict().get("current_launch_file_path", "")
@@ -60,7 +62,7 @@ def plan_or_fail(build, *args):
 def watch(spec: ProcessSpec, process, writes: Optional[str] = None) -> RegisterEventHandler:
     """Fail the launch (exit code 1, one line naming the process) when ``process`` fails, or when
     it exits without ``writes`` existing (the recorder's run directory)."""
-    def on_exit(event, context):
+    def on_exit(event: ProcessExited, context: LaunchContext):
         code = event.returncode
         if code != 0 and (spec.must_succeed or not context.is_shutdown):
             raise LaunchFailure(f"{spec.name} exited with code {code}")
