@@ -110,7 +110,7 @@ class Humble:
         return found if found and found[0] == "class" else None
 
     def member_type(self, qualified: str, name: str):
-        """Type of ``instance.name`` for a class ``qualified``: ("instance", q), ("bound", (q, name)) or None."""
+        """Type of ``instance.name`` of class ``qualified``: ("instance", q), ("bound", (q, name)) or None."""
         member = self.class_member(qualified, name)
         if member is None:
             return None
