@@ -1,15 +1,20 @@
 """Message types for reading and writing bags without ROS: rosbags' ROS 2 Humble store plus sbg_driver.
 
 Humble .db3 bags carry no message definitions, so the sbg_driver types the ART vehicle records are
-shipped here as .msg files in two wire layouts (``msgdefs/<layout>/sbg_driver/*.msg``):
+shipped here as .msg files, one folder per wire layout the released drivers used
+(``msgdefs/<layout>/sbg_driver/*.msg``, read per tag from SBG-Systems/sbg_ros2_driver; each layout
+is named after the first release that has it):
 
-- ``"3.1"``: sbg_ros2_driver 3.1.x (the layout of the ART Feb-2024 bags);
-- ``"3.2"``: sbg_ros2_driver 3.2+ (Oct 2024 on): SbgGpsPos gains ``num_sv_tracked``, SbgGpsPosStatus
-  gains ifm/spoofing/osnma and per-signal flags, SbgEkfStatus drops the course flags and gains aiding
-  flags, SbgImuStatus gains ``imu_gyros_use_high_scale``.
+- ``"3.1"``: releases 3.0.0–3.1.0 (the layout of the ART Feb-2024 bags);
+- ``"3.2"``: 3.2.0 (Oct 2024): SbgGpsPos gains ``num_sv_tracked``, SbgGpsPosStatus gains
+  ifm/spoofing/osnma and per-signal flags, SbgEkfStatus drops the course flags and gains aiding
+  flags (24 bools);
+- ``"3.3"``: 3.3.0–3.3.1: SbgImuStatus gains ``imu_gyros_use_high_scale``;
+- ``"3.3.2"``: 3.3.2 (the current release): SbgEkfStatus has 23 bools.
 
-Both layouts use the same type names, so one typestore holds one layout; ``detect_sbg_layout`` tells
-them apart by the serialised size of a message.  A user folder of .msg files (``msg_path``) is
+(1.0.x, the 2020 releases before Humble, stored positions as one Vector3 and are not supported.)
+The layouts share their type names, so one typestore holds one layout; ``detect_sbg_layout`` tells
+them apart by the serialised size of the messages.  A user folder of .msg files (``msg_path``) is
 registered first and wins over the shipped definitions.
 """
 
@@ -25,7 +30,7 @@ from rosbags.typesys.store import Typestore
 
 from ..errors import UserError
 
-SBG_LAYOUTS = ("3.1", "3.2")
+SBG_LAYOUTS = ("3.1", "3.2", "3.3", "3.3.2")
 MSGDEF_DIR = Path(__file__).resolve().parent / "msgdefs"
 SBG_PACKAGE = "sbg_driver"
 
@@ -82,7 +87,7 @@ def _cached_typestore(msg_path: str | None, sbg_layout: str) -> Typestore:
 
 
 def get_typestore(msg_path=None, sbg_layout: str = "3.1") -> Typestore:
-    """rosbags typestore: ROS 2 Humble + sbg_driver (``sbg_layout`` "3.1" or "3.2") + ``msg_path`` types.
+    """rosbags typestore: ROS 2 Humble + sbg_driver (``sbg_layout``, one of SBG_LAYOUTS) + ``msg_path`` types.
 
     The store is cached and shared per (msg_path, sbg_layout): treat it as read-only.
     """
@@ -117,10 +122,10 @@ def fits_layout(raw: bytes, msgtype: str, store: Typestore) -> bool:
 def detect_sbg_layout(samples: dict, source: str = "bag") -> str | None:
     """Pick the sbg_driver layout that fits the raw messages ``samples`` {msgtype: raw CDR bytes}.
 
-    Returns None when no layout-dependent type is present (both layouts read the bag alike).  When
-    both layouts reproduce the bytes exactly (possible for SbgImuData alone, whose one extra flag can
-    hide in alignment padding), every shared field decodes the same either way and "3.1" is returned.
-    Raises UserError when no layout fits.
+    Returns None when no layout-dependent type is present (every layout reads the bag alike).  When
+    several layouts reproduce the bytes exactly (a layout that differs by one status flag at the end
+    of a sub-message can hide it in alignment padding), the numeric fields decode the same in all of
+    them and the oldest is returned.  Raises UserError when no layout fits.
     """
     relevant = {t: raw for t, raw in samples.items() if t in LAYOUT_DEPENDENT}
     if not relevant:
@@ -133,6 +138,7 @@ def detect_sbg_layout(samples: dict, source: str = "bag") -> str | None:
         return fitting[0]
     names = ", ".join(sorted(relevant))
     raise UserError(
-        f"{source}: sbg_driver messages ({names}) match neither layout {' nor '.join(SBG_LAYOUTS)}; "
+        f"{source}: sbg_driver messages ({names}) match neither layout {', '.join(SBG_LAYOUTS[:-1])} "
+        f"nor {SBG_LAYOUTS[-1]}; "
         "pass the driver's .msg files with --msg-path"
     )
