@@ -34,7 +34,9 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     description="Measure the sim-to-real gap of simulated GPS/IMU with robot_localization as the judge",
-    long_description=open("README.md", encoding="utf-8").read(),
+    # realpath: `colcon build --symlink-install` runs a symlink of this file from its build directory.
+    long_description=open(os.path.join(os.path.dirname(os.path.realpath(__file__)), "README.md"),
+                          encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     package_dir={"": "src"},

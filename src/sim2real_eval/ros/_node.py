@@ -99,7 +99,11 @@ def run(name: str, build: Callable[[StopRequest], Node], finish: Optional[Callab
     A UserError (at start or in a callback) is one logged line and exit code 2; ``finish`` runs with
     the context still valid in every case (it publishes or closes what is pending).
     """
-    rclpy.init(args=argv if argv is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=sys.argv if argv is None else argv, signal_handler_options=SignalHandlerOptions.NO)
+    except RuntimeError as exc:  # rclpy's RCLError: e.g. a -p value that is not YAML; rcl logged why
+        print(f"{name}: cannot start: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
     stop = StopRequest()
     stop.install()
     executor = SingleThreadedExecutor()
