@@ -62,6 +62,16 @@ def test_throttled_warning_counts_suppressed_messages():
     assert throttle.message("late", 5.0) == "late (2 more since the last warning)"
 
 
+def test_tick_rate_check_warns_once_when_explicit_ticks_run_at_another_rate():
+    """imu_rate:=200 on a 100 Hz tick stream: the noise would be scaled for 5 ms, the ticks are 10 ms."""
+    check = ticks.TickRateCheck(200.0, min_ticks=50)
+    warnings = [check.check(10 * S + k * 10_000_000, "/real/imu") for k in range(60)]
+    found = [w for w in warnings if w]
+    assert len(found) == 1 and "100.00 Hz" in found[0] and "200 Hz" in found[0]
+    same = ticks.TickRateCheck(100.0, min_ticks=50)
+    assert not any(same.check(10 * S + k * 10_000_000 + (k % 3) * 1_000_000, "/real/imu") for k in range(60))
+
+
 # ---------------------------------------------------------------------------------- truth stream
 def kinematic_series(stamps_ns, seed=0):
     """A smooth turning drive: ENU position, yaw, body-forward speed; world velocity and rates."""

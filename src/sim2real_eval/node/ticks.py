@@ -59,3 +59,38 @@ class ThrottledWarning:
         self.suppressed = 0
         return text + note
 
+
+
+class TickRateCheck:
+    """Does a stream of explicit ticks (``tick_topic``) run at the rate the model was built for?
+
+    The model's noise is scaled for its ``rate`` (e.g. a random walk's step ∝ √dt); ticking it on
+    another stream's stamps at a different rate would scale it wrongly.  After ``min_ticks`` ticks
+    ``check`` returns a one-line warning once when the measured rate is off by more than ``tolerance``.
+    """
+
+    def __init__(self, rate_hz: float, min_ticks: int = 100, tolerance: float = 0.05):
+        self.rate_hz = float(rate_hz)
+        self.min_ticks = int(min_ticks)
+        self.tolerance = float(tolerance)
+        self._first: Optional[int] = None
+        self._last: Optional[int] = None
+        self._count = 0
+        self.done = False
+
+    def check(self, stamp_ns: int, name: str) -> Optional[str]:
+        if self.done:
+            return None
+        stamp_ns = int(stamp_ns)
+        if self._first is None:
+            self._first = stamp_ns
+        self._last = stamp_ns
+        self._count += 1
+        if self._count < self.min_ticks or self._last <= self._first:
+            return None
+        self.done = True
+        measured = (self._count - 1) / ((self._last - self._first) / 1e9)
+        if abs(measured - self.rate_hz) <= self.tolerance * self.rate_hz:
+            return None
+        return (f"{name} ticks at {measured:.2f} Hz but the model was built for {self.rate_hz:g} Hz: its "
+                f"noise is scaled for the wrong interval (set the rate parameter to {measured:.2f})")

@@ -27,6 +27,7 @@ class NoiseNode:
         self.stream = self.config.stream(model)
         self.out_of_order = ticks.ThrottledWarning(5.0)
         self.late_ticks = ticks.ThrottledWarning(5.0)
+        self.tick_rate = ticks.TickRateCheck(self.config.rate_hz)
         self.published = 0
         msg_type = NavSatFix if sensor == "gps" else Imu
         self.publisher = self.node.create_publisher(msg_type, self.config.output_topic, _node.PUBLISH_QOS)
@@ -55,7 +56,11 @@ class NoiseNode:
         self.publish(ready)
 
     def on_tick(self, msg) -> None:
-        if not self.stream.add_tick(messages.header_ns(msg.header)):
+        stamp_ns = messages.header_ns(msg.header)
+        mismatch = self.tick_rate.check(stamp_ns, f"{self.config.tick_topic}")
+        if mismatch:
+            self.node.get_logger().warning(f"{mismatch} ({self.sensor}_rate)")
+        if not self.stream.add_tick(stamp_ns):
             text = self.late_ticks.message(
                 f"dropped tick from {self.config.tick_topic}: late or out of order "
                 f"({self.stream.dropped_ticks} so far)", _node.wall_seconds())

@@ -44,7 +44,10 @@ class Recorder:
         self.node = _node.make_node("recorder_node", params.RECORDER_DEFAULTS)
         self.config = params.parse_recorder_params(_node.parameter_values(self.node))
         output = self.config.output
-        output.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"parameter output: cannot create {output.parent} ({exc.strerror})") from None
         for stale in recording.stale_temporaries(output.parent):
             shutil.rmtree(stale, ignore_errors=True)
             self.node.get_logger().warning(f"removed {stale}: left by a recorder that was killed")
