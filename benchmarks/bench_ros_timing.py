@@ -9,10 +9,10 @@ with the project's scorer (E, S_est, S_gt).  Needs rclpy and a built workspace; 
 the workspace sourced:
 
     python3 benchmarks/bench_ros_timing.py BAG [--modes real sim_imu sim_gps sim_both] [--play-rate 1.0]
-        [--out DIR] [--json results.json] [--old-args]
+        [--out DIR] [--json results.json] [--launch-arg NAME:=VALUE ...]
 
-``--old-args`` drives a checkout from before the replay_node (37f60d8: ``ros2 launch`` arguments of
-that version; the recorder wrote to ``output`` directly).
+It also drives older checkouts whose evaluate.launch.py takes ``bag``, ``mode``, ``play_rate`` and
+``output`` (e.g. 37f60d8, with ``--launch-arg truth_source:=gps`` for an SbgGpsPos/Vel bag).
 """
 from __future__ import annotations
 
@@ -71,9 +71,19 @@ def probe(stop: threading.Event, ready: threading.Event, results: dict, play_rat
     rclpy.try_shutdown()
 
 
-def summarise(arrivals: dict, clocks: list, play_rate: float) -> dict:
-    from sim2real_eval.node.clock import ClockFollower
+def clock_follower():
+    """This checkout's node.clock.ClockFollower (stdlib only), whichever sim2real_eval is installed:
+    the bench also measures older checkouts."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "src" / "sim2real_eval" / "node" / "clock.py"
+    spec = importlib.util.spec_from_file_location("bench_clock", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ClockFollower
 
+
+def summarise(arrivals: dict, clocks: list, play_rate: float) -> dict:
+    ClockFollower = clock_follower()  # noqa: N806
     out = {}
     clocks = sorted(clocks, key=lambda c: c[1])
     for topic, items in arrivals.items():
@@ -84,7 +94,7 @@ def summarise(arrivals: dict, clocks: list, play_rate: float) -> dict:
         latencies = []
         follower, k = ClockFollower(play_rate, window=400, horizon_s=10.0), 0
         for stamp, arrival in items:
-            while k < len(clocks) and clocks[k][1] <= arrival + 30_000_000:  # include the next /clock too
+            while k < len(clocks) and clocks[k][1] <= arrival:  # the /clock messages seen so far
                 follower.update(*clocks[k])
                 k += 1
             now = follower.now(arrival)
@@ -97,7 +107,8 @@ def summarise(arrivals: dict, clocks: list, play_rate: float) -> dict:
                       "latency_ms_median": round(float(np.median(lat)), 2) if lat.size else None,
                       "latency_ms_p95": round(float(np.percentile(lat, 95)), 2) if lat.size else None,
                       "latency_ms_max": round(float(lat.max()), 2) if lat.size else None,
-                      "arrival_gap_ms_p95": round(float(np.percentile(gaps, 95)), 2)}
+                      "arrival_gap_ms_p95": round(float(np.percentile(gaps, 95)), 2),
+                      "latencies_ms": [round(v, 3) for v in latencies]}
     return out
 
 
@@ -112,11 +123,9 @@ def score(run_dir: Path) -> dict:
     return {"E": round(s.rmse, 4), "S_est": round(s.S_est, 4), "S_gt": round(s.S_gt, 4)}
 
 
-def run_mode(bag: str, mode: str, play_rate: float, out: Path, old_args: bool) -> dict:
+def run_mode(bag: str, mode: str, play_rate: float, out: Path, extra: list) -> dict:
     output = out / f"{mode}_{play_rate:g}"
-    args = [f"bag:={bag}", f"mode:={mode}", f"play_rate:={play_rate!r}", f"output:={output}"]
-    if old_args and mode != "real":
-        args.append("truth_source:=gps")
+    args = [f"bag:={bag}", f"mode:={mode}", f"play_rate:={play_rate!r}", f"output:={output}", *extra]
     stop, ready, results = threading.Event(), threading.Event(), {}
     thread = threading.Thread(target=probe, args=(stop, ready, results, play_rate))
     thread.start()
@@ -147,13 +156,14 @@ def main(argv=None) -> int:
     parser.add_argument("--play-rate", type=float, nargs="+", default=[1.0])
     parser.add_argument("--out", default=None)
     parser.add_argument("--json", default=None)
-    parser.add_argument("--old-args", action="store_true")
+    parser.add_argument("--launch-arg", action="append", default=[], metavar="NAME:=VALUE",
+                        help="more evaluate.launch.py arguments (repeatable)")
     args = parser.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_ros_timing_"))
     rows = []
     for play_rate in args.play_rate:
         for mode in args.modes:
-            row = run_mode(str(Path(args.bag).resolve()), mode, play_rate, out, args.old_args)
+            row = run_mode(str(Path(args.bag).resolve()), mode, play_rate, out, args.launch_arg)
             rows.append(row)
             t = row["topics"]
             cells = []
@@ -164,7 +174,7 @@ def main(argv=None) -> int:
             print(f"{mode} x{play_rate:g} exit {row['exit']} {row['wall_s']} s | " + " | ".join(cells)
                   + f" | {row.get('score')}", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps(rows), encoding="utf-8")
     return 0
 
 

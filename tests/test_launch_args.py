@@ -41,8 +41,8 @@ def by_name(plan_):
 
 def test_sim_imu_replays_the_offline_streams_on_the_players_clock(bag, tmp_path):
     p = plan(bag, tmp_path, mode="sim_imu", imu_model="mavs_mems", seed="7")
-    assert p.player.cmd == ["ros2", "bag", "play", str(bag), "--clock", "--rate", "1.0", "--start-paused",
-                            "--disable-keyboard-controls", "--topics", "/fix", "/imu",
+    assert p.player.cmd == ["ros2", "bag", "play", str(bag), "--clock", "40.0", "--rate", "1.0",
+                            "--start-paused", "--disable-keyboard-controls", "--topics", "/fix", "/imu",
                             "--remap", "/fix:=/real/fix", "/imu:=/real/imu"]
     nodes = by_name(p)
     assert not {"gps_noise_node", "imu_noise_node", "ground_truth_node"} & set(nodes)
@@ -62,6 +62,11 @@ def test_sim_imu_replays_the_offline_streams_on_the_players_clock(bag, tmp_path)
         "sim", "sim_imu-mavs_mems", "line", 0)
     assert record["imu"]["mounting_rpy"] == [0.0, -1.5708, 3.1416] and record["gps"] == "real"
     assert len(record["window_ns"]) == 2 and record["judge_implementation"] == "robot_localization (ROS 2)"
+
+
+def test_the_sim_clock_steps_25_ms_at_every_play_rate(bag, tmp_path):
+    cmd = plan(bag, tmp_path, mode="real", play_rate="2.0").player.cmd
+    assert cmd[cmd.index("--clock") + 1] == "80.0" and cmd[cmd.index("--rate") + 1] == "2.0"
 
 
 def test_default_output_is_the_offline_run_layout_under_runs(bag, tmp_path):

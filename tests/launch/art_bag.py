@@ -28,9 +28,10 @@ def drive(duration_s: float = 20.0) -> GroundTruth:
                                        angular_velocity=np.stack([0 * t, 0 * t, yaw_rate], axis=1))
 
 
-def make_art_bag(path, duration_s: float = 20.0, seed: int = 5, sbg_layout: str = "3.1") -> Path:
-    """``sbg_layout``: the sbg_driver message layout ("3.1" or "3.2"), which must match the driver
-    installed where the bag is played (the layouts differ on the wire)."""
+def make_art_bag(path, duration_s: float = 20.0, seed: int = 5, sbg_layout: str = "3.1",
+                 truth_rate_hz: float = 50.0) -> Path:
+    """``sbg_layout``: the sbg_driver message layout (``bags.SBG_LAYOUTS``); ``truth_rate_hz``: rate
+    of the SbgEkfNav/SbgEkfQuat ground truth."""
     from sim2real_eval.bags import get_typestore, write_bag
     from sim2real_eval.bags import messages as bm
     from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
@@ -44,8 +45,8 @@ def make_art_bag(path, duration_s: float = 20.0, seed: int = 5, sbg_layout: str 
                          sensor_seed(seed, "real", "imu")).sample(truth)
     store = get_typestore(sbg_layout=sbg_layout)
     items = (list(bm.navsatfix_messages(gps, typestore=store)) + list(bm.imu_messages(imu, typestore=store))
-             + list(sbg_ekf_nav_messages(truth, DATUM, typestore=store))
-             + list(sbg_ekf_quat_messages(truth, typestore=store)))
+             + list(sbg_ekf_nav_messages(truth, DATUM, rate_hz=truth_rate_hz, typestore=store))
+             + list(sbg_ekf_quat_messages(truth, rate_hz=truth_rate_hz, typestore=store)))
     items.sort(key=lambda m: (m.recv_ns, m.topic))
     return write_bag(path, items, typestore=store)
 

@@ -235,11 +235,19 @@ def sensors_plan(args: Dict[str, str]) -> List[ProcessSpec]:
     return nodes
 
 
+CLOCK_HZ = 40.0  # ros2 bag play's default /clock rate at play rate 1
+
+
 def player(bag: str, play_rate: float, topics: Sequence[str]) -> ProcessSpec:
     """``ros2 bag play``: only ``topics`` (the real sensors, hidden under /real so that nobody judges
     them), publishing /clock, started paused (replay_node resumes it once every subscriber matched:
-    nothing is lost before discovery), without keyboard controls (no terminal under launch)."""
-    cmd = ["ros2", "bag", "play", bag, "--clock", "--rate", repr(play_rate), "--start-paused",
+    nothing is lost before discovery), without keyboard controls (no terminal under launch).
+
+    /clock is published at 40 Hz × ``play_rate`` of wall time, so the sim clock always advances in
+    25 ms steps: the judge's timers (they fire on /clock updates) run as at play rate 1.
+    """
+    cmd = ["ros2", "bag", "play", bag, "--clock", repr(CLOCK_HZ * play_rate), "--rate", repr(play_rate),
+           "--start-paused",
            "--disable-keyboard-controls", "--topics", *topics,
            "--remap", *[f"{topic}:={HIDDEN_PREFIX}{topic}" for topic in topics]]
     return ProcessSpec(name="bag_player", cmd=cmd)
