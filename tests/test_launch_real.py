@@ -84,7 +84,7 @@ def test_evaluate_writes_a_complete_run_in_every_mode(runs, mode):
     result, output = runs[mode]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     record = load_yaml(output / "run.yaml")
-    assert (record["scenario"], record["k"]) == ("art", 3)
+    assert (record["scenario"], record["k"]) == ("art", 0)
     assert record["side"] == ("real" if mode == "real" else "sim")
     assert (output / f"{output.name}_0.db3").is_file()
 

@@ -6,19 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from sim2real_eval.node.replay import load_replay, replaced, run_key
+from sim2real_eval.node.replay import load_replay, replaced
 
 pytest.importorskip("sim2real_eval.bags")  # the offline stack (Python >= 3.10)
 
 REPO = Path(__file__).resolve().parents[1]
 LINE = REPO / "bags" / "reference" / "line" / "run_00"
-
-
-def test_run_key_follows_the_reference_layout(tmp_path):
-    assert run_key(str(LINE)) == ("line", 0)
-    assert run_key(str(tmp_path / "circle" / "run_12")) == ("circle", 12)
-    assert run_key(str(tmp_path / "lot17_run1")) == ("lot17_run1", 0)
-    assert run_key(str(tmp_path / "drive.bag")) == ("drive", 0)
 
 
 def test_modes_replace_the_streams_of_the_offline_variants():
@@ -32,17 +25,23 @@ def test_records_are_the_offline_run_bags_messages(mode, tmp_path):
     """The offline replay writes its run bag from the same records: same receive times, same bytes,
     the real streams cropped to window_ns, the truth at 50 Hz."""
     from sim2real_eval.bags import open_bag
-    from sim2real_eval.pipeline.replay import replay
+    from sim2real_eval.pipeline.replay import BagReplay
+    from sim2real_eval.runs import read_run_info
 
     replay_ = load_replay(str(LINE), mode, "ch_gauss", "chrono_paper_demo", 5)
     records = replay_.records()
     window = replay_.streams.window_ns
-    spec = replay_.spec
-    if mode == "real":  # the offline replay needs a stream to replace; its real run is the same
-        spec = load_replay(str(LINE), "sim_imu", "ch_gauss", "chrono_paper_demo", 5).spec
-    real_run, sim_run = replay(spec, tmp_path / "runs")
-    path = Path(real_run.path if mode == "real" else sim_run.path)
-    assert path == replay_.directory(tmp_path / "runs")
+    sims = () if replay_.sim is None else (replay_.sim,)
+    BagReplay(replay_.spec, sims, real=replay_.sim is None).execute(tmp_path / "runs")
+    path = replay_.directory(tmp_path / "runs")
+    offline_info = read_run_info(path)
+    assert offline_info.run == replay_.run
+    ours = replay_.info().to_dict()
+    assert ours["recorded_by"].startswith("recorder_node")
+    theirs = offline_info.to_dict()
+    for key in ("side", "variant", "scenario", "k", "seed", "source", "gps", "imu", "window_ns",
+                "ground_truth_rate", "ground_truth_source", "topics"):
+        assert ours[key] == theirs[key], key
     with open_bag(path) as reader:
         offline = [(m.recv_ns, m.topic, bytes(m.data)) for m in reader.raw_messages(
             topics=["/fix", "/imu", "/ground_truth/odom"])]
@@ -59,8 +58,12 @@ def test_a_missing_truth_source_fails_in_one_line():
     assert "\n" not in str(info.value)
 
 
-def test_copied_bag_keeps_its_key(tmp_path):
-    copy = tmp_path / "sine" / "run_03"
-    shutil.copytree(LINE, copy)
-    replay_ = load_replay(str(copy), "sim_gps", "ch_gauss", "chrono_paper_demo", 0)
-    assert (replay_.spec.scenario, replay_.spec.k) == ("sine", 3)
+def test_runs_are_named_by_the_real_bag_rule(tmp_path):
+    """DIR/<scenario>/<run>: the scenario is the folder, k the bag's position in it (runs.name_real_bag)."""
+    for name in ("run_00", "run_07"):
+        shutil.copytree(LINE, tmp_path / "sine" / name)
+    replay_ = load_replay(str(tmp_path / "sine" / "run_07"), "sim_gps", "ch_gauss", "chrono_paper_demo", 0)
+    assert (replay_.run.scenario, replay_.run.k, replay_.run.variant) == ("sine", 1, "sim_gps-ch_gauss")
+    named = load_replay(str(tmp_path / "sine" / "run_07"), "real", "ch_gauss", "chrono_paper_demo", 0,
+                        scenario="lot17", k=4)
+    assert named.run.label == "real/real/lot17/4"

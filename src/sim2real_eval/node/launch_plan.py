@@ -32,8 +32,8 @@ EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     "gps_model": ("ch_gauss", "GPS model: preset name or YAML file (offline preset keys)"),
     "imu_model": ("chrono_paper_demo", "IMU model: preset name or YAML file (offline preset keys)"),
     "seed": ("0", "study seed; streams are sensor_seed(seed, variant, scenario, k, gps|imu), as offline"),
-    "scenario": ("", "scenario name of the run (default: from the bag path, DIR/<scenario>/run_<k>)"),
-    "k": ("", "repeat index of the run (default: from the bag path, else 0)"),
+    "scenario": ("", "scenario name of the run (default: the bag's folder, DIR/<scenario>/<run>)"),
+    "k": ("", "repeat index of the run (default: the bag's position among the bags of its folder)"),
     "ekf_config": ("", "ekf_node parameters (default: <share>/config/ekf_art_iros2024.yaml)"),
     "navsat_config": ("", "navsat_transform_node parameters "
                           "(default: <share>/config/navsat_art_iros2024.yaml)"),
@@ -295,7 +295,7 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
                              None if k < 0 else k, truth_source, ekf, navsat, storage)
     except UserError as exc:
         raise UserError(f"evaluate.launch.py: {exc}") from None
-    record = replay.record()
+    info = replay.info()
     output = get["output"].strip() or str(replay.directory(os.path.join(cwd or os.getcwd(), "runs")))
     if Path(output).exists():
         raise UserError(f"launch argument output: {output} already exists (choose another output)")
@@ -314,14 +314,13 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
                      "scenario": spec.scenario, "k": spec.k, "truth_source": truth_source,
                      "ekf_config": spec.judge.ekf, "navsat_config": spec.judge.navsat, "play_rate": play_rate,
                      "wait_for": wait_for, "resume_service": f"/{PLAYER_NODE}/resume"}])
-    from ..yamlio import dump_yaml
     recorder = ProcessSpec(
         name="recorder_node", package=PACKAGE, executable="recorder_node", must_succeed=True,
         parameters=[{"use_sim_time": True, "output": output, "storage": storage,
                      "topics": list(RECORDED_TOPICS),
                      "required_topics": [TOPICS["estimate"], TOPICS["ground_truth"], TOPICS["gps"],
                                          TOPICS["imu"]],
-                     "run_yaml": dump_yaml(record)}])
+                     "run_yaml": info.to_yaml()}])
     nodes = [replay_node] + static_tf_nodes() + judge + [recorder]
-    return LaunchPlan(player=bag_player, nodes=nodes, output=output, run_record=record,
+    return LaunchPlan(player=bag_player, nodes=nodes, output=output, run_record=info.to_dict(),
                       shutdown_when_done=shutdown_when_done)

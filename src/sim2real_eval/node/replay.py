@@ -14,13 +14,16 @@ bag differs from the offline run of the same bag only by the judge.
   real and cropped;
 - always the ``/ground_truth/odom`` of the offline run (the INS truth at 50 Hz).
 
+The run is named, seeded and recorded exactly as the offline replay names, seeds and records it
+(``runs``: ``DIR/<scenario>/<run>``, ``OUT/<side>/<variant>/<scenario>/<k>``, ``RunInfo``).
+
 This module needs the offline stack (rosbags, Python >= 3.10): evaluate.launch.py runs on a desktop.
 Its imports are inside the functions so that the robot-side ``node`` package stays importable on
 Python 3.8.
 """
 from __future__ import annotations
 
-import re
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -28,18 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..errors import UserError
 
 MODES = ("sim_imu", "sim_gps", "sim_both", "real")
-# Run directories named like the reference data set: DIR/<scenario>/run_<k>/.
-RUN_DIR = re.compile(r"^run_(\d+)$")
-
-
-def run_key(bag: str) -> Tuple[str, int]:
-    """(scenario, k) of a real bag from its path: ``DIR/<scenario>/run_<k>`` → (scenario, k), any
-    other bag → (its directory name, 0)."""
-    path = Path(bag).expanduser().resolve()
-    match = RUN_DIR.match(path.name)
-    if match:
-        return path.parent.name, int(match.group(1))
-    return path.name.split(".")[0], 0
+RECORDED_BY = "recorder_node (ros2 launch sim2real_eval evaluate.launch.py)"
 
 
 def replaced(mode: str, gps_model: str, imu_model: str) -> Dict[str, str]:
@@ -56,43 +48,33 @@ def replaced(mode: str, gps_model: str, imu_model: str) -> Dict[str, str]:
 
 @dataclass
 class Replay:
-    """One replay: the offline spec, the real bag's streams, and the run.yaml of the run."""
+    """One replay: the offline spec, the real bag's streams, and which run of the bag this is."""
 
     spec: Any       # pipeline.replay.ReplaySpec
     streams: Any    # pipeline.replay.RealStreams
-    mode: str
+    sim: Any        # pipeline.replay.Replacement, or None for the real run
 
     @property
-    def side(self) -> str:
-        return "real" if self.mode == "real" else "sim"
+    def run(self):
+        """The run's identity (``runs.RunId``): the offline replay's run of this bag and mode."""
+        return self.spec.run_id(self.sim)
 
-    @property
-    def variant(self) -> str:
-        return "real" if self.mode == "real" else self.spec.variant
-
-    def record(self) -> Dict[str, Any]:
-        """run.yaml: the offline replay's record of this run, plus who recorded it."""
-        record = (self.spec.real_record_for(self.streams) if self.mode == "real"
-                  else self.spec.sim_record_for(self.streams))
-        record["recorded_by"] = "recorder_node (ros2 launch sim2real_eval evaluate.launch.py)"
-        record["judge_implementation"] = "robot_localization (ROS 2)"
-        return record
+    def info(self):
+        """run.yaml (``runs.RunInfo``): the offline replay's record of this run + who recorded it."""
+        return dataclasses.replace(self.spec.run_info(self.streams, self.sim), recorded_by=RECORDED_BY)
 
     def directory(self, runs_root) -> Path:
-        """Where the offline replay would write this run under ``runs_root``."""
-        return (self.spec.real_directory(runs_root) if self.mode == "real"
-                else self.spec.sim_directory(runs_root))
+        """Where the offline replay writes this run under ``runs_root``."""
+        return self.run.directory(runs_root)
 
     def records(self) -> List[Tuple[int, str, bytes]]:
         """(receive ns, topic, CDR bytes) of everything the judge and the recorder get, as the
         offline run writes them: /fix, /imu and /ground_truth/odom."""
         from ..pipeline import replay as offline
 
-        spec, streams = self.spec, self.streams
-        imu = offline.simulated_imu(spec, streams) if "imu" in spec.replace else streams.imu
-        gps = offline.simulated_gps(spec, streams) if "gps" in spec.replace else streams.gps
-        truth = offline.truth_records(streams.truth, spec.ground_truth_rate)
-        out = [(int(r[0]), r[1], bytes(r.raw)) for r in gps + imu]
+        sensors = offline.sensor_streams(self.spec, self.streams, self.sim)
+        truth = self.streams.truth_records(self.spec.ground_truth_rate)
+        out = [(int(r[0]), r[1], bytes(r.raw)) for r in sensors]
         out += [(int(r[0]), r[1], bytes(r[3])) for r in truth]
         return sorted(out, key=lambda r: r[0])
 
@@ -100,25 +82,24 @@ class Replay:
 def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, scenario: str = "",
                 k: Optional[int] = None, truth_source: str = "auto", ekf_config: str = "",
                 navsat_config: str = "", storage: str = "sqlite3") -> Replay:
-    """Read the real bag (checked: topics, types, stamps, truth) into a Replay; one-line UserErrors."""
-    from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
-    from ..pipeline.replay import ReplaySpec, read_real_streams
-    from ..pipeline.run import JudgeConfig
-    from ..pipeline.study import NAME_PATTERN
-    from ..resources import config_path
+    """Read the real bag (checked: topics, types, stamps, truth) into a Replay; one-line UserErrors.
 
-    default_scenario, default_k = run_key(bag)
-    scenario = scenario or default_scenario
-    if not NAME_PATTERN.match(scenario):
-        raise UserError(f"scenario {scenario!r}: use letters, digits, '_', '.', '+', '-' "
-                        "(it names a directory)")
-    k = default_k if k is None or k < 0 else int(k)
+    The bag is named by the one rule of real bags (``runs.name_real_bag``: ``DIR/<scenario>/<run>``);
+    ``scenario`` / ``k`` override it.
+    """
+    from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
+    from ..pipeline.replay import Replacement, ReplaySpec, read_real_streams
+    from ..pipeline.run import JudgeConfig
+    from ..resources import config_path
+    from ..runs import name_real_bag
+
+    named = name_real_bag(bag, scenario or None, None if k is None or k < 0 else int(k))
     ekf = str(Path(ekf_config or config_path(EKF_CONFIG)).resolve())
     navsat = str(Path(navsat_config or config_path(NAVSAT_CONFIG)).resolve())
     for name, path in (("ekf_config", ekf), ("navsat_config", navsat)):
         if not Path(path).is_file():
             raise UserError(f"{name}: {path} does not exist")
-    spec = ReplaySpec(bag=str(Path(bag).expanduser()), replace=replaced(mode, gps_model, imu_model),
-                      judge=JudgeConfig(ekf, navsat, ART_STATIC_TFS), scenario=scenario, k=k, seed=int(seed),
-                      truth_source=truth_source, storage=storage)
-    return Replay(spec, read_real_streams(spec), mode)
+    spec = ReplaySpec.of(named, JudgeConfig(ekf, navsat, ART_STATIC_TFS), seed=int(seed),
+                         truth_source=truth_source, storage=storage)
+    replace = replaced(mode, gps_model, imu_model)
+    return Replay(spec, read_real_streams(spec), Replacement(replace) if replace else None)

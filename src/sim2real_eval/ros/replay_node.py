@@ -62,7 +62,7 @@ class ReplayNode:
         w = replay.streams.window_ns
         self.node.get_logger().info(
             f"{c.mode}: {len(self.schedule)} messages of {replay.spec.bag} (window {w[0]}..{w[1]} ns) -> "
-            f"{', '.join(TYPES)}; {replay.variant}/{replay.spec.scenario}/{replay.spec.k}")
+            f"{', '.join(TYPES)}; run {replay.run.label}")
 
     # ------------------------------------------------------------------------------ start gate
     def missing_subscribers(self):
