@@ -209,10 +209,16 @@ def test_every_launch_argument_is_documented_with_an_example(table):
         assert f"{name}:=" in docs, f"docs/ros.md has no example command line using {name}:="
 
 
-def test_launch_descriptions_load_where_ros_is_installed():
+@pytest.mark.parametrize("name, table", [
+    ("evaluate.launch.py", "EVALUATE_ARGUMENTS"),
+    ("sensors.launch.py", "SENSORS_ARGUMENTS"),
+    ("judge.launch.py", "JUDGE_ARGUMENTS"),
+])
+def test_launch_descriptions_load_where_ros_is_installed(name, table):
     pytest.importorskip("launch_ros", reason="launch_ros is not installed (no ROS 2 here)")
+    from launch import LaunchContext
     from launch.launch_description_sources import PythonLaunchDescriptionSource
-    for name in ("evaluate.launch.py", "sensors.launch.py", "judge.launch.py"):
-        description = PythonLaunchDescriptionSource(str(REPO / "launch" / name)).get_launch_description(None)
-        declared = {a.name for a in description.get_launch_arguments()}
-        assert declared, name
+    source = PythonLaunchDescriptionSource(str(REPO / "launch" / name))
+    description = source.get_launch_description(LaunchContext())
+    declared = {a.name for a in description.get_launch_arguments()}
+    assert declared == set(getattr(launch_plan, table)), name
