@@ -9,10 +9,10 @@ import sqlite3
 
 import numpy as np
 import pytest
+from fixtures.bags import sbg_ekf_nav_messages, sbg_ekf_quat_messages
 
 from sim2real_eval import rotations
 from sim2real_eval.bags import SBG_LAYOUTS, get_typestore, open_bag, write_bag
-from sim2real_eval.bags import messages as M
 from sim2real_eval.bags.truth import truth_from_bag
 from sim2real_eval.truth import GroundTruth
 
@@ -49,8 +49,8 @@ def test_a_humble_bag_of_each_layout_is_detected_and_read(tmp_path, layout):
     """As a Humble .db3 (no definitions inside): detected, decoded, the INS truth recovered."""
     store = get_typestore(sbg_layout=layout)
     truth = truth_series()
-    items = sorted(list(M.sbg_ekf_nav_messages(truth, DATUM, rate_hz=50.0, typestore=store))
-                   + list(M.sbg_ekf_quat_messages(truth, rate_hz=50.0, typestore=store)),
+    items = sorted(list(sbg_ekf_nav_messages(truth, DATUM, rate_hz=50.0, typestore=store))
+                   + list(sbg_ekf_quat_messages(truth, rate_hz=50.0, typestore=store)),
                    key=lambda m: (m.recv_ns, m.topic))
     bag = write_bag(tmp_path / "b", items, typestore=store)
     with sqlite3.connect(next(bag.glob("*.db3"))) as conn:

@@ -26,7 +26,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Imu, NavSatFix  # noqa: E402
 
-from sim2real_eval import rotations  # noqa: E402
+from sim2real_eval import rotations, stamps  # noqa: E402
 from sim2real_eval.ros import messages  # noqa: E402
 
 S = 1_000_000_000
@@ -162,7 +162,8 @@ def test_an_empty_seed_keys_list_is_accepted(tmp_path):
 
 def fix_message(stamp_ns: int) -> NavSatFix:
     msg = NavSatFix()
-    messages.set_header(msg.header, stamp_ns, "gps")
+    msg.header.stamp.sec, msg.header.stamp.nanosec = stamps.from_ns(stamp_ns)
+    msg.header.frame_id = "gps"
     msg.latitude, msg.longitude, msg.altitude = 43.07, -89.4, 260.0
     msg.position_covariance = np.zeros(9)
     return msg

@@ -23,7 +23,6 @@ from ..errors import UserError
 from .ticks import period_ns
 from .truth_stream import TRUTH_MODES, SensorStream
 
-MAGNETIC_FIELD_TOPIC = "/imu/mag"
 # Parameters every rclpy node may carry besides its own (TimeSource, QoS overrides).
 ROS_PARAMETERS = ("use_sim_time",)
 ROS_PREFIXES = ("qos_overrides.",)

@@ -31,7 +31,7 @@ from . import _node
 MESSAGE_TYPES = {
     art.TOPICS["gps"]: (NavSatFix, "sensor_msgs/msg/NavSatFix"),
     art.TOPICS["imu"]: (Imu, "sensor_msgs/msg/Imu"),
-    params.MAGNETIC_FIELD_TOPIC: (MagneticField, "sensor_msgs/msg/MagneticField"),
+    art.MAGNETIC_FIELD_TOPIC: (MagneticField, "sensor_msgs/msg/MagneticField"),
 }
 ODOMETRY = (Odometry, "nav_msgs/msg/Odometry")
 # Best effort subscribes to every publisher (reliable or not); deep queue so bursts are kept.
