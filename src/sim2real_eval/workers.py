@@ -53,9 +53,17 @@ class WorkerStopped(BaseException):
 
 
 _busy = False  # a task is running in this worker
+_stopping = False  # a stop signal was taken: the task is unwinding
 
 
 def _worker_signal(signum, frame):
+    global _stopping
+    # Linux can deliver the parent-death signal more than once (the orphan is first handed to
+    # another thread of the dying parent, then to init): a second one must not interrupt the
+    # clean-up the first one started.
+    if _stopping:
+        return
+    _stopping = True
     if _busy:
         raise WorkerStopped(signum)
     os._exit(128 + signum)
