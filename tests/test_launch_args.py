@@ -142,6 +142,17 @@ def test_missing_bag_fails_immediately_naming_the_path(tmp_path):
         launch_plan.evaluate_plan({})
 
 
+def test_evaluate_on_the_robots_python_says_where_it_runs(bag, tmp_path, monkeypatch):
+    # The Jetson (L4T r35) has Python 3.8 and no offline stack: one line, not an import traceback.
+    monkeypatch.setattr(launch_plan.sys, "version_info", (3, 8, 10, "final", 0))
+    with pytest.raises(UserError, match=r"Python >= 3.10.*sensors.launch.py \(this is Python 3.8\)"):
+        plan(bag, tmp_path)
+    monkeypatch.undo()
+    monkeypatch.setitem(__import__("sys").modules, "sim2real_eval.node.replay", None)
+    with pytest.raises(UserError, match=r"sensors.launch.py \(import of sim2real_eval.node.replay"):
+        plan(bag, tmp_path)
+
+
 def test_existing_output_is_refused(bag, tmp_path):
     (tmp_path / "taken").mkdir()
     with pytest.raises(UserError, match="already exists"):

@@ -10,6 +10,7 @@ file does not declare; ``unknown_arguments`` lets the launch files refuse them i
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -253,6 +254,19 @@ def player(bag: str, play_rate: float, topics: Sequence[str]) -> ProcessSpec:
     return ProcessSpec(name="bag_player", cmd=cmd)
 
 
+def _offline_replay_loader():
+    """node.replay.load_replay, or one line saying why evaluate cannot run here (the Jetson)."""
+    where = ("evaluate.launch.py reads the bag with the offline tools (Python >= 3.10, rosbags): run it "
+             "on a desktop or in docker/Dockerfile; on the robot use sensors.launch.py")
+    if sys.version_info < (3, 10):
+        raise UserError(f"{where} (this is Python {sys.version_info[0]}.{sys.version_info[1]})")
+    try:
+        from .replay import load_replay
+    except ImportError as exc:
+        raise UserError(f"{where} ({exc})") from None
+    return load_replay
+
+
 def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan:
     """evaluate.launch.py: launch arguments → every process, parameter and remap.
 
@@ -262,8 +276,7 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     hidden under /real (it is the clock).  The bag is read here once, so a bad bag, a missing truth
     or a bad model fails before anything starts, in one line naming what is wrong.
     """
-    from .replay import load_replay  # the offline stack (rosbags): evaluate runs on a desktop
-
+    load_replay = _offline_replay_loader()
     get = {name: str(args.get(name, default[0])) for name, default in EVALUATE_ARGUMENTS.items()}
     unknown = sorted(set(args) - set(EVALUATE_ARGUMENTS))
     if unknown:
