@@ -1,8 +1,9 @@
-"""The Judge's batch-prepared, compiled IMU path gives the same outputs and counts as the per-message
-callbacks of EkfNode (handle + tick on the same schedule), on the rules the batch path implements:
-mounting rotation with a translated IMU frame, gravity from the message orientation and from the filter
-attitude (orientation_covariance[0] = −1), relative orientation, 2D pseudo-measurements, two inputs on
-one topic, zero and stale stamps, parts not provided, disabled_at_startup."""
+"""The Judge's loop (chunks of columns, from message objects or CDR bytes) gives the same outputs and
+counts as EkfNode's per-message API (handle + tick on the same schedule): mounting rotation with a
+translated IMU frame, gravity from the message orientation and from the filter attitude
+(orientation_covariance[0] = −1), relative orientation, 2D pseudo-measurements, two inputs on one topic,
+zero and stale stamps, parts not provided, disabled_at_startup; and the chunking and the input form do
+not change a bit."""
 
 from __future__ import annotations
 
@@ -42,7 +43,6 @@ def per_message_reference(params, static_tfs, stream):
         ticks(recv, False)
         node.handle(topic, msg)
     ticks(-(-stream[-1][0] // period) * period, True)
-    node.sync_counts()
     return outputs, node.dropped
 
 
@@ -55,11 +55,11 @@ def assert_same(params, static_tfs, stream):
     result = Judge(params, static_tfs=static_tfs).run(stream)
     outputs, dropped = per_message_reference(params, static_tfs, stream)
     assert result.published == len(outputs) > 0
-    np.testing.assert_array_equal(result.filtered.stamp_ns, [o.stamp_ns for o in outputs])
+    np.testing.assert_array_equal(result.filtered.stamp_ns, [o.stamp_ns[0] for o in outputs])
     for name in ("position", "orientation", "pose_covariance", "linear_velocity", "angular_velocity",
-                 "twist_covariance"):
-        np.testing.assert_allclose(getattr(result.filtered, name), [getattr(o, name) for o in outputs],
-                                   rtol=0, atol=1e-12, err_msg=name)
+                 "twist_covariance"):  # one implementation: equal, not close
+        np.testing.assert_array_equal(getattr(result.filtered, name), [getattr(o, name)[0] for o in outputs],
+                                      err_msg=name)
     assert Counter(result.dropped) == +Counter(dropped)
     return result
 
@@ -111,3 +111,24 @@ def test_disabled_at_startup_never_publishes():
                                    "imu0_config": IMU_ALL}, "test.yaml")
     result = Judge(params, static_tfs=[parse_static_tf(LEVER_TF)]).run(imu_stream(6, duration=1.0))
     assert result.published == 0
+
+
+def test_chunks_and_cdr_bytes_give_the_same_bits(monkeypatch):
+    from sim2real_eval.judge import load_ekf_params, load_navsat_params, runner
+    from sim2real_eval.judge.synthetic import ART_STATIC_TFS, art_like_records
+    from sim2real_eval.resources import config_path
+
+    judge = Judge(load_ekf_params(config_path("ekf_art_iros2024.yaml")),
+                  load_navsat_params(config_path("navsat_art_iros2024.yaml")), ART_STATIC_TFS)
+    kwargs = dict(duration=4.0, heading_rate=0.2, seed=8)
+    objects = judge.run(art_like_stream(**kwargs))
+    records = art_like_records(**kwargs)
+    assert isinstance(records[0][3], bytes)
+    raw = judge.run(records)
+    monkeypatch.setattr(runner, "CHUNK", 7)
+    chunked = judge.run(records)
+    for other in (raw, chunked):
+        for name in ("stamp_ns", "position", "pose_covariance", "twist_covariance"):
+            assert getattr(other.filtered, name).tobytes() == getattr(objects.filtered, name).tobytes()
+            assert getattr(other.gps_odometry, name).tobytes() == getattr(objects.gps_odometry, name).tobytes()
+        assert (other.inputs, other.dropped, other.published) == (objects.inputs, objects.dropped, objects.published)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from sim2real_eval.judge import parse_static_tf
-from sim2real_eval.judge.ekf_node import Odometry
 from sim2real_eval.judge.navsat import NavsatNode, lat_lon_to_utm, utm_zone
 from sim2real_eval.judge.params import NavsatParams
 from sim2real_eval.judge.tf import TfBuffer, Transform, matrix_from_rpy, quaternion_from_rpy
@@ -74,21 +73,18 @@ def fix(stamp_ns, lat, lon, frame="gps", var=1.0, status=0):
 
 
 def odom(stamp_ns, x, y, yaw):
-    return Odometry(
-        stamp_ns,
-        "odom",
-        "base_link",
-        np.array([x, y, 0.0]),
-        quaternion_from_rpy(0, 0, yaw),
-        np.zeros(36),
-        np.zeros(3),
-        np.zeros(3),
-        np.zeros(36),
-    )
+    """A nav_msgs/Odometry (the EKF's output) with the ROS field names."""
+    sec, nanosec = divmod(stamp_ns, S)
+    q = quaternion_from_rpy(0, 0, yaw)
+    zero = NS(x=0.0, y=0.0, z=0.0)
+    return NS(header=NS(stamp=NS(sec=sec, nanosec=nanosec), frame_id="odom"), child_frame_id="base_link",
+              pose=NS(pose=NS(position=NS(x=x, y=y, z=0.0), orientation=NS(x=q[0], y=q[1], z=q[2], w=q[3])),
+                      covariance=np.zeros(36)),
+              twist=NS(twist=NS(linear=zero, angular=zero), covariance=np.zeros(36)))
 
 
-def art_navsat(tf=None):
-    params = NavsatParams(use_odometry_yaw=True, zero_altitude=True, publish_filtered_gps=True)
+def art_navsat(tf=None, publish_filtered_gps=True):
+    params = NavsatParams(use_odometry_yaw=True, zero_altitude=True, publish_filtered_gps=publish_filtered_gps)
     if tf is None:
         tf = TfBuffer([parse_static_tf("base_link gps 0 0 0 0 0 0")])
     tf.add_dynamic("odom", "base_link", 1 * S, Transform(np.eye(3), np.zeros(3)))
@@ -107,14 +103,15 @@ def test_use_odometry_yaw_cancels_odom_yaw_and_rotates_by_minus_convergence():
     e0, n0, gamma, _, _ = lat_lon_to_utm(TEST1_LAT, TEST1_LON)
     e1, n1, _, _, _ = lat_lon_to_utm(lat2, lon2)
     expected = np.array([5.0, -2.0]) + matrix_from_rpy(0, 0, -gamma)[:2, :2] @ np.array([e1 - e0, n1 - n0])
-    np.testing.assert_allclose(out.position[:2], expected, atol=1e-6)
-    assert out.position[2] == 0.0  # zero_altitude
-    assert out.stamp_ns == 2 * S and out.child_frame_id == "" and out.frame_id == "odom"
-    np.testing.assert_array_equal(out.orientation, [0, 0, 0, 1])
+    assert len(out) == 1
+    np.testing.assert_allclose(out.position[0, :2], expected, atol=1e-6)
+    assert out.position[0, 2] == 0.0  # zero_altitude
+    assert out.stamp_ns[0] == 2 * S and out.child_frame_id == "" and out.frame_id == "odom"
+    np.testing.assert_array_equal(out.orientation[0], [0, 0, 0, 1])
     assert not out.twist_covariance.any() and not out.linear_velocity.any()
     rot = matrix_from_rpy(0, 0, -gamma)
     np.testing.assert_allclose(
-        out.pose_covariance.reshape(6, 6)[:3, :3], rot @ np.diag([1.0, 2.0, 3.0]) @ rot.T
+        out.pose_covariance[0].reshape(6, 6)[:3, :3], rot @ np.diag([1.0, 2.0, 3.0]) @ rot.T
     )
 
 
@@ -126,7 +123,7 @@ def test_output_is_origin_when_the_gps_frame_cannot_be_resolved():
     nav.fix(fix(2 * S, TEST1_LAT + 1e-4, TEST1_LON, frame="/gps"))
     nav.odometry(odom(2 * S, 6.0, -2.0, 0.0))
     out = nav.tick(2 * S)
-    np.testing.assert_array_equal(out.position, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(out.position[0], [0.0, 0.0, 0.0])
     assert nav.dropped["gps_tf_unavailable"] == 1
 
 
@@ -145,8 +142,7 @@ def test_at_most_one_output_per_tick_and_only_after_new_odometry():
 
 
 def test_without_filtered_gps_the_odometry_flag_stays_set():
-    nav = art_navsat()
-    nav.params.publish_filtered_gps = False
+    nav = art_navsat(publish_filtered_gps=False)
     nav.odometry(odom(1 * S, 0, 0, 0))
     nav.fix(fix(1 * S, TEST1_LAT, TEST1_LON))
     nav.tick(1 * S)

@@ -1,13 +1,14 @@
 """The embedded judge: a Python port of robot_localization humble 3.5.2 (ekf_node + navsat_transform_node).
 
 Public API (docs/architecture.md "judge"): load_ekf_params, load_navsat_params, parse_static_tf, Judge,
-JudgeResult, OdometrySeries.  Behaviour follows ../shared/spec/judge.md; see docs/judge.md.
+JudgeTiming, JudgeResult, OdometrySeries (+ JudgeStream / output_records for streaming a long bag).
+Behaviour follows ../shared/spec/judge.md; see docs/judge.md.
 """
 
 from __future__ import annotations
 
 from .params import EkfParams, NavsatParams, SensorConfig, load_ekf_params, load_navsat_params
-from .runner import Judge, JudgeResult, OdometrySeries
+from .runner import Judge, JudgeResult, JudgeStream, JudgeTiming, OdometrySeries, output_records
 from .tf import StaticTransform, parse_static_tf
 
 __all__ = [
@@ -18,7 +19,10 @@ __all__ = [
     "load_navsat_params",
     "Judge",
     "JudgeResult",
+    "JudgeStream",
+    "JudgeTiming",
     "OdometrySeries",
+    "output_records",
     "StaticTransform",
     "parse_static_tf",
 ]

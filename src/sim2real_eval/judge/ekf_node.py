@@ -1,57 +1,517 @@
-"""ekf_node's behaviour around the filter (ros_filter.cpp): callbacks, sub-measurement split, stale-stamp
-gates, the stamp-ordered queue, the periodic update and the published odometry."""
+"""ekf_node around the filter (ros_filter.cpp, humble 3.5.2): callbacks, sub-measurement split, stale-stamp
+gates, preparePose / prepareTwist / prepareAcceleration, forceTwoD, the queue, the periodic update and
+the published odometry.
+
+One measurement path: a message is one row of columns (inputs.py); ``ekf_callback`` (compiled) runs
+ros_filter's callback for it at the moment it is delivered — gate, preparation into a queue slot (the
+prepared measurement: z, covariance, update flags, threshold, source), forceTwoD, enqueue — reading
+the TF table and the filter state *now*, as upstream does (the lever arm t × ω and gravity from the
+filter attitude use the current state; differential and relative poses the part's memory).
+``EkfNode.handle`` is that callback for one message object; the Judge's loop (loop.py) calls it for
+every row of a chunk.  ``ekf_tick`` is periodicUpdate.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from ..errors import UserError
-from . import engine
-from .filter import make_filter
-from .measurements import (
-    Preparer,
-    _frame_terms,
-    _masked_memo,
-    gravity_removed_rows,
-    imu_orientation_rows,
-    rotated_blocks,
-    rotated_vectors,
-    stamp_ns,
-    stamp_seconds,
+from . import inputs as columns
+from .filter import (
+    filter_config,
+    filter_predict,
+    filter_state,
+    heap_pop,
+    heap_push,
+    make_queue,
+    process_measurement,
+    release_slot,
+    take_slot,
 )
-from .params import STATE_SIZE, EkfParams, SensorConfig
-from .tf import TfBuffer, Transform, quaternion_from_rpy
+from .kernels import (
+    clamp_rotation,
+    copy1,
+    copy2,
+    mat3,
+    mat3_t,
+    matrix_from_rpy,
+    message_orientation_matrix,
+    njit,
+    quaternion_from_rpy,
+    rotate,
+    rotate_t,
+    rotated_covariance,
+    rpy_from_matrix,
+)
+from .params import EkfParams, SensorConfig
+from .state import (
+    COUNTERS,
+    DROP_DIFFERENTIAL_FIRST,
+    DROP_IMU_ACCELERATION,
+    DROP_IMU_ANGULAR_VELOCITY,
+    DROP_IMU_ORIENTATION,
+    DROP_NAMES,
+    DROP_SET_POSE,
+    DROP_STALE,
+    DROP_TF,
+    EMPTY_FRAME,
+    FAULT_COVARIANCE,
+    FAULT_FILTER,
+    FAULT_FIX_VALUE,
+    FAULT_GPS_OUTPUT,
+    FAULT_INITIAL_VALUE,
+    FAULT_NONE,
+    FIELD_ACCEL_COVARIANCE,
+    FIELD_GYRO_COVARIANCE,
+    FIELD_MEASUREMENT,
+    FIELD_NAMES,
+    FIELD_ORIENTATION_COVARIANCE,
+    FIELD_POSE_COVARIANCE,
+    FIELD_TWIST_COVARIANCE,
+    GPS_ODOMETRY,
+    INPUT,
+    INPUT_KINDS,
+    INPUT_ODOM,
+    INPUT_POSE,
+    INPUT_TWIST,
+    MAX_FRAMES,
+    NO_PART,
+    NO_SOURCE,
+    NODE_CONFIG,
+    ODOMETRY,
+    OUTCOMES,
+    OUTPUT_HEAD,
+    PART,
+    PART_ACCELERATION,
+    PART_POSE,
+    PART_TWIST,
+    REJECTED,
+    STATE_SIZE,
+    TWO_D_INDICES,
+    Ekf,
+    Outputs,
+    record,
+    records,
+)
+from .tf import TfBuffer, edge_add, lookup
 
-TWO_D_INDICES_ARRAY = np.array(engine.TWO_D_INDICES)
+MASK_NORM = 1e-6  # update-mask propagation: rows of R·diag(flags) with norm ≥ 1e-6 become true
+NO_SET_POSE_NS = 0  # set_pose is not implemented: the last set-pose stamp stays 0
+PREPARED, UNRESOLVED, FIRST_DIFFERENTIAL = 0, 1, 2
 
 
-@dataclass
-class _Part:
-    """One sub-measurement stream (e.g. ``imu0_twist``) of an input."""
-
-    key: str
-    update: np.ndarray  # (15,) bool, the callback's update vector
-    threshold: float
-
-    def __post_init__(self):
-        self.update_sum = int(self.update.sum())  # loadParams' update_sum_ (fixed at load time)
+# --- preparation (compiled) ------------------------------------------------------------------------------
 
 
-@dataclass
+@njit(cache=True, inline="always")
+def _stamp_seconds(stamp):
+    """filter_utilities::toSec of a builtin Time: sec + nanosec·1e-9 (float)."""
+    return float(stamp // 1_000_000_000) + float(stamp % 1_000_000_000) * 1e-9
+
+
+@njit(cache=True, inline="always")
+def _mask(rotation, update, offset):
+    """Update-mask propagation over update[offset:offset + 3]: rows of R·diag(flags) with norm ≥ 1e-6."""
+    f0 = 1.0 if update[offset] else 0.0
+    f1 = 1.0 if update[offset + 1] else 0.0
+    f2 = 1.0 if update[offset + 2] else 0.0
+    for i in range(3):
+        norm2 = rotation[i, 0] ** 2 * f0 + rotation[i, 1] ** 2 * f1 + rotation[i, 2] ** 2 * f2
+        update[offset + i] = math.sqrt(norm2) >= MASK_NORM
+
+
+@njit(cache=True, inline="always")
+def _block(values, start, size, out, offset):
+    """out[offset:offset + size, offset:offset + size] = values[start:start + size²] (row-major)."""
+    for i in range(size):
+        for j in range(size):
+            out[offset + i, offset + j] = values[start + size * i + j]
+
+
+@njit(cache=True, inline="always")
+def _finite(values, start, count):
+    for i in range(start, start + count):
+        if not np.isfinite(values[i]):
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def prepare_twist(ekf, tf, target_frame, frame, linear, angular, covariance6, stamp, slot):
+    """RosFilter::prepareTwist into ``slot``: ω_b = R·ω, v_b = R·v + t × ω_state, covariance rotated
+    blockwise.  False when the transform lookup fails."""
+    source = target_frame if frame == EMPTY_FRAME else frame
+    rotation, translation = np.empty((3, 3)), np.empty(3)
+    if not lookup(tf, target_frame, source, stamp, rotation, translation):
+        return False
+    x, z = ekf.state.x, slot.z
+    rotate(rotation, angular, z, 9)
+    rotate(rotation, linear, z, 6)
+    t0, t1, t2 = translation[0], translation[1], translation[2]
+    w0, w1, w2 = x[9], x[10], x[11]  # the filter's body rates now
+    z[6] += t1 * w2 - t2 * w1
+    z[7] += t2 * w0 - t0 * w2
+    z[8] += t0 * w1 - t1 * w0
+    _mask(rotation, slot.update, 6)
+    _mask(rotation, slot.update, 9)
+    rotated_covariance(rotation, covariance6, slot.covariance, 6, 6)
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6, slot):
+    """RosFilter::preparePose into ``slot`` → PREPARED, UNRESOLVED (transform lookup failed) or
+    FIRST_DIFFERENTIAL (the first message of a differential input only stores its pose)."""
+    node = ekf.node
+    imu = part.imu
+    if part.target == EMPTY_FRAME and frame == EMPTY_FRAME:
+        final_target = node.world_frame
+        pose_frame = final_target
+    elif part.target == EMPTY_FRAME:
+        final_target = frame
+        pose_frame = frame
+    else:
+        final_target = part.target
+        pose_frame = final_target if (part.differential and not imu) else frame
+    pose_rotation = message_orientation_matrix(quaternion[0], quaternion[1], quaternion[2], quaternion[3])
+    pose_translation = np.empty(3)
+    copy1(position, pose_translation)
+    target_rotation, target_translation = np.empty((3, 3)), np.empty(3)
+    if not lookup(tf, final_target, pose_frame, stamp, target_rotation, target_translation):
+        return UNRESOLVED
+    roll_offset, pitch_offset, yaw_offset = rpy_from_matrix(target_rotation)
+    # IMU orientation: masks and covariance rotate by the mounting yaw only
+    rotation = matrix_from_rpy(0.0, 0.0, yaw_offset) if imu else target_rotation
+    update = slot.update
+    _mask(rotation, update, 0)
+    _mask(rotation, update, 3)
+    rotated = np.zeros((6, 6))
+    rotated_covariance(rotation, covariance6, rotated, 0, 6)
+    turned = np.empty(3)
+    if imu:
+        roll, pitch, yaw = rpy_from_matrix(pose_rotation)
+        angles = np.array([clamp_rotation(roll - roll_offset), clamp_rotation(pitch - pitch_offset),
+                           clamp_rotation(yaw - yaw_offset)])
+        rotate(matrix_from_rpy(0.0, 0.0, yaw_offset), angles, turned, 0)
+        pose_rotation = matrix_from_rpy(turned[0], turned[1], turned[2])
+    has_target = not imu  # upstream: target = identity from here on for IMU data
+    if part.differential:
+        status = FIRST_DIFFERENTIAL
+        if part.has_previous:
+            delta_rotation = mat3_t(part.previous_rotation, pose_rotation)  # previous⁻¹·pose
+            moved, delta_translation = np.empty(3), np.empty(3)
+            for i in range(3):
+                moved[i] = pose_translation[i] - part.previous_translation[i]
+            rotate_t(part.previous_rotation, moved, delta_translation, 0)
+            if has_target:  # rotated into the target frame (no translation)
+                delta_rotation = mat3(target_rotation, delta_rotation)
+                rotate(target_rotation, delta_translation, turned, 0)
+                copy1(turned, delta_translation)
+            last_seconds = part.last_seconds if part.has_last else _stamp_seconds(stamp)
+            dt = _stamp_seconds(stamp) - last_seconds
+            linear, angular = np.empty(3), np.empty(3)
+            for i in range(3):
+                linear[i] = delta_translation[i] / dt
+            dr, dp, dy = rpy_from_matrix(delta_rotation)
+            angular[0], angular[1], angular[2] = dr / dt, dp / dt, dy / dt
+            for i in range(6):  # pose flags become twist flags; the rest is cleared
+                update[6 + i] = update[i]
+                update[i] = False
+            for i in range(12, STATE_SIZE):
+                update[i] = False
+            previous6, twist6 = np.zeros((6, 6)), np.empty((6, 6))
+            rotated_covariance(rotation, part.previous_covariance, previous6, 0, 6)
+            for i in range(6):
+                for j in range(6):
+                    twist6[i, j] = (rotated[i, j] + previous6[i, j]) * dt
+            base = node.base_link_frame
+            status = PREPARED if prepare_twist(ekf, tf, base, base, linear, angular, twist6, stamp, slot) else UNRESOLVED
+        part.has_previous = True
+        copy2(pose_rotation, part.previous_rotation)
+        copy1(pose_translation, part.previous_translation)
+        copy2(covariance6, part.previous_covariance)
+        return status
+    if part.relative:
+        if not part.has_initial:
+            part.has_initial = True
+            copy2(pose_rotation, part.initial_rotation)
+            copy1(pose_translation, part.initial_translation)
+        moved = np.empty(3)
+        for i in range(3):
+            moved[i] = pose_translation[i] - part.initial_translation[i]
+        rotate_t(part.initial_rotation, moved, pose_translation, 0)
+        pose_rotation = mat3_t(part.initial_rotation, pose_rotation)
+    if has_target:
+        rotate(target_rotation, pose_translation, turned, 0)
+        for i in range(3):
+            pose_translation[i] = turned[i] + target_translation[i]
+        pose_rotation = mat3(target_rotation, pose_rotation)
+    z = slot.z
+    z[0], z[1], z[2] = pose_translation[0], pose_translation[1], pose_translation[2]
+    z[3], z[4], z[5] = rpy_from_matrix(pose_rotation)
+    for i in range(6):
+        for j in range(6):
+            slot.covariance[i, j] = rotated[i, j]
+    return PREPARED
+
+
+@njit(cache=True, error_model="numpy")
+def prepare_acceleration(ekf, tf, part, stamp, frame, values, slot):
+    """RosFilter::prepareAcceleration (humble order) into ``slot``: gravity removed in the sensor frame
+    using the message orientation (or the filter attitude ∘ mounting when orientation_covariance[0] =
+    −1), then a_b = R·a_s; covariance R·C·Rᵀ; no lever-arm term.  False when the lookup fails."""
+    node = ekf.node
+    base = node.base_link_frame
+    source = base if frame == EMPTY_FRAME else frame
+    rotation, translation = np.empty((3, 3)), np.empty(3)
+    if not lookup(tf, base, source, stamp, rotation, translation):
+        return False
+    a = columns.IMU_LINEAR_ACCELERATION
+    acc = np.empty(3)
+    acc[0], acc[1], acc[2] = values[a], values[a + 1], values[a + 2]
+    if part.remove_gravity:
+        if abs(values[columns.IMU_ORIENTATION_COVARIANCE] + 1.0) < 1e-9:
+            x = ekf.state.x
+            attitude = mat3(matrix_from_rpy(x[3], x[4], x[5]), rotation)
+        else:
+            q = columns.IMU_ORIENTATION
+            attitude = message_orientation_matrix(values[q], values[q + 1], values[q + 2], values[q + 3])
+        for i in range(3):  # Bᵀ·(0, 0, g): the third row of B times g
+            acc[i] = acc[i] - node.gravity * attitude[2, i]
+    rotate(rotation, acc, slot.z, 12)
+    _mask(rotation, slot.update, 12)
+    raw = np.empty((3, 3))
+    _block(values, columns.IMU_LINEAR_ACCELERATION_COVARIANCE, 3, raw, 0)
+    rotated_covariance(rotation, raw, slot.covariance, 12, 3)
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _part_callback(ekf, tf, queue, part_index, row, frame):
+    """One sub-measurement of a message: stale-stamp gate, preparation into a queue slot, forceTwoD,
+    enqueue.  False on a fault (a non-finite covariance: ``counters.fault_*``)."""
+    part, counters = ekf.parts[part_index], ekf.counters
+    stamp, values = row.stamp, row.values
+    if part.has_last and part.last_ns > stamp:  # older than the last message on this key
+        counters.dropped[DROP_STALE] += 1
+        return True
+    kind = part.kind
+    covariance6 = np.zeros((6, 6))
+    if kind == PART_POSE:
+        if part.imu:
+            c, field, size, at = columns.IMU_ORIENTATION_COVARIANCE, FIELD_ORIENTATION_COVARIANCE, 3, 3
+        else:
+            c, field, size, at = columns.POSE_COVARIANCE, FIELD_POSE_COVARIANCE, 6, 0
+    elif kind == PART_TWIST:
+        if part.imu:
+            c, field, size, at = columns.IMU_ANGULAR_VELOCITY_COVARIANCE, FIELD_GYRO_COVARIANCE, 3, 3
+        else:
+            c, field, size, at = columns.TWIST_COVARIANCE, FIELD_TWIST_COVARIANCE, 6, 0
+    else:
+        c, field, size, at = columns.IMU_LINEAR_ACCELERATION_COVARIANCE, FIELD_ACCEL_COVARIANCE, 3, 0
+    if not _finite(values, c, size * size):  # would make the filter non-finite: refused
+        counters.fault_kind, counters.fault_topic = FAULT_COVARIANCE, row.topic
+        counters.fault_index, counters.fault_field = row.index, field
+        return False
+    if kind != PART_ACCELERATION:
+        _block(values, c, size, covariance6, at)
+    index = take_slot(queue)
+    slot = queue.slots[index]
+    slot.z[:] = 0.0
+    slot.covariance[:, :] = 0.0
+    copy1(part.update, slot.update)
+    if kind == PART_POSE:
+        position, quaternion = np.zeros(3), np.empty(4)
+        q = columns.IMU_ORIENTATION if part.imu else columns.ORIENTATION
+        for i in range(4):
+            quaternion[i] = values[q + i]
+        if not part.imu:
+            for i in range(3):
+                position[i] = values[columns.POSITION + i]
+        status = prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6, slot)
+    elif kind == PART_TWIST:
+        linear, angular = np.zeros(3), np.empty(3)
+        w = columns.IMU_ANGULAR_VELOCITY if part.imu else columns.ANGULAR
+        for i in range(3):
+            angular[i] = values[w + i]
+        if not part.imu:
+            for i in range(3):
+                linear[i] = values[columns.LINEAR + i]
+        ok = prepare_twist(ekf, tf, ekf.node.base_link_frame, frame, linear, angular, covariance6, stamp, slot)
+        status = PREPARED if ok else UNRESOLVED
+    else:
+        status = PREPARED if prepare_acceleration(ekf, tf, part, stamp, frame, values, slot) else UNRESOLVED
+    if status == PREPARED:
+        if ekf.node.two_d_mode:  # forceTwoD: zero pseudo-measurements, variance 1e-6, off-diagonals kept
+            for i in TWO_D_INDICES:
+                slot.z[i] = 0.0
+                slot.covariance[i, i] = 1e-6
+                slot.update[i] = True
+        queue.stamp[index] = stamp
+        slot.threshold = part.threshold
+        slot.topic = row.topic
+        slot.index = row.index
+        heap_push(queue.heap, queue.stamp, queue.head, index)
+    else:
+        release_slot(queue, index)
+        if status == FIRST_DIFFERENTIAL:
+            counters.dropped[DROP_DIFFERENTIAL_FIRST] += 1
+        else:  # a failed transform lookup drops the measurement (upstream); counted per part and frame
+            counters.dropped[DROP_TF] += 1
+            ekf.unresolved[part_index, frame] += 1
+    part.has_last = True
+    part.last_ns = stamp
+    part.last_seconds = _stamp_seconds(stamp)
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def ekf_callback(ekf, tf, queue, input_index, row):
+    """The callback of one ekf_node input (odometryCallback, poseCallback, twistCallback, imuCallback)
+    for one message (INPUT_ROW); False on a fault (``counters.fault_*``)."""
+    item, dropped, values = ekf.inputs[input_index], ekf.counters.dropped, row.values
+    if row.stamp <= NO_SET_POSE_NS:  # stamps not after the last set_pose (never called: 0) are dropped
+        dropped[DROP_SET_POSE] += 1
+        return True
+    ok = True
+    if item.kind == INPUT_ODOM:
+        if item.pose != NO_PART:
+            ok = _part_callback(ekf, tf, queue, item.pose, row, row.frame)
+        if ok and item.twist != NO_PART:
+            ok = _part_callback(ekf, tf, queue, item.twist, row, row.child)
+    elif item.kind == INPUT_POSE:
+        ok = _part_callback(ekf, tf, queue, item.pose, row, row.frame)
+    elif item.kind == INPUT_TWIST:
+        ok = _part_callback(ekf, tf, queue, item.twist, row, row.frame)
+    else:  # imuCallback: each part only when its covariance is provided (element 0 ≠ −1)
+        if item.pose != NO_PART:
+            if abs(values[columns.IMU_ORIENTATION_COVARIANCE] + 1.0) < 1e-9:
+                dropped[DROP_IMU_ORIENTATION] += 1
+            else:
+                ok = _part_callback(ekf, tf, queue, item.pose, row, row.frame)
+        if ok and item.twist != NO_PART:
+            if abs(values[columns.IMU_ANGULAR_VELOCITY_COVARIANCE] + 1.0) < 1e-9:
+                dropped[DROP_IMU_ANGULAR_VELOCITY] += 1
+            else:
+                ok = _part_callback(ekf, tf, queue, item.twist, row, row.frame)
+        if ok and item.acceleration != NO_PART:
+            if abs(values[columns.IMU_LINEAR_ACCELERATION_COVARIANCE] + 1.0) < 1e-9:
+                dropped[DROP_IMU_ACCELERATION] += 1
+            else:
+                ok = _part_callback(ekf, tf, queue, item.acceleration, row, row.frame)
+    return ok
+
+
+# --- the periodic update (compiled) ----------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _state_finite(state):
+    for i in range(STATE_SIZE):
+        if not (np.isfinite(state.x[i]) and np.isfinite(state.p[i, i])):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _fault(counters, kind, topic, index, field):
+    counters.fault_kind, counters.fault_topic, counters.fault_index, counters.fault_field = kind, topic, index, field
+
+
+@njit(cache=True)
+def ekf_tick(ekf, tf, queue, outputs, now_ns):
+    """periodicUpdate: integrateMeasurements(now) then the publication rule → 1 published, 0 not,
+    −1 fault (a measurement would make the filter non-finite: ``counters.fault_*`` names it).
+
+    Pops and processes every queued measurement with stamp ≤ now; with an empty queue and an
+    initialised filter, a sensor-timeout predict to now; publishes only if the filter stamp advanced
+    (unless permit_corrected_publication).  A disabled filter (disabled_at_startup) does nothing."""
+    config, state, counters = ekf.config, ekf.state, ekf.counters
+    if config.disabled:
+        return 0
+    predict_now = config.predict_to_current_time
+    if queue.head.length > 0:
+        while queue.head.length > 0 and queue.stamp[queue.heap[0]] <= now_ns:
+            index = heap_pop(queue.heap, queue.stamp, queue.head)
+            slot = queue.slots[index]
+            if not state.initialized:  # upstream copies the values as they are: refuse non-finite ones
+                for i in range(STATE_SIZE):
+                    if slot.update[i] and not np.isfinite(slot.z[i]):
+                        _fault(counters, FAULT_INITIAL_VALUE, slot.topic, slot.index, FIELD_MEASUREMENT)
+                        release_slot(queue, index)
+                        return -1
+            outcome = process_measurement(config, state, queue.stamp[index], slot)
+            counters.outcomes[outcome] += 1
+            release_slot(queue, index)
+            if not _state_finite(state):  # (a rejected correction's predict can overflow too)
+                _fault(counters, FAULT_FILTER, slot.topic, slot.index, FIELD_MEASUREMENT)
+                return -1
+    elif state.initialized and now_ns - state.time_ns >= config.sensor_timeout_ns:
+        predict_now = True
+    if state.initialized and predict_now:
+        delta = now_ns - state.time_ns
+        filter_predict(config, state, now_ns, delta)
+        state.time_ns += delta
+    if not state.initialized:
+        return 0
+    stamp = state.time_ns
+    corrected = not config.permit_corrected_publication and state.last_published_ns >= stamp
+    state.last_published_ns = stamp
+    if corrected:
+        return 0
+    return publish(ekf, tf, outputs, stamp)
+
+
+@njit(cache=True)
+def publish(ekf, tf, outputs, stamp):
+    """/odometry/filtered (+ the odom→base_link TF when publish_tf) into ``outputs.odometry``; −1 when the
+    output would not be finite (upstream's validateFilterOutput logs and publishes; here it stops)."""
+    state = ekf.state
+    x, p = state.x, state.p
+    if not _state_finite(state):
+        _fault(ekf.counters, FAULT_FILTER, NO_SOURCE, -1, FIELD_MEASUREMENT)
+        return -1
+    k = outputs.odometry_head.count
+    out = outputs.odometry[k]
+    out.stamp = stamp
+    copy1(x, out.state)
+    quaternion = quaternion_from_rpy(x[3], x[4], x[5])
+    copy1(quaternion, out.orientation)
+    for i in range(6):
+        for j in range(6):
+            out.pose_covariance[6 * i + j] = p[i, j]
+            out.twist_covariance[6 * i + j] = p[6 + i, 6 + j]
+    outputs.odometry_head.count = k + 1
+    node = ekf.node
+    if node.publish_tf:
+        translation = np.empty(3)
+        translation[0], translation[1], translation[2] = x[0], x[1], x[2]
+        edge_add(tf.edge, tf.edge_head, stamp + node.tf_offset_ns, quaternion, translation)
+    return 1
+
+
+# --- ekf_node in Python --------------------------------------------------------------------------------
+
+
+def _absolute(topic: str) -> str:
+    return topic if topic.startswith("/") else "/" + topic
+
+
 class _Input:
-    sensor: SensorConfig
-    pose: _Part
-    twist: _Part
-    acceleration: Optional[_Part] = None
+    """One ekf_node input (``odom0``, ``imu0``...) and the keys of its parts."""
+
+    def __init__(self, sensor: SensorConfig, parts: Dict[str, Optional[int]]):
+        self.sensor = sensor
+        self.parts = parts  # {"pose"|"twist"|"acceleration": part index or None}
 
 
-def _parts(sensor: SensorConfig, params: EkfParams, warnings: List[str]) -> _Input:
+def _split(sensor: SensorConfig, params: EkfParams, warnings: List[str]):
+    """The parts (key, kind, update flags, threshold, processed) of one input: ros_filter's callbacks
+    split a message into pose / twist / acceleration sub-measurements, each with its own key."""
     config = np.array(sensor.config, dtype=bool)
     name = sensor.name
     if sensor.kind == "odom":
@@ -59,622 +519,227 @@ def _parts(sensor: SensorConfig, params: EkfParams, warnings: List[str]) -> _Inp
         pose[6:12] = False  # pose part: 0-5 (+ accel flags, fused as zero)
         twist = config.copy()
         twist[0:6] = False  # twist part: 6-14
-        return _Input(
-            sensor,
-            _Part(f"{name}_pose", pose, sensor.pose_threshold),
-            _Part(f"{name}_twist", twist, sensor.twist_threshold),
-        )
+        return [("pose", f"{name}_pose", PART_POSE, pose, sensor.pose_threshold, pose.any()),
+                ("twist", f"{name}_twist", PART_TWIST, twist, sensor.twist_threshold, twist.any())]
     if sensor.kind == "pose":
         pose = config.copy()
         pose[6:] = False
-        return _Input(
-            sensor,
-            _Part(name, pose, sensor.pose_threshold),
-            _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf),
-        )
+        return [("pose", name, PART_POSE, pose, sensor.pose_threshold, True)]
     if sensor.kind == "twist":
         twist = config.copy()
         twist[:6] = False
         twist[12:] = False
-        return _Input(
-            sensor,
-            _Part(f"{name}_unused", np.zeros(STATE_SIZE, bool), math.inf),
-            _Part(name, twist, sensor.twist_threshold),
-        )
-    # imu
+        return [("twist", name, PART_TWIST, twist, sensor.twist_threshold, True)]
     if config[0:3].any() or config[6:9].any():
         warnings.append(f"{params.source}: {name}_config: IMU position/linear-velocity flags are ignored")
-    pose = np.zeros(STATE_SIZE, bool)
+    pose, twist, accel = (np.zeros(STATE_SIZE, bool) for _ in range(3))
     pose[3:6] = config[3:6]
-    twist = np.zeros(STATE_SIZE, bool)
     twist[9:12] = config[9:12]
-    accel = np.zeros(STATE_SIZE, bool)
     accel[12:15] = config[12:15]
-    return _Input(
-        sensor,
-        _Part(f"{name}_pose", pose, sensor.pose_threshold),
-        _Part(f"{name}_twist", twist, sensor.twist_threshold),
-        _Part(f"{name}_acceleration", accel, sensor.acceleration_threshold),
-    )
-
-
-@dataclass
-class Odometry:
-    """One /odometry/filtered (or /odometry/gps) message's content."""
-
-    stamp_ns: int
-    frame_id: str
-    child_frame_id: str
-    position: np.ndarray
-    orientation: np.ndarray
-    pose_covariance: np.ndarray
-    linear_velocity: np.ndarray
-    angular_velocity: np.ndarray
-    twist_covariance: np.ndarray
-
-    def as_message(self):
-        """A duck-typed nav_msgs/Odometry carrying this content (for feeding another node)."""
-
-        def vec(v):
-            return SimpleNamespace(x=float(v[0]), y=float(v[1]), z=float(v[2]))
-
-        sec, nanosec = divmod(int(self.stamp_ns), 1_000_000_000)
-        q = self.orientation
-        return SimpleNamespace(
-            header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=nanosec), frame_id=self.frame_id),
-            child_frame_id=self.child_frame_id,
-            pose=SimpleNamespace(
-                pose=SimpleNamespace(
-                    position=vec(self.position),
-                    orientation=SimpleNamespace(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3])),
-                ),
-                covariance=self.pose_covariance,
-            ),
-            twist=SimpleNamespace(
-                twist=SimpleNamespace(linear=vec(self.linear_velocity), angular=vec(self.angular_velocity)),
-                covariance=self.twist_covariance,
-            ),
-        )
-
-
-def _xyz(v) -> np.ndarray:
-    return np.array([float(v.x), float(v.y), float(v.z)])
-
-
-def check_message(topic: str, kind: str, msg) -> None:
-    """Raise a UserError naming the topic when msg lacks the fields its input kind needs."""
-    required = {
-        "odom": ("header", "child_frame_id", "pose", "twist"),
-        "pose": ("header", "pose"),
-        "twist": ("header", "twist"),
-        "imu": ("header", "orientation", "angular_velocity", "linear_acceleration"),
-    }[kind]
-    expected = {
-        "odom": "nav_msgs/msg/Odometry",
-        "pose": "geometry_msgs/msg/PoseWithCovarianceStamped",
-        "twist": "geometry_msgs/msg/TwistWithCovarianceStamped",
-        "imu": "sensor_msgs/msg/Imu",
-    }[kind]
-    if (
-        not all(hasattr(msg, name) for name in required)
-        or (kind in ("pose", "odom") and not hasattr(msg.pose, "covariance"))
-        or (kind in ("twist", "odom") and not hasattr(msg.twist, "covariance"))
-    ):
-        got = getattr(msg, "__msgtype__", type(msg).__name__)
-        raise UserError(f"topic {topic}: expected {expected}, got {got}")
+    return [("pose", f"{name}_pose", PART_POSE, pose, sensor.pose_threshold, pose.any()),
+            ("twist", f"{name}_twist", PART_TWIST, twist, sensor.twist_threshold, twist.any()),
+            ("acceleration", f"{name}_acceleration", PART_ACCELERATION, accel, sensor.acceleration_threshold,
+             accel.any())]
 
 
 class EkfNode:
-    """The ekf_node of robot_localization on the data clock (no ROS)."""
+    """The ekf_node of robot_localization on the data clock (no ROS).
 
-    def __init__(self, params: EkfParams, tf: TfBuffer, topic_of=lambda name: name):
+    ``handle(topic, msg)`` is the node's callback for one message; ``tick(now_ns)`` its timer.  The
+    Judge's loop drives ``core`` (state.Ekf), ``queue`` and ``outputs`` directly; ``ensure_queue_space``
+    and ``take_published`` are what the loop's owner calls when the pool or the output buffer is full.
+    """
+
+    def __init__(self, params: EkfParams, tf: TfBuffer, topic_of=lambda name: name, output_capacity: int = 256):
         self.params = params
         self.tf = tf
-        self.filter = make_filter(params)
         self.warnings: List[str] = []
-        self.inputs: List[_Input] = [_parts(s, params, self.warnings) for s in params.sensors]
+        self.part_keys: List[str] = []
+        self.part_targets: List[str] = []
+        self.inputs: List[_Input] = []
+        rows = []
+        for sensor in params.sensors:
+            indices = {}
+            for name, key, kind, update, threshold, processed in _split(sensor, params, self.warnings):
+                if not processed:
+                    indices[name] = None
+                    continue
+                imu = sensor.kind == "imu"
+                target = params.world_frame if kind == PART_POSE and not imu else params.base_link_frame
+                indices[name] = len(rows)
+                rows.append(dict(kind=kind, update=update, threshold=threshold, differential=sensor.differential,
+                                 relative=sensor.relative, imu=imu,
+                                 remove_gravity=sensor.remove_gravitational_acceleration, target=tf.code(target)))
+                self.part_keys.append(key)
+                self.part_targets.append(target)
+            self.inputs.append(_Input(sensor, indices))
+        self.subscriptions: Dict[str, List[int]] = {}
+        for i, item in enumerate(self.inputs):
+            self.subscriptions.setdefault(topic_of(_absolute(item.sensor.topic)), []).append(i)
         # Fusing IMU linear acceleration turns control of the matching velocity off (loadParams).
-        if params.use_control:
+        control_update = np.array(params.control_config, dtype=bool)
+        use_control = bool(params.use_control)
+        if use_control:
             for item in self.inputs:
                 if item.sensor.kind == "imu":
-                    for axis in range(3):
-                        if item.sensor.config[12 + axis]:
-                            self.filter.control_update[axis] = False
-            if not self.filter.control_update.any():
-                self.filter.use_control = False
-        self.subscriptions: Dict[str, List[_Input]] = {}
-        for item in self.inputs:
-            self.subscriptions.setdefault(topic_of(_absolute(item.sensor.topic)), []).append(item)
-        self.preparer = Preparer(
-            tf,
-            params.world_frame,
-            params.base_link_frame,
-            params.two_d_mode,
-            params.gravitational_acceleration,
-        )
-        self._allocate_pool(16)
-        self.last_message_ns: Dict[str, int] = {}
-        self.last_set_pose_ns = 0
-        self.last_published_ns = 0
+                    control_update[:3] &= ~np.array(item.sensor.config[12:15], dtype=bool)
+            use_control = bool(control_update.any())
+        self.use_control = use_control
         self.period_ns = int(round(1e9 / params.frequency))
-        self.dropped: Counter = Counter()
-        self.processed: Counter = Counter()
-        self.enabled = not params.disabled_at_startup
-        self._last_header_seconds: Dict[str, float] = {}
-        self.unresolved: Counter = Counter()
+        parts = records(max(len(rows), 1), PART)
+        for i, row in enumerate(rows):
+            for name, value in row.items():
+                parts[i][name] = value
+        inputs = records(max(len(self.inputs), 1), INPUT)
+        for i, item in enumerate(self.inputs):
+            inputs[i]["kind"] = INPUT_KINDS.index(item.sensor.kind)
+            for name in ("pose", "twist", "acceleration"):
+                part = item.parts.get(name)
+                inputs[i][name] = NO_PART if part is None else part
+        self._arrays = {"node": record(NODE_CONFIG), "counters": record(COUNTERS),
+                        "config": filter_config(params, use_control, control_update),
+                        "state": filter_state(params), "odometry_head": record(OUTPUT_HEAD)}
+        node = self._arrays["node"][0]
+        node["two_d_mode"] = bool(params.two_d_mode)
+        node["gravity"] = params.gravitational_acceleration
+        node["world_frame"] = tf.code(params.world_frame)
+        node["base_link_frame"] = tf.code(params.base_link_frame)
+        node["base_link_frame_output"] = tf.code(params.base_link_frame_output)
+        node["publish_tf"] = bool(params.publish_tf and params.world_frame == params.odom_frame
+                                  and tf.set_dynamic(params.odom_frame, params.base_link_frame_output))
+        node["tf_offset_ns"] = int(round(params.transform_time_offset * 1e9))
+        node["period_ns"] = self.period_ns
+        node["gps_odometry_topic"] = -1
+        self.core = Ekf(config=self._arrays["config"][0], state=self._arrays["state"][0], node=node, parts=parts,
+                        inputs=inputs, counters=self._arrays["counters"][0],
+                        unresolved=np.zeros((len(parts), MAX_FRAMES), np.int64))
+        self.queue = make_queue(16)
+        self.odometry = records(output_capacity, ODOMETRY)
+        self.odometry_head = self._arrays["odometry_head"][0]
+        # the largest number of queue slots one message can take: three parts per input on its topic,
+        # and navsat's /odometry/gps (two parts per input) at the same step
+        self.slots_per_message = 3 * max([len(v) for v in self.subscriptions.values()] or [1]) + 2 * len(self.inputs)
 
-    # --- callbacks ---------------------------------------------------------------------------------
-    def handle(self, topic: str, msg) -> None:
-        for item in self.subscriptions.get(topic, ()):
-            kind = item.sensor.kind
-            if kind == "odom":
-                self._odometry(item, msg)
-            elif kind == "imu":
-                self._imu(item, msg)
-            elif kind == "pose":
-                self._pose(item.pose, msg, msg.pose, self.params.world_frame, item.sensor, False)
-            else:
-                self._twist(item.twist, msg.header, msg.header.frame_id, msg.twist)
+    # --- the loop owner's API -----------------------------------------------------------------------------
+    def ensure_queue_space(self) -> None:
+        """Grow the queue's pool (doubling; queued measurements keep their slots and order) until one
+        more message fits."""
+        while self.queue.head["free_count"] < self.slots_per_message:
+            self.queue = make_queue(2 * len(self.queue.heap), self.queue)
 
-    def _gate(self, part: _Part, stamp: int) -> bool:
-        """Stale-stamp gate per sub-topic key (older than last accepted → drop; equal passes)."""
-        last = self.last_message_ns.setdefault(part.key, stamp)
-        if last <= stamp:
-            return True
-        self.dropped["stale_stamp"] += 1
-        return False
-
-    def _odometry(self, item: _Input, msg) -> None:
-        stamp = stamp_ns(msg.header)
-        if self.last_set_pose_ns >= stamp:
-            self.dropped["stamp_not_after_set_pose"] += 1
-            return
-        if item.pose.update_sum > 0:
-            self._pose(item.pose, msg, msg.pose, self.params.world_frame, item.sensor, False)
-        if item.twist.update_sum > 0:
-            self._twist(item.twist, msg.header, msg.child_frame_id, msg.twist)
-
-    def _imu(self, item: _Input, msg) -> None:
-        stamp = stamp_ns(msg.header)
-        if self.last_set_pose_ns >= stamp:
-            self.dropped["stamp_not_after_set_pose"] += 1
-            return
-        if item.pose.update_sum > 0:
-            if abs(float(msg.orientation_covariance[0]) + 1.0) < 1e-9:
-                self.dropped["imu_orientation_not_provided"] += 1
-            else:
-                cov = np.zeros(36)
-                oc = np.asarray(msg.orientation_covariance, dtype=float).reshape(3, 3)
-                cov.reshape(6, 6)[3:, 3:] = oc
-                self._pose(
-                    item.pose,
-                    msg,
-                    _ImuPose(msg.orientation, cov),
-                    self.params.base_link_frame,
-                    item.sensor,
-                    True,
-                )
-        if item.twist.update_sum > 0:
-            if abs(float(msg.angular_velocity_covariance[0]) + 1.0) < 1e-9:
-                self.dropped["imu_angular_velocity_not_provided"] += 1
-            else:
-                cov = np.zeros(36)
-                gc = np.asarray(msg.angular_velocity_covariance, dtype=float).reshape(3, 3)
-                cov.reshape(6, 6)[3:, 3:] = gc
-                self._twist(item.twist, msg.header, msg.header.frame_id, _ImuTwist(msg.angular_velocity, cov))
-        if item.acceleration is not None and item.acceleration.update_sum > 0:
-            if abs(float(msg.linear_acceleration_covariance[0]) + 1.0) < 1e-9:
-                self.dropped["imu_acceleration_not_provided"] += 1
-            else:
-                self._acceleration(item.acceleration, msg, item.sensor)
-
-    def _pose(
-        self, part: _Part, msg, pose_with_cov, target_frame: str, sensor: SensorConfig, imu_data: bool
-    ) -> None:
-        header = msg.header
-        stamp = stamp_ns(header)
-        if not imu_data and self.last_set_pose_ns >= stamp:
-            self.dropped["stamp_not_after_set_pose"] += 1
-            return
-        if not self._gate(part, stamp):
-            return
-        z = np.zeros(STATE_SIZE)
-        cov = np.zeros((STATE_SIZE, STATE_SIZE))
-        update = part.update.copy()
-        last_seconds = self._last_seconds(part.key, header)
-        had_previous = part.key in self.preparer.memory.previous
-        ok = self.preparer.prepare_pose(
-            header,
-            pose_with_cov.pose.position,
-            pose_with_cov.pose.orientation,
-            pose_with_cov.covariance,
-            part.key,
-            target_frame,
-            sensor.differential,
-            sensor.relative,
-            imu_data,
-            update,
-            z,
-            cov,
-            self.filter.state,
-            last_seconds,
-        )
-        if ok:
-            self._enqueue(part, z, cov, update, stamp)
-        elif sensor.differential and not had_previous and part.key in self.preparer.memory.previous:
-            self.dropped["differential_first_message"] += 1
-        else:
-            self._unresolved(part, target_frame, header.frame_id)
-        self.last_message_ns[part.key] = stamp
-        self._last_header_seconds[part.key] = stamp_seconds(header)
-
-    def _last_seconds(self, key: str, header) -> float:
-        # last_message_times_ as builtin Time → toSec (sec + nsec·1e-9); the gate inserted it already.
-        return self._last_header_seconds.get(key, stamp_seconds(header))
-
-    def _twist(self, part: _Part, header, frame_id: str, twist_with_cov) -> None:
-        stamp = stamp_ns(header)
-        if self.last_set_pose_ns >= stamp:
-            self.dropped["stamp_not_after_set_pose"] += 1
-            return
-        if not self._gate(part, stamp):
-            return
-        z = np.zeros(STATE_SIZE)
-        cov = np.zeros((STATE_SIZE, STATE_SIZE))
-        update = part.update.copy()
-        t = twist_with_cov.twist
-        ok = self.preparer.prepare_twist(
-            header,
-            frame_id,
-            _xyz(t.linear),
-            _xyz(t.angular),
-            twist_with_cov.covariance,
-            self.params.base_link_frame,
-            update,
-            z,
-            cov,
-            self.filter.state,
-        )
-        if ok:
-            self._enqueue(part, z, cov, update, stamp)
-        else:
-            self._unresolved(part, self.params.base_link_frame, frame_id)
-        self.last_message_ns[part.key] = stamp
-        self._last_header_seconds[part.key] = stamp_seconds(header)
-
-    def _acceleration(self, part: _Part, msg, sensor: SensorConfig) -> None:
-        stamp = stamp_ns(msg.header)
-        if not self._gate(part, stamp):
-            return
-        z = np.zeros(STATE_SIZE)
-        cov = np.zeros((STATE_SIZE, STATE_SIZE))
-        update = part.update.copy()
-        ok = self.preparer.prepare_acceleration(
-            msg,
-            self.params.base_link_frame,
-            sensor.remove_gravitational_acceleration,
-            update,
-            z,
-            cov,
-            self.filter.state,
-        )
-        if ok:
-            self._enqueue(part, z, cov, update, stamp)
-        else:
-            self._unresolved(part, self.params.base_link_frame, msg.header.frame_id)
-        self.last_message_ns[part.key] = stamp
-        self._last_header_seconds[part.key] = stamp_seconds(msg.header)
-
-    def _unresolved(self, part: _Part, target: str, frame: str) -> None:
-        """A failed transform lookup drops the measurement (upstream); count it per (key, frames)."""
-        self.dropped["tf_unavailable"] += 1
-        self.unresolved[(part.key, target, frame)] += 1
-
-    def unresolved_warnings(self) -> List[str]:
-        return [
-            f"{key}: {count} message(s) dropped: no transform {frame!r} -> {target!r}"
-            for (key, target, frame), count in sorted(self.unresolved.items())
-        ]
-
-    # --- the queue (engine.py: a heap of pool slots) -------------------------------------------------
-    def _allocate_pool(self, capacity: int) -> None:
-        """(Re)allocate the measurement pool, keeping queued entries in their slots and heap order."""
-        old = getattr(self, "pool", None)
-        self.pool = (
-            np.zeros(capacity, dtype=np.int64),  # heap of slots
-            np.zeros(capacity, dtype=np.int64),  # free slots (stack)
-            np.zeros(capacity, dtype=np.int64),  # stamp
-            np.zeros((capacity, STATE_SIZE)),  # z
-            np.zeros((capacity, STATE_SIZE, STATE_SIZE)),  # covariance
-            np.zeros((capacity, STATE_SIZE), dtype=bool),  # update flags
-            np.zeros(capacity),  # threshold
-        )
-        ints = self.filter.ints
-        if old is None:
-            used = 0
-        else:
-            used = len(old[0])
-            for new, previous in zip(self.pool, old):
-                new[:used] = previous
-        # Slots ≥ used are free; the old free stack was empty (only a full pool grows).
-        count = capacity - used
-        self.pool[1][:count] = np.arange(capacity - 1, used - 1, -1)
-        ints[engine.I_FREE_SIZE] = count
+    def take_published(self) -> np.ndarray:
+        """The /odometry/filtered messages published since the last call (an ODOMETRY array, a copy)."""
+        k = int(self.odometry_head["count"])
+        taken = self.odometry[:k].copy()
+        self.odometry_head["count"] = 0
+        return taken
 
     @property
-    def queue(self) -> List[int]:
-        """Stamps of the queued measurements (heap order)."""
-        heap, stamps = self.pool[0], self.pool[2]
-        return [int(stamps[heap[i]]) for i in range(int(self.filter.ints[engine.I_HEAP_SIZE]))]
+    def tf_core(self):
+        return self.tf.core
 
-    def _enqueue(self, part: _Part, z, cov, update, stamp: int) -> None:
-        ints = self.filter.ints
-        if ints[engine.I_FREE_SIZE] == 0:
-            self._allocate_pool(2 * len(self.pool[0]))
-        heap, free, stamps, pool_z, pool_cov, pool_update, pool_threshold = self.pool
-        slot = engine.take_slot(free, ints)
-        stamps[slot] = stamp
-        pool_z[slot] = z
-        pool_cov[slot] = cov
-        pool_update[slot] = update
-        pool_threshold[slot] = part.threshold
-        engine.heap_push(heap, stamps, ints, slot)
+    # --- per-message API --------------------------------------------------------------------------------
+    def handle(self, topic: str, msg, index: int = 0) -> None:
+        """The callbacks of the inputs subscribed to ``topic`` for one message object."""
+        subscribed = self.subscriptions.get(topic, ())
+        if not subscribed:
+            return
+        msgtype = columns.INPUT_TYPES[self.inputs[subscribed[0]].sensor.kind]
+        row = columns.rows(columns.object_columns(topic, msgtype, [msg]), self.tf, 0, index)[0]
+        for i in subscribed:
+            self.ensure_queue_space()
+            if not ekf_callback(self.core, self.tf.core, self.queue, i, row):
+                raise UserError(describe_fault(self.core.counters, [topic]))
+
+    def tick(self, now_ns: int):
+        """periodicUpdate at ``now_ns``: the published /odometry/filtered (a one-message
+        OdometrySeries), or None."""
+        from .runner import OdometrySeries
+
+        self.odometry_head["count"] = 0
+        outputs = Outputs(self.odometry, self.odometry_head, _NO_GPS, _NO_GPS_HEAD)
+        status = ekf_tick(self.core, self.tf.core, self.queue, outputs, int(now_ns))
+        if status < 0:
+            raise UserError(describe_fault(self.core.counters, []))
+        if status == 0:
+            return None
+        return OdometrySeries.from_published(self.take_published(), self.params.world_frame,
+                                             self.params.base_link_frame_output)
 
     def set_control(self, linear, angular, now_ns: int) -> None:
         """cmd_vel (geometry_msgs/Twist): stamped with the node's now(), pushed into the filter."""
-        self.filter.set_control(np.concatenate([_xyz(linear), _xyz(angular)]), now_ns)
+        self.filter.set_control([linear.x, linear.y, linear.z, angular.x, angular.y, angular.z], now_ns)
 
-    # --- periodic update ---------------------------------------------------------------------------
-    def tick(self, now_ns: int) -> Optional[Odometry]:
-        """periodicUpdate: integrateMeasurements (engine.ekf_tick), then publish only if the filter
-        stamp advanced."""
-        if not self.enabled:
-            return None
-        published = engine.ekf_tick(*self.filter.engine_args(), *self.pool, int(now_ns))
-        self.sync_counts()
-        if not published:
-            return None
-        self.published_tf(self.filter.last_measurement_ns, self.filter.state.copy())
-        return self.odometry()
+    # --- views -------------------------------------------------------------------------------------------
+    @property
+    def filter(self):
+        """The filter (a filter.Ekf/Ukf view of this node's FILTER_CONFIG and FILTER_STATE)."""
+        from .filter import make_filter
 
-    def sync_counts(self) -> None:
-        """Outcome counters of the engine → ``processed`` / ``dropped``."""
-        ints = self.filter.ints
-        for name, index in (("init", engine.I_INIT_COUNT), ("accepted", engine.I_ACCEPTED_COUNT),
-                            ("rejected", engine.I_REJECTED_COUNT)):
-            if ints[index]:
-                self.processed[name] = int(ints[index])
-        if ints[engine.I_REJECTED_COUNT]:
-            self.dropped["mahalanobis_rejected"] = int(ints[engine.I_REJECTED_COUNT])
+        return make_filter(self.params, self._arrays["config"], self._arrays["state"])
 
-    def published_tf(self, stamp: int, state: np.ndarray) -> None:
-        """publish_tf: world→base_link at the published stamp (+ transform_time_offset)."""
-        if self.params.publish_tf and self.params.world_frame == self.params.odom_frame:
-            self.tf.add_dynamic(
-                self.params.odom_frame,
-                self.params.base_link_frame_output,
-                int(stamp) + int(round(self.params.transform_time_offset * 1e9)),
-                state,  # converted to a Transform only when looked up (tf.py)
-            )
+    @property
+    def measurements(self) -> list:
+        """The queued measurements (filter.Measurement, heap order)."""
+        from .filter import Measurement
 
-    def odometry(self) -> Odometry:
-        x = self.filter.state
-        p = self.filter.covariance
-        return Odometry(
-            self.filter.last_measurement_ns,
-            self.params.world_frame,
-            self.params.base_link_frame_output,
-            x[0:3].copy(),
-            quaternion_from_rpy(x[3], x[4], x[5]),
-            p[0:6, 0:6].reshape(36).copy(),
-            x[6:9].copy(),
-            x[9:12].copy(),
-            p[6:12, 6:12].reshape(36).copy(),
-        )
+        q = self.queue
+        out = []
+        for i in range(int(q.head["length"])):
+            index = q.heap[i]
+            slot = q.slots[index]
+            out.append(Measurement(int(q.stamp[index]), "", slot["z"].copy(), slot["covariance"].copy(),
+                                   slot["update"].astype(bool), float(slot["threshold"])))
+        return out
 
+    @property
+    def queue_stamps(self) -> List[int]:
+        """Stamps of the queued measurements (heap order)."""
+        q = self.queue
+        return [int(q.stamp[q.heap[i]]) for i in range(int(q.head["length"]))]
 
-def _absolute(topic: str) -> str:
-    return topic if topic.startswith("/") else "/" + topic
+    @property
+    def dropped(self) -> Counter:
+        counters = self.core.counters
+        out = Counter({name: int(v) for name, v in zip(DROP_NAMES, counters["dropped"]) if v})
+        if counters["outcomes"][REJECTED]:
+            out["mahalanobis_rejected"] = int(counters["outcomes"][REJECTED])
+        return out
+
+    @property
+    def processed(self) -> Counter:
+        return Counter({name: int(v) for name, v in zip(OUTCOMES, self.core.counters["outcomes"]) if v})
+
+    def unresolved_warnings(self) -> List[str]:
+        unresolved = self.core.unresolved
+        found = []
+        for part, frame in zip(*np.nonzero(unresolved)):
+            found.append((self.part_keys[part], self.part_targets[part], self.tf.names[frame],
+                          int(unresolved[part, frame])))
+        return [f"{key}: {count} message(s) dropped: no transform {frame!r} -> {target!r}"
+                for key, target, frame, count in sorted(found)]
 
 
-class _ImuPose:
-    """The PoseWithCovariance imuCallback builds from an Imu message (orientation + its 3×3 block)."""
-
-    class _Zero:
-        x = y = z = 0.0
-
-    def __init__(self, orientation, covariance36):
-        self.pose = self
-        self.position = self._Zero()
-        self.orientation = orientation
-        self.covariance = covariance36
+_NO_GPS = records(1, GPS_ODOMETRY)  # EkfNode.tick publishes no /odometry/gps
+_NO_GPS_HEAD = record(OUTPUT_HEAD)[0]
 
 
-class _ImuTwist:
-    class _Zero:
-        x = y = z = 0.0
-
-    def __init__(self, angular_velocity, covariance36):
-        self.twist = self
-        self.linear = self._Zero()
-        self.angular = angular_velocity
-        self.covariance = covariance36
-
-
-# --- batch preparation for the Judge's compiled loop ------------------------------------------------
-
-ROW_FIELDS = ("position", "part", "recv", "stamp", "z", "update", "block", "offset", "size", "threshold",
-              "fix", "aux")
-
-
-def _static_lookup(tf: TfBuffer, target: str, source: str) -> Optional[Transform]:
-    """T(target←source) when it resolves through static transforms only (then it never changes during a
-    run), else None (the message is left to the per-message callback)."""
-    found = tf.lookup_safe(target, source, 0)
-    if found is None or tf._static_cache.get((target, source)) is not found:
-        return None
-    return found
-
-
-def _gate(stamps: np.ndarray) -> np.ndarray:
-    """Per-key stale-stamp gate over a key's messages in order: pass iff stamp ≥ every earlier stamp
-    that reached the gate (the last accepted stamp is their running maximum)."""
-    if not len(stamps):
-        return np.zeros(0, dtype=bool)
-    previous = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], stamps[:-1]]))
-    return stamps >= previous
-
-
-def batch_imu_rows(node: EkfNode, topic: str, items: list, positions: List[int]):
-    """imuCallback for every message of an IMU topic at once → prepared rows for engine.advance (dict
-    of arrays, ``dropped`` and ``unresolved`` counters), or None when the topic needs the per-message
-    callbacks (non-IMU input, differential IMU, several frames, or a transform that is not static)."""
-    inputs = node.subscriptions.get(topic, [])
-    if not inputs or any(item.sensor.kind != "imu" or item.sensor.differential for item in inputs):
-        return None
-    msgs = [msg for _recv, _topic, msg in items]
-    frames = {msg.header.frame_id for msg in msgs}
-    if len(frames) != 1:
-        return None
-    frame = frames.pop()
-    params = node.params
-    base = params.base_link_frame
-    imu_target = _static_lookup(node.tf, base, frame) if frame else None
-    rate_target = _static_lookup(node.tf, base, frame or base)
-    n = len(msgs)
-    # One pass over the messages: every number a row needs, as one float table (+ int stamps).
-    stamps = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in msgs],
-                      dtype=np.int64)
-    table = np.array(
-        [
-            (m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w,
-             m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z,
-             m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z,
-             *m.orientation_covariance, *m.angular_velocity_covariance, *m.linear_acceleration_covariance)
-            for m in msgs
-        ],
-        dtype=float,
-    ).reshape(n, 37)
-    quaternions = np.ascontiguousarray(table[:, 0:4])
-    gyro = np.ascontiguousarray(table[:, 4:7])
-    accel = np.ascontiguousarray(table[:, 7:10])
-    orientation_cov = np.ascontiguousarray(table[:, 10:19])
-    gyro_cov = np.ascontiguousarray(table[:, 19:28])
-    accel_cov = np.ascontiguousarray(table[:, 28:37])
-    recv = np.array([r for r, _t, _m in items], dtype=np.int64)
-    position = np.asarray(positions, dtype=np.int64)
-    dropped: Counter = Counter()
-    alive = stamps > node.last_set_pose_ns
-    dropped["stamp_not_after_set_pose"] += int((~alive).sum()) * len(inputs)  # once per input
-    parts = []
-    for item_index, item in enumerate(inputs):
-        sensor = item.sensor
-        for part_index, (part, cov, label) in enumerate(
-            ((item.pose, orientation_cov, "orientation"), (item.twist, gyro_cov, "angular_velocity"),
-             (item.acceleration, accel_cov, "acceleration"))
-        ):
-            if part is None or part.update_sum == 0:
-                continue
-            provided = np.abs(cov[:, 0] + 1.0) >= 1e-9
-            dropped[f"imu_{label}_not_provided"] += int((alive & ~provided).sum())
-            reach = np.flatnonzero(alive & provided)
-            passing = reach[_gate(stamps[reach])]
-            dropped["stale_stamp"] += len(reach) - len(passing)
-            target = imu_target if part_index == 0 else rate_target
-            if target is None:
-                if len(passing):
-                    return None  # an unresolved frame: leave the counting to the callbacks
-                continue
-            k = len(passing)
-            z = np.zeros((k, STATE_SIZE))
-            update = np.zeros((k, STATE_SIZE), dtype=bool)
-            fix = np.zeros(k, dtype=np.int64)
-            aux = np.zeros((k, 12))
-            flags = part.update.copy()
-            if part_index == 0:  # preparePose (imu_data): rotations by the mounting yaw only
-                rotation, rot6, target_rpy, masks = _frame_terms(target, True)
-                flags[0:3] = _masked_memo(masks, rotation, flags[0:3])
-                flags[3:6] = _masked_memo(masks, rotation, flags[3:6])
-                z[:, 3:6] = imu_orientation_rows(quaternions[passing], np.array(target_rpy), sensor.relative)
-                block = rotated_blocks(rotation, orientation_cov[passing], 3)
-                offset, size = 0, 6
-            elif part_index == 1:  # prepareTwist: ω_b = R·ω, v_b = R·0 + t × ω_state (at callback)
-                rotation, rot6, _rpy, masks = _frame_terms(target, False)
-                z[:, 9:12] = rotated_vectors(rotation, gyro[passing])
-                z[:, 6:9] = rotated_vectors(rotation, np.zeros((k, 3)))
-                if np.any(target.translation != 0.0):
-                    fix[:] = engine.FIX_LEVER_ARM
-                    aux[:, 0:3] = target.translation
-                flags[6:9] = _masked_memo(masks, rotation, flags[6:9])
-                flags[9:12] = _masked_memo(masks, rotation, flags[9:12])
-                block = rotated_blocks(rotation, gyro_cov[passing], 3)
-                offset, size = 6, 6
-            else:  # prepareAcceleration (humble): gravity removed in the sensor frame, then rotated
-                rotation, rot6, _rpy, masks = _frame_terms(target, False)
-                acc = accel[passing]
-                if sensor.remove_gravitational_acceleration:
-                    from_state = ~provided_orientation(orientation_cov[passing])
-                    z[:, 12:15] = gravity_removed_rows(rotation, acc, quaternions[passing],
-                                                       params.gravitational_acceleration)
-                    fix[from_state] = engine.FIX_GRAVITY_FROM_STATE
-                    aux[from_state, 0:3] = acc[from_state]
-                    aux[from_state, 3:12] = rotation.reshape(9)
-                else:
-                    z[:, 12:15] = rotated_vectors(rotation, acc)
-                flags[12:15] = _masked_memo(masks, rotation, flags[12:15])
-                block = rotated_blocks(rotation, accel_cov[passing], 0)  # top-left 3×3: R·C·Rᵀ
-                offset, size = 12, 3
-            update[:] = flags
-            if params.two_d_mode:
-                z[:, TWO_D_INDICES_ARRAY] = 0.0
-                update[:, TWO_D_INDICES_ARRAY] = True
-            parts.append({
-                "position": position[passing], "part": np.full(k, 3 * item_index + part_index),
-                "recv": recv[passing], "stamp": stamps[passing], "z": z, "update": update, "block": block,
-                "offset": np.full(k, offset, dtype=np.int64), "size": np.full(k, size, dtype=np.int64),
-                "threshold": np.full(k, part.threshold), "fix": fix, "aux": aux,
-            })
-    rows = concatenate_rows(parts)
-    rows["dropped"] = +dropped
-    return rows
-
-
-def provided_orientation(orientation_cov: np.ndarray) -> np.ndarray:
-    """orientation_covariance[0] ≠ −1 (|c₀ + 1| ≥ 1e-9): the message carries an orientation."""
-    return np.abs(orientation_cov[:, 0] + 1.0) >= 1e-9
-
-
-def concatenate_rows(parts: list) -> dict:
-    """Rows of several topics/parts in callback order: message position, then input and part order."""
-    if not parts:
-        rows = {
-            "position": np.zeros(0, np.int64), "part": np.zeros(0, np.int64), "recv": np.zeros(0, np.int64),
-            "stamp": np.zeros(0, np.int64), "z": np.zeros((0, STATE_SIZE)),
-            "update": np.zeros((0, STATE_SIZE), bool), "block": np.zeros((0, 6, 6)),
-            "offset": np.zeros(0, np.int64), "size": np.zeros(0, np.int64), "threshold": np.zeros(0),
-            "fix": np.zeros(0, np.int64), "aux": np.zeros((0, 12)),
-        }
-    elif len(parts) == 1 and "dropped" in parts[0]:
-        return parts[0]  # already in order
-    else:
-        # One scatter per field: row i of the concatenation goes to its place in callback order.
-        position = np.concatenate([p["position"] for p in parts])
-        order = np.lexsort((np.concatenate([p["part"] for p in parts]), position))
-        destination = np.empty_like(order)
-        destination[order] = np.arange(len(order))
-        rows = {}
-        for name in ROW_FIELDS:
-            first = parts[0][name]
-            out = np.empty((len(order),) + first.shape[1:], dtype=first.dtype)
-            start = 0
-            for p in parts:
-                count = len(p[name])
-                out[destination[start:start + count]] = p[name]
-                start += count
-            rows[name] = out
-    dropped: Counter = Counter()
-    for p in parts:
-        dropped.update(p.get("dropped", {}))
-    rows["dropped"] = dropped
-    rows["unresolved"] = Counter()
-    return rows
+def describe_fault(counters, topic_names: List[str]) -> str:
+    """One line for the fault a compiled callback recorded (COUNTERS.fault_*)."""
+    kind, topic, index, field = (int(counters[name]) for name in ("fault_kind", "fault_topic", "fault_index",
+                                                                  "fault_field"))
+    where = (f"topic {topic_names[topic]}, message {index}" if 0 <= topic < len(topic_names)
+             else "the filter")
+    name = FIELD_NAMES[field] if 0 <= field < len(FIELD_NAMES) else "?"
+    if kind == FAULT_COVARIANCE:
+        return f"{where}: {name} is not finite (the filter would become NaN; refused)"
+    if kind == FAULT_FIX_VALUE:
+        return f"{where}: {name} is not finite (a fix with status != NO_FIX must be finite)"
+    if kind == FAULT_INITIAL_VALUE:
+        return f"{where}: a non-finite measurement value would initialise the filter (refused)"
+    if kind == FAULT_GPS_OUTPUT:
+        return f"navsat: non-finite /odometry/gps from {where} (stopped; nothing written)"
+    if kind == FAULT_FILTER:
+        return f"the filter became non-finite after {where} (stopped; nothing written)"
+    assert kind != FAULT_NONE
+    return f"judge fault {kind} at {where}"

@@ -14,8 +14,15 @@ import numpy as np
 
 try:  # numba is optional: it only makes the judge faster
     import numba
+    from numba.extending import overload
 except ImportError:  # pragma: no cover - exercised where numba is absent
     numba = None
+
+    def overload(*_args, **_kwargs):  # type-based dispatch, for compiled callers only
+        def wrap(function):
+            return function
+
+        return wrap
 
 
 def _private_cache_dir():
@@ -75,7 +82,7 @@ PI = math.pi
 TAU = 2.0 * math.pi
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clamp_rotation(angle: float) -> float:
     """filter_utilities::clampRotation (3.5.2): subtract 2π while > π, add 2π while < −π; ±π unchanged."""
     while angle > PI:
@@ -85,7 +92,7 @@ def clamp_rotation(angle: float) -> float:
     return angle
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """tf2 Matrix3x3::setRPY: R = Rz(yaw)·Ry(pitch)·Rx(roll)."""
     ci, cj, ch = math.cos(roll), math.cos(pitch), math.cos(yaw)
@@ -98,7 +105,7 @@ def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rpy_from_matrix(m: np.ndarray):
     """tf2 Matrix3x3::getRPY (solution 1): pitch = −asin(m20), roll = atan2(m21/cp, m22/cp),
     yaw = atan2(m10/cp, m00/cp); at |m20| ≥ 1: yaw = 0, pitch = ∓π/2, roll = atan2(m21, m22)."""
@@ -114,7 +121,7 @@ def rpy_from_matrix(m: np.ndarray):
     return roll, pitch, yaw
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray:
     """tf2 Matrix3x3::setRotation (scales by 2/|q|², so a slightly non-unit q still gives a rotation)."""
     d = x * x + y * y + z * z + w * w
@@ -130,7 +137,7 @@ def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def message_orientation_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
     """An orientation as upstream reads it: all-zero → identity; |q| off by > 0.01 → normalised.
     The norm is taken with the largest component factored out, so components whose squares under- or
@@ -144,9 +151,151 @@ def message_orientation_matrix(x: float, y: float, z: float, w: float) -> np.nda
     return matrix_from_quaternion(x, y, z, w)
 
 
+@njit(cache=True, inline="always")
+def mat3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a·b of 3×3 matrices."""
+    out = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j]
+    return out
+
+
+@njit(cache=True, inline="always")
+def mat3_t(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """aᵀ·b of 3×3 matrices."""
+    out = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = a[0, i] * b[0, j] + a[1, i] * b[1, j] + a[2, i] * b[2, j]
+    return out
+
+
+@njit(cache=True, inline="always")
+def rotate(a: np.ndarray, v: np.ndarray, out: np.ndarray, offset: int) -> None:
+    """out[offset:offset + 3] = a·v."""
+    v0, v1, v2 = v[0], v[1], v[2]
+    for i in range(3):
+        out[offset + i] = a[i, 0] * v0 + a[i, 1] * v1 + a[i, 2] * v2
+
+
+@njit(cache=True, inline="always")
+def rotate_t(a: np.ndarray, v: np.ndarray, out: np.ndarray, offset: int) -> None:
+    """out[offset:offset + 3] = aᵀ·v."""
+    v0, v1, v2 = v[0], v[1], v[2]
+    for i in range(3):
+        out[offset + i] = a[0, i] * v0 + a[1, i] * v1 + a[2, i] * v2
+
+
+@njit(cache=True, inline="always")
+def rotated_covariance(rotation, covariance6, out, offset, size):
+    """out[offset:, offset:] = R6·C·R6ᵀ (size 6, R6 = diag(R, R)) or R·C·Rᵀ (size 3)."""
+    rc = np.empty((3, 3))
+    for bi in range(0, size, 3):
+        for bj in range(0, size, 3):
+            for i in range(3):
+                for j in range(3):
+                    acc = 0.0
+                    for a in range(3):
+                        acc += rotation[i, a] * covariance6[bi + a, bj + j]
+                    rc[i, j] = acc
+            for i in range(3):
+                for j in range(3):
+                    acc = 0.0
+                    for b in range(3):
+                        acc += rc[i, b] * rotation[j, b]
+                    out[offset + bi + i, offset + bj + j] = acc
+
+
+@njit(cache=True, inline="always")
+def copy1(source: np.ndarray, target: np.ndarray) -> None:
+    """target[:] = source, element by element (no broadcasting checks in compiled code)."""
+    for i in range(source.shape[0]):
+        target[i] = source[i]
+
+
+@njit(cache=True, inline="always")
+def copy2(source: np.ndarray, target: np.ndarray) -> None:
+    """target[:, :] = source, element by element."""
+    for i in range(source.shape[0]):
+        for j in range(source.shape[1]):
+            target[i, j] = source[i, j]
+
+
+@njit(cache=True, inline="always")
+def transpose3(a: np.ndarray) -> np.ndarray:
+    out = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = a[j, i]
+    return out
+
+
+@njit(cache=True, inline="always")
+def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """tf2 Quaternion::setRPY, (x, y, z, w)."""
+    half_roll, half_pitch, half_yaw = roll * 0.5, pitch * 0.5, yaw * 0.5
+    cr, sr = math.cos(half_roll), math.sin(half_roll)
+    cp, sp = math.cos(half_pitch), math.sin(half_pitch)
+    cy, sy = math.cos(half_yaw), math.sin(half_yaw)
+    out = np.empty(4)
+    out[0] = sr * cp * cy - cr * sp * sy
+    out[1] = cr * sp * cy + sr * cp * sy
+    out[2] = cr * cp * sy - sr * sp * cy
+    out[3] = cr * cp * cy + sr * sp * sy
+    return out
+
+
 @njit(cache=True)
-def transition(state: np.ndarray, delta: float):
-    """(F, J): the transfer function F (x⁺ = F·x) and its Jacobian J from the current angles/rates.
+def quaternion_from_matrix(m: np.ndarray) -> np.ndarray:
+    """tf2 Matrix3x3::getRotation (Shepperd's method as in LinearMath), (x, y, z, w)."""
+    q = np.empty(4)
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0.0:
+        s = math.sqrt(trace + 1.0)
+        q[3] = s * 0.5
+        s = 0.5 / s
+        q[0] = (m[2, 1] - m[1, 2]) * s
+        q[1] = (m[0, 2] - m[2, 0]) * s
+        q[2] = (m[1, 0] - m[0, 1]) * s
+        return q
+    i = 0 if m[0, 0] >= m[1, 1] else 1
+    if m[2, 2] > m[i, i]:
+        i = 2
+    j = (i + 1) % 3
+    k = (i + 2) % 3
+    s = math.sqrt(m[i, i] - m[j, j] - m[k, k] + 1.0)
+    q[i] = s * 0.5
+    s = 0.5 / s
+    q[3] = (m[k, j] - m[j, k]) * s
+    q[j] = (m[j, i] + m[i, j]) * s
+    q[k] = (m[k, i] + m[i, k]) * s
+    return q
+
+
+@njit(cache=True)
+def slerp(q0: np.ndarray, q1: np.ndarray, t: float) -> np.ndarray:
+    """tf2 Quaternion::slerp (the interpolation of tf2's TimeCache): the short way round, no
+    normalisation; θ = angleShortestPath/2, q = (q0·sin((1−t)θ) ± q1·sin(tθ)) / sin θ; θ = 0 → q0."""
+    dot = q0[0] * q1[0] + q0[1] * q1[1] + q0[2] * q1[2] + q0[3] * q1[3]
+    s = math.sqrt((q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3])
+                  * (q1[0] * q1[0] + q1[1] * q1[1] + q1[2] * q1[2] + q1[3] * q1[3]))
+    cosine = (-dot if dot < 0 else dot) / s
+    theta = math.acos(min(max(cosine, -1.0), 1.0))  # tf2Acos clamps; (acos·2)/2 is exact
+    out = q0.copy()
+    if theta != 0.0:
+        d = 1.0 / math.sin(theta)
+        s0 = math.sin((1.0 - t) * theta)
+        s1 = math.sin(t * theta)
+        sign = -1.0 if dot < 0 else 1.0
+        for i in range(4):
+            out[i] = (q0[i] * s0 + sign * q1[i] * s1) * d
+    return out
+
+
+@njit(cache=True)
+def transition_into(state: np.ndarray, delta: float, f: np.ndarray, j: np.ndarray) -> None:
+    """The transfer function F (x⁺ = F·x) and its Jacobian J from the current angles/rates, into f, j.
 
     p⁺ = p + R·(vΔ + ½aΔ²) with R = Rz(ψ)Ry(θ)Rx(φ); Euler rates from body rates; v⁺ = v + aΔ.
     J = F with the analytic partials of p⁺ and of the Euler angles w.r.t. (φ, θ, ψ).
@@ -158,16 +307,19 @@ def transition(state: np.ndarray, delta: float):
     tp = sp * cpi
     d = delta
     half_d2 = 0.5 * d * d
-    # (element-wise assignments: numba builds nested np.array literals slowly)
-    r = np.empty((3, 3))
-    r[0, 0], r[0, 1], r[0, 2] = cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr
-    r[1, 0], r[1, 1], r[1, 2] = sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr
-    r[2, 0], r[2, 1], r[2, 2] = -sp, cp * sr, cp * cr
-    f = np.eye(15)
+    f[:, :] = 0.0
+    for i in range(15):
+        f[i, i] = 1.0
+    # R (rows x, y, z) times Δ and ½Δ²
+    r00, r01, r02 = cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr
+    r10, r11, r12 = sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr
+    r20, r21, r22 = -sp, cp * sr, cp * cr
+    f[0, 6], f[0, 7], f[0, 8] = r00 * d, r01 * d, r02 * d
+    f[1, 6], f[1, 7], f[1, 8] = r10 * d, r11 * d, r12 * d
+    f[2, 6], f[2, 7], f[2, 8] = r20 * d, r21 * d, r22 * d
     for i in range(3):
-        for j in range(3):
-            f[i, 6 + j] = r[i, j] * d
-            f[i, 12 + j] = 0.5 * f[i, 6 + j] * d
+        for k in range(3):
+            f[i, 12 + k] = 0.5 * f[i, 6 + k] * d
     f[3, 9] = d
     f[3, 10] = sr * tp * d
     f[3, 11] = cr * tp * d
@@ -178,101 +330,106 @@ def transition(state: np.ndarray, delta: float):
     f[6, 12] = d
     f[7, 13] = d
     f[8, 14] = d
-
-    v = state[6:9]
-    a = state[12:15]
+    copy2(f, j)
+    v0, v1, v2 = state[6], state[7], state[8]
+    a0, a1, a2 = state[12], state[13], state[14]
     wy, wz = state[10], state[11]
     # ∂R/∂roll, ∂R/∂pitch, ∂R/∂yaw applied to (vΔ + ½aΔ²): rows x, y, z
-    dr = np.empty((3, 3, 3))
-    dr[0, 0, 0], dr[0, 0, 1], dr[0, 0, 2] = 0.0, cy * sp * cr + sy * sr, -cy * sp * sr + sy * cr
-    dr[0, 1, 0], dr[0, 1, 1], dr[0, 1, 2] = -cy * sp, cy * cp * sr, cy * cp * cr
-    dr[0, 2, 0], dr[0, 2, 1], dr[0, 2, 2] = -sy * cp, -sy * sp * sr - cy * cr, -sy * sp * cr + cy * sr
-    dr[1, 0, 0], dr[1, 0, 1], dr[1, 0, 2] = 0.0, sy * sp * cr - cy * sr, -sy * sp * sr - cy * cr
-    dr[1, 1, 0], dr[1, 1, 1], dr[1, 1, 2] = -sy * sp, sy * cp * sr, sy * cp * cr
-    dr[1, 2, 0], dr[1, 2, 1], dr[1, 2, 2] = cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr
-    dr[2, 0, 0], dr[2, 0, 1], dr[2, 0, 2] = 0.0, cp * cr, -cp * sr
-    dr[2, 1, 0], dr[2, 1, 1], dr[2, 1, 2] = -cp, -sp * sr, -sp * cr
-    dr[2, 2, 0], dr[2, 2, 1], dr[2, 2, 2] = 0.0, 0.0, 0.0
-    j = f.copy()
-    for row in range(3):
-        for angle in range(3):
-            c = dr[row, angle]
-            j[row, 3 + angle] = (c[0] * v[0] + c[1] * v[1] + c[2] * v[2]) * d + (
-                c[0] * a[0] + c[1] * a[1] + c[2] * a[2]
-            ) * half_d2
+    j[0, 3] = (0.0 * v0 + (cy * sp * cr + sy * sr) * v1 + (-cy * sp * sr + sy * cr) * v2) * d + (
+        0.0 * a0 + (cy * sp * cr + sy * sr) * a1 + (-cy * sp * sr + sy * cr) * a2) * half_d2
+    j[0, 4] = (-cy * sp * v0 + cy * cp * sr * v1 + cy * cp * cr * v2) * d + (
+        -cy * sp * a0 + cy * cp * sr * a1 + cy * cp * cr * a2) * half_d2
+    j[0, 5] = (-sy * cp * v0 + (-sy * sp * sr - cy * cr) * v1 + (-sy * sp * cr + cy * sr) * v2) * d + (
+        -sy * cp * a0 + (-sy * sp * sr - cy * cr) * a1 + (-sy * sp * cr + cy * sr) * a2) * half_d2
+    j[1, 3] = (0.0 * v0 + (sy * sp * cr - cy * sr) * v1 + (-sy * sp * sr - cy * cr) * v2) * d + (
+        0.0 * a0 + (sy * sp * cr - cy * sr) * a1 + (-sy * sp * sr - cy * cr) * a2) * half_d2
+    j[1, 4] = (-sy * sp * v0 + sy * cp * sr * v1 + sy * cp * cr * v2) * d + (
+        -sy * sp * a0 + sy * cp * sr * a1 + sy * cp * cr * a2) * half_d2
+    j[1, 5] = (cy * cp * v0 + (cy * sp * sr - sy * cr) * v1 + (cy * sp * cr + sy * sr) * v2) * d + (
+        cy * cp * a0 + (cy * sp * sr - sy * cr) * a1 + (cy * sp * cr + sy * sr) * a2) * half_d2
+    j[2, 3] = (0.0 * v0 + cp * cr * v1 + -cp * sr * v2) * d + (0.0 * a0 + cp * cr * a1 + -cp * sr * a2) * half_d2
+    j[2, 4] = (-cp * v0 + -sp * sr * v1 + -sp * cr * v2) * d + (-cp * a0 + -sp * sr * a1 + -sp * cr * a2) * half_d2
+    j[2, 5] = (0.0 * v0 + 0.0 * v1 + 0.0 * v2) * d + (0.0 * a0 + 0.0 * a1 + 0.0 * a2) * half_d2
     j[3, 3] = 1.0 + (cr * tp * wy - sr * tp * wz) * d
     j[3, 4] = (cpi * cpi * sr * wy + cpi * cpi * cr * wz) * d
     j[4, 3] = (-sr * wy - cr * wz) * d
     j[5, 3] = (cr * cpi * wy - sr * cpi * wz) * d
     j[5, 4] = (sr * tp * cpi * wy + cr * tp * cpi * wz) * d
+
+
+@njit(cache=True)
+def transition(state: np.ndarray, delta: float):
+    """(F, J) as new arrays (transition_into)."""
+    f, j = np.empty((15, 15)), np.empty((15, 15))
+    transition_into(state, delta, f, j)
     return f, j
 
 
 @njit(cache=True)
-def predict(
-    state: np.ndarray,
-    covariance: np.ndarray,
-    process_noise: np.ndarray,
-    delta: float,
-    dynamic_noise: bool,
-    control_acceleration: np.ndarray,
-    control_update: np.ndarray,
-    use_control: bool,
-):
-    """Ekf::predict: F, J from the pre-update state; Q′ (dynamic: pose block × ‖(v, ω)‖²); control
-    (ω += aΔ, enabled linear accelerations replaced); x ← F·x; wrap angles; P ← J P Jᵀ + Δ·Q.
-    Returns (state, covariance)."""
-    f, j = transition(state, delta)
-    q = process_noise_for(process_noise, state, dynamic_noise)
-    x = state.copy()
+def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, control_update, use_control, work):
+    """Ekf::predict, in place: F, J from the pre-update state; Q′ (dynamic: pose block × ‖(v, ω)‖²);
+    control (ω += aΔ, enabled linear accelerations replaced); x ← F·x; wrap angles; P ← J P Jᵀ + Δ·Q.
+    ``work``: state.Work scratch."""
+    n = 15
+    f, j = work.transition, work.jacobian
+    transition_into(x, delta, f, j)
+    q = process_noise
+    if dynamic_noise:
+        q = work.noise
+        speed2 = 0.0
+        for i in range(6, 12):
+            speed2 += x[i] * x[i]
+        for i in range(n):
+            for c in range(n):
+                q[i, c] = process_noise[i, c] * speed2 if (i < 6 and c < 6) else process_noise[i, c]
+    xc = work.vector
+    copy1(x, xc)
     if use_control:
         for i in range(3):
-            x[9 + i] += control_acceleration[3 + i] * delta
+            xc[9 + i] += control_acceleration[3 + i] * delta
             if control_update[i]:
-                x[12 + i] = control_acceleration[i]
-    n = x.shape[0]
-    x_new = np.empty(n)
+                xc[12 + i] = control_acceleration[i]
     for i in range(n):
         acc = 0.0
         for k in range(n):
-            acc += f[i, k] * x[k]
-        x_new[i] = acc
+            acc += f[i, k] * xc[k]
+        x[i] = acc
     for i in range(3, 6):
-        x_new[i] = clamp_rotation(x_new[i])
+        x[i] = clamp_rotation(x[i])
     # J·P·Jᵀ over J's non-zero entries (≤ 10 per row: identity + the kinematic couplings)
-    nonzero = np.empty((n, n), dtype=np.int64)
-    counts = np.zeros(n, dtype=np.int64)
+    nonzero, counts = work.nonzero_columns, work.counts
     for i in range(n):
+        count = 0
         for k in range(n):
             if j[i, k] != 0.0:
-                nonzero[i, counts[i]] = k
-                counts[i] += 1
-    jp = np.empty((n, n))
+                nonzero[i, count] = k
+                count += 1
+        counts[i] = count
+    jp = work.product
     for i in range(n):
         for c in range(n):
             acc = 0.0
             for m in range(counts[i]):
                 k = nonzero[i, m]
-                acc += j[i, k] * covariance[k, c]
+                acc += j[i, k] * p[k, c]
             jp[i, c] = acc
-    p_new = np.empty((n, n))
     for i in range(n):
         for c in range(n):
             acc = 0.0
             for m in range(counts[c]):
                 k = nonzero[c, m]
                 acc += jp[i, k] * j[c, k]
-            p_new[i, c] = acc + delta * q[i, c]
-    return x_new, p_new
+            p[i, c] = acc + delta * q[i, c]
 
 
 @njit(cache=True, error_model="numpy")
-def inverse(matrix: np.ndarray) -> np.ndarray:
-    """Inverse of a small square matrix by Gauss-Jordan elimination with partial pivoting (what an LU
-    inverse does, without LAPACK's call overhead; a singular matrix gives inf/nan like Eigen's)."""
-    n = matrix.shape[0]
-    a = matrix.copy()
-    out = np.eye(n)
+def invert(a: np.ndarray, out: np.ndarray, n: int) -> None:
+    """out[:n, :n] = a[:n, :n]⁻¹ by Gauss-Jordan elimination with partial pivoting (what an LU inverse
+    does, without LAPACK's call overhead; a singular matrix gives inf/nan like Eigen's); a is destroyed."""
+    for i in range(n):
+        for k in range(n):
+            out[i, k] = 0.0
+        out[i, i] = 1.0
     for col in range(n):
         pivot = col
         best = abs(a[col, col])
@@ -281,68 +438,59 @@ def inverse(matrix: np.ndarray) -> np.ndarray:
                 best = abs(a[row, col])
                 pivot = row
         if pivot != col:
-            for j in range(n):
-                a[col, j], a[pivot, j] = a[pivot, j], a[col, j]
-                out[col, j], out[pivot, j] = out[pivot, j], out[col, j]
+            for k in range(n):
+                a[col, k], a[pivot, k] = a[pivot, k], a[col, k]
+                out[col, k], out[pivot, k] = out[pivot, k], out[col, k]
         scale = 1.0 / a[col, col]
-        for j in range(n):
-            a[col, j] *= scale
-            out[col, j] *= scale
+        for k in range(n):
+            a[col, k] *= scale
+            out[col, k] *= scale
         for row in range(n):
             if row != col:
                 factor = a[row, col]
                 if factor != 0.0:
-                    for j in range(n):
-                        a[row, j] -= factor * a[col, j]
-                        out[row, j] -= factor * out[col, j]
-    return out
+                    for k in range(n):
+                        a[row, k] -= factor * a[col, k]
+                        out[row, k] -= factor * out[col, k]
 
 
-@njit(cache=True)
-def correct(
-    state: np.ndarray,
-    covariance: np.ndarray,
-    z: np.ndarray,
-    measurement_covariance: np.ndarray,
-    update: np.ndarray,
-    threshold: float,
-):
-    """Ekf::correct + checkMahalanobisThreshold.  Returns (applied, state, covariance).
+@njit(cache=True, error_model="numpy")
+def correct(x, p, z, measurement_covariance, update, threshold, work):
+    """Ekf::correct + checkMahalanobisThreshold, in place; True when the update was applied.
 
     idx = flagged entries with finite z; R = cov[idx, idx] with |diag| floored at 1e-9;
     S = P[idx, idx] + R, K = P[:, idx]·S⁻¹, ν = z − x[idx] (angles wrapped); reject when νᵀS⁻¹ν ≥ thr²;
     else x += Kν and the Joseph form (I−KH)P(I−KH)ᵀ + KRKᵀ, evaluated as A = P − K·P[idx, :],
-    A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection), then angles wrapped.
-    Written as loops over the selected entries (no temporaries beyond m×m and 15×m arrays).
+    A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection), then angles wrapped.  Loops over the selected entries
+    in ``work`` (state.Work), no allocation.
     """
-    n = state.shape[0]
-    idx = np.empty(n, dtype=np.int64)
+    n = 15
+    idx = work.index
     count = 0
     for i in range(n):
         if update[i] and np.isfinite(z[i]):
             idx[count] = i
             count += 1
     if count == 0:
-        return False, state, covariance
-    r = np.empty((count, count))
-    s = np.empty((count, count))
+        return False
+    r, s, s_inv = work.noise, work.innovation_covariance, work.inverse
     for a in range(count):
         for b in range(count):
             r[a, b] = measurement_covariance[idx[a], idx[b]]
         value = abs(r[a, a])  # negative variance → absolute value
         r[a, a] = value if value >= 1e-9 else 1e-9  # the only floor
         for b in range(count):
-            s[a, b] = covariance[idx[a], idx[b]] + r[a, b]
-    innovation = np.empty(count)
+            s[a, b] = p[idx[a], idx[b]] + r[a, b]
+    innovation = work.vector
     for a in range(count):
-        value = z[idx[a]] - state[idx[a]]
+        value = z[idx[a]] - x[idx[a]]
         if 3 <= idx[a] <= 5:
             while value < -PI:
                 value += TAU
             while value > PI:
                 value -= TAU
         innovation[a] = value
-    s_inv = inverse(s)
+    invert(s, s_inv, count)
     # d² = νᵀ S⁻¹ ν
     d2 = 0.0
     for a in range(count):
@@ -351,47 +499,49 @@ def correct(
             row += s_inv[a, b] * innovation[b]
         d2 += innovation[a] * row
     if d2 >= threshold * threshold:
-        return False, state, covariance
+        return False
     # K = P[:, idx]·S⁻¹ (n×m) and Kᵀ (m×n)
-    k = np.zeros((n, count))
-    kt = np.empty((count, n))
+    k, kt = work.gain, work.jacobian
     for i in range(n):
+        for b in range(count):
+            k[i, b] = 0.0
         for a in range(count):
-            f = covariance[i, idx[a]]
+            f = p[i, idx[a]]
             for b in range(count):
                 k[i, b] += f * s_inv[a, b]
         for b in range(count):
             kt[b, i] = k[i, b]
-    x = state.copy()
     for i in range(n):
         acc = 0.0
         for a in range(count):
             acc += k[i, a] * innovation[a]
         x[i] += acc
-    # A = P − K·P[idx, :]
-    p_new = covariance.copy()
+    # A = P − K·P[idx, :] (the rows P[idx, :] copied first: P is updated in place)
+    rows = work.product
+    for a in range(count):
+        for col in range(n):
+            rows[a, col] = p[idx[a], col]
     for i in range(n):
         for a in range(count):
             f = k[i, a]
-            row = idx[a]
-            for j in range(n):
-                p_new[i, j] -= f * covariance[row, j]
+            for col in range(n):
+                p[i, col] -= f * rows[a, col]
     # P⁺ = A − A[:, idx]·Kᵀ + (K·R)·Kᵀ = A + G·Kᵀ with G = K·R − A[:, idx]
-    g = np.empty((n, count))
+    g = work.joseph
     for i in range(n):
         for b in range(count):
             acc = 0.0
             for a in range(count):
                 acc += k[i, a] * r[a, b]
-            g[i, b] = acc - p_new[i, idx[b]]
+            g[i, b] = acc - p[i, idx[b]]
     for i in range(n):
         for a in range(count):
             f = g[i, a]
-            for j in range(n):
-                p_new[i, j] += f * kt[a, j]
+            for col in range(n):
+                p[i, col] += f * kt[a, col]
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
-    return True, x, p_new
+    return True
 
 
 # --- UKF (ukf.cpp) ------------------------------------------------------------------------------------
@@ -435,10 +585,11 @@ def ukf_weights(alpha: float, kappa: float, beta: float):
 
 @njit(cache=True)
 def process_noise_for(process_noise: np.ndarray, state: np.ndarray, dynamic_noise: bool) -> np.ndarray:
-    """Q, or the dynamic Q′: the pose block scaled by ‖(vx, vy, vz, vroll, vpitch, vyaw)‖² of ``state``."""
-    if not dynamic_noise:
-        return process_noise
+    """Q, or the dynamic Q′: the pose block scaled by ‖(vx, vy, vz, vroll, vpitch, vyaw)‖² of ``state``
+    (a new array)."""
     q = process_noise.copy()
+    if not dynamic_noise:
+        return q
     speed2 = 0.0
     for i in range(6, 12):
         speed2 += state[i] * state[i]
@@ -501,15 +652,15 @@ def ukf_correct(
     """Ukf::correct.  Sigma points are regenerated from (x, P) only after an accepted correction
     (upstream's ``uncorrected_`` flag); ẑ = Σwᵢ·Hσᵢ, P_zz = Σcᵢ(Hσᵢ − ẑ)(·)ᵀ, P_xz = Σcᵢ(σᵢ − x)(Hσᵢ − ẑ)ᵀ,
     K = P_xz(P_zz + R)⁻¹, ν = z − ẑ (angles wrapped), gate d² = νᵀ(P_zz + R)⁻¹ν ≥ thr² → reject,
-    x += Kν, P −= K·P_zz·Kᵀ.  Returns (applied, state, covariance, sigma)."""
+    x += Kν, P −= K·P_zz·Kᵀ.  In place (state, covariance, sigma); True when the update was applied."""
     if regenerate:
-        sigma = sigma_points(state, covariance, lam)
+        sigma[:, :] = sigma_points(state, covariance, lam)
     count = 0
     for i in range(15):
         if update[i] and np.isfinite(z[i]):
             count += 1
     if count == 0:
-        return False, state, covariance, sigma
+        return False
     idx = np.empty(count, dtype=np.int64)
     n = 0
     for i in range(15):
@@ -522,7 +673,7 @@ def ukf_correct(
             r[a, b] = measurement_covariance[idx[a], idx[b]]
         value = abs(r[a, a])
         r[a, a] = value if value >= 1e-9 else 1e-9
-    projected = np.ascontiguousarray(sigma[:, idx])
+    projected = np.ascontiguousarray(sigma[:, idx])  # (sigma: regenerated above, or the predicted points)
     predicted = state_weights @ projected
     diff = projected - predicted
     weighted = diff * np.expand_dims(covar_weights, 1)
@@ -541,9 +692,11 @@ def ukf_correct(
         innovation[a] = value
     d2 = innovation @ (s_inv @ innovation)
     if d2 >= threshold * threshold:
-        return False, state, covariance, sigma
+        return False
     x = state + k @ innovation
     p = covariance - k @ p_zz @ k.T
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
-    return True, x, p, sigma
+    state[:] = x
+    covariance[:, :] = p
+    return True

@@ -2,8 +2,10 @@
 
 world = W·C⁻¹·u with C = (u₀, Rz(ψ + decl + yaw_offset + γ)) and W = (odom position, Rz(odom yaw)) at
 the moment the transform is built; u are UTM (E, N, alt) coordinates of fixes (pyproj ``+proj=utm`` in
-the standard zone, γ = meridian convergence).  The upstream wall timer is replaced by ticks at
-k·round(1e9/frequency) ns on the data clock (see runner.py).
+the standard zone, γ = meridian convergence; computed for a whole chunk of fixes in one call).  The
+callbacks (fix, odometry, imu) and the timer (compute the transform / publish /odometry/gps) are
+compiled and run inside the Judge's loop (loop.py); ``NavsatNode`` is their per-message API.  The
+upstream wall timer is replaced by ticks on the data clock (runner.py).
 """
 
 from __future__ import annotations
@@ -15,11 +17,50 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .ekf_node import Odometry
-from .filter import clamp_rotation
-from .measurements import stamp_ns
+from ..errors import UserError
+from . import inputs as columns
+from .kernels import (
+    clamp_rotation,
+    copy1,
+    copy2,
+    mat3,
+    matrix_from_quaternion,
+    matrix_from_rpy,
+    njit,
+    rotate,
+    rotate_t,
+    rotated_covariance,
+    rpy_from_matrix,
+    transpose3,
+)
 from .params import NavsatParams
-from .tf import TfBuffer, Transform, matrix_from_quaternion, matrix_from_rpy, rpy_from_matrix
+from .state import (
+    COUNTERS,
+    DROP_GPS_TF,
+    DROP_GPS_TF_AT_DATUM,
+    DROP_NAMES,
+    DROP_NAVSAT_IMU_TF,
+    DROP_ROBOT_TF,
+    DROP_UNUSABLE_FIX,
+    FAULT_COVARIANCE,
+    FAULT_FIX_VALUE,
+    FAULT_GPS_OUTPUT,
+    FIELD_ALTITUDE,
+    FIELD_LATITUDE,
+    FIELD_LONGITUDE,
+    FIELD_POSITION_COVARIANCE,
+    GPS_ODOMETRY,
+    INPUT_ROW,
+    NAVSAT_CONFIG,
+    NAVSAT_STATE,
+    ODOMETRY,
+    OUTPUT_HEAD,
+    Navsat,
+    Outputs,
+    record,
+    records,
+)
+from .tf import TfBuffer, lookup
 
 STATUS_NO_FIX = -1
 
@@ -48,15 +89,13 @@ def _utm_proj(zone: int, northern: bool):
 def lat_lon_to_utm(latitude: float, longitude: float) -> Tuple[float, float, float, int, bool]:
     """(easting, northing, meridian convergence γ in radians, zone, northern), as UTMUPS::Forward."""
     zone, northern = utm_zone(latitude, longitude)
-    proj = _utm_proj(zone, northern)
-    easting, northing = proj(longitude, latitude)
-    gamma_deg = proj.get_factors(longitude, latitude).meridian_convergence
-    return float(easting), float(northing), math.radians(float(gamma_deg)), zone, northern
+    easting, northing, gamma = lat_lon_to_utm_many([latitude], [longitude])
+    return float(easting[0]), float(northing[0]), float(gamma[0]), zone, northern
 
 
 def lat_lon_to_utm_many(latitudes, longitudes):
-    """lat_lon_to_utm for many fixes at once: (easting, northing, γ rad) arrays (one PROJ call per zone;
-    the same numbers as the one-fix call).  NaN inputs give NaN outputs."""
+    """UTM of many fixes: (easting, northing, γ rad) arrays, one PROJ call per zone.  Non-finite inputs
+    give NaN outputs."""
     latitudes = np.asarray(latitudes, dtype=float)
     longitudes = np.asarray(longitudes, dtype=float)
     easting = np.full(latitudes.shape, np.nan)
@@ -76,206 +115,331 @@ def lat_lon_to_utm_many(latitudes, longitudes):
     return easting, northing, gamma
 
 
+def add_utm(values: np.ndarray) -> None:
+    """Fill the UTM columns of NavSatFix rows (inputs.FIX_EASTING, FIX_NORTHING, FIX_CONVERGENCE)."""
+    if len(values):
+        e, n, g = lat_lon_to_utm_many(values[:, columns.FIX_LATITUDE], values[:, columns.FIX_LONGITUDE])
+        values[:, columns.FIX_EASTING], values[:, columns.FIX_NORTHING], values[:, columns.FIX_CONVERGENCE] = e, n, g
+
+
+# --- callbacks and timer (compiled) --------------------------------------------------------------------
+
+
+@njit(cache=True)
+def navsat_fix(nav, counters, row):
+    """gpsFixCallback for a NavSatFix row (UTM precomputed).  False on a fault: a usable fix (status ≠
+    NO_FIX, no NaN) with an infinite coordinate or a non-finite covariance is refused."""
+    config, state, values = nav.config, nav.state, row.values
+    state.gps_frame = row.frame
+    lat, lon, alt = values[columns.FIX_LATITUDE], values[columns.FIX_LONGITUDE], values[columns.FIX_ALTITUDE]
+    if int(values[columns.FIX_STATUS]) == STATUS_NO_FIX or np.isnan(lat) or np.isnan(lon) or np.isnan(alt):
+        counters.dropped[DROP_UNUSABLE_FIX] += 1
+        return True
+    field = -1
+    if not np.isfinite(lat):
+        field = FIELD_LATITUDE
+    elif not np.isfinite(lon):
+        field = FIELD_LONGITUDE
+    elif not np.isfinite(alt):
+        field = FIELD_ALTITUDE
+    else:
+        for i in range(9):
+            if not np.isfinite(values[columns.FIX_COVARIANCE + i]):
+                field = FIELD_POSITION_COVARIANCE
+    if field >= 0:
+        counters.fault_kind = FAULT_COVARIANCE if field == FIELD_POSITION_COVARIANCE else FAULT_FIX_VALUE
+        counters.fault_topic, counters.fault_index, counters.fault_field = row.topic, row.index, field
+        return False
+    easting, northing = values[columns.FIX_EASTING], values[columns.FIX_NORTHING]
+    if not state.transform_good and not config.manual_datum:
+        state.transform_utm_pose[0], state.transform_utm_pose[1], state.transform_utm_pose[2] = easting, northing, alt
+        state.convergence = values[columns.FIX_CONVERGENCE]
+        state.has_gps = True
+    state.latest_utm[0], state.latest_utm[1], state.latest_utm[2] = easting, northing, alt
+    state.latest_utm_covariance[:, :] = 0.0
+    for i in range(3):
+        for j in range(3):
+            state.latest_utm_covariance[i, j] = values[columns.FIX_COVARIANCE + 3 * i + j]
+    state.gps_stamp = row.stamp
+    state.gps_topic, state.gps_index = row.topic, row.index
+    state.gps_updated = True
+    return True
+
+
+@njit(cache=True)
+def _imu_orientation(nav, tf, counters, quaternion, frame, stamp):
+    state = nav.state
+    if not state.has_odom:
+        return
+    copy2(matrix_from_quaternion(quaternion[0], quaternion[1], quaternion[2], quaternion[3]),
+          state.transform_orientation)
+    rotation, translation = np.empty((3, 3)), np.empty(3)
+    if not lookup(tf, state.base_link_frame, frame, stamp, rotation, translation):
+        counters.dropped[DROP_NAVSAT_IMU_TF] += 1
+        return
+    roll_offset, pitch_offset, yaw_offset = rpy_from_matrix(rotation)
+    roll, pitch, yaw = rpy_from_matrix(state.transform_orientation)
+    angles = np.array([clamp_rotation(roll - roll_offset), clamp_rotation(pitch - pitch_offset),
+                       clamp_rotation(yaw - yaw_offset)])
+    turned = np.empty(3)
+    rotate(matrix_from_rpy(0.0, 0.0, yaw_offset), angles, turned, 0)
+    copy2(matrix_from_rpy(turned[0], turned[1], turned[2]), state.transform_orientation)
+    state.has_imu = True
+
+
+@njit(cache=True)
+def navsat_imu(nav, tf, counters, row):
+    """imuCallback for an Imu row (subscribed only while the transform is not computed)."""
+    q = columns.IMU_ORIENTATION
+    quaternion = np.empty(4)
+    for i in range(4):
+        quaternion[i] = row.values[q + i]
+    _imu_orientation(nav, tf, counters, quaternion, row.frame, row.stamp)
+
+
+@njit(cache=True)
+def navsat_odometry(nav, tf, counters, world_frame, base_link_frame, odometry):
+    """odomCallback with the EKF's /odometry/filtered (an ODOMETRY record).  Once the transform is
+    computed only the frames and the new-odometry flag matter (the pose feeds /gps/filtered, which is
+    not produced)."""
+    config, state = nav.config, nav.state
+    state.world_frame = world_frame
+    state.base_link_frame = base_link_frame
+    if not state.transform_good and not config.manual_datum:
+        q = odometry.orientation
+        copy2(matrix_from_quaternion(q[0], q[1], q[2], q[3]), state.transform_world_rotation)
+        for i in range(3):
+            state.transform_world_translation[i] = odometry.state[i]
+        state.has_odom = True
+        if config.use_odometry_yaw:
+            quaternion = np.empty(4)
+            copy1(q, quaternion)
+            _imu_orientation(nav, tf, counters, quaternion, base_link_frame, odometry.stamp)
+    elif not state.transform_good and config.manual_datum and not state.has_odom:
+        # datumCallback: the datum fix used directly (no GPS-offset removal), identity world pose
+        copy1(config.datum_utm, state.transform_utm_pose)
+        state.convergence = config.datum_convergence
+        copy2(np.eye(3), state.transform_world_rotation)
+        state.transform_world_translation[:] = 0.0
+        copy2(matrix_from_rpy(0.0, 0.0, config.datum_yaw), state.transform_orientation)
+        state.has_odom = True
+        state.has_gps = True
+        state.has_imu = True
+    state.odom_updated = True
+
+
+@njit(cache=True)
+def _compute_transform(nav, tf, counters):
+    config, state = nav.config, nav.state
+    if state.transform_good or not (state.has_odom and state.has_gps and state.has_imu):
+        return
+    heading_offset = config.heading_offset + state.convergence
+    utm_origin = np.empty(3)
+    copy1(state.transform_utm_pose, utm_origin)
+    if not config.manual_datum:  # getRobotOriginCartesianPose: remove the base_link→gps offset
+        rotation, translation = np.empty((3, 3)), np.empty(3)
+        if lookup(tf, state.base_link_frame, state.gps_frame, np.int64(0), rotation, translation):  # latest
+            roll, pitch, yaw = rpy_from_matrix(state.transform_orientation)
+            rotated = np.empty(3)
+            rotate(matrix_from_rpy(roll, pitch, yaw + heading_offset), translation, rotated, 0)
+            for i in range(3):
+                utm_origin[i] -= rotated[i]
+        else:
+            counters.dropped[DROP_GPS_TF_AT_DATUM] += 1
+    _r, _p, imu_yaw = rpy_from_matrix(state.transform_orientation)
+    utm_rotation = matrix_from_rpy(0.0, 0.0, imu_yaw + heading_offset)
+    _r, _p, odom_yaw = rpy_from_matrix(state.transform_world_rotation)
+    world_rotation = matrix_from_rpy(0.0, 0.0, odom_yaw)
+    # T(world←utm) = world_pose · utm_pose⁻¹ = (W·Cᵀ, W·(−Cᵀ·u₀) + w)
+    inverse_translation, moved = np.empty(3), np.empty(3)
+    rotate_t(utm_rotation, utm_origin, inverse_translation, 0)
+    for i in range(3):
+        inverse_translation[i] = -inverse_translation[i]
+    rotate(world_rotation, inverse_translation, moved, 0)
+    copy2(mat3(world_rotation, transpose3(utm_rotation)), state.utm_world_rotation)
+    for i in range(3):
+        state.utm_world_translation[i] = moved[i] + state.transform_world_translation[i]
+    state.transform_good = True
+
+
+@njit(cache=True)
+def _gps_odometry(nav, tf, counters, outputs):
+    """prepareGpsOdometry → 1 published, 0 not, −1 fault."""
+    config, state = nav.config, nav.state
+    if not (state.transform_good and state.gps_updated and state.odom_updated):
+        return 0
+    position = np.empty(3)
+    rotate(state.utm_world_rotation, state.latest_utm, position, 0)
+    for i in range(3):
+        position[i] += state.utm_world_translation[i]
+    stamp = state.gps_stamp
+    # getRobotOriginWorldPose: (0, 0, 0) when either lookup fails (upstream)
+    offset_rotation, offset = np.empty((3, 3)), np.empty(3)
+    robot_rotation, robot_translation = np.empty((3, 3)), np.empty(3)
+    if not lookup(tf, state.base_link_frame, state.gps_frame, stamp, offset_rotation, offset):
+        counters.dropped[DROP_GPS_TF] += 1
+        position[:] = 0.0
+    elif not lookup(tf, state.world_frame, state.base_link_frame, stamp, robot_rotation, robot_translation):
+        counters.dropped[DROP_ROBOT_TF] += 1
+        position[:] = 0.0
+    else:
+        lever = np.empty(3)
+        rotate(robot_rotation, offset, lever, 0)
+        for i in range(3):
+            position[i] -= lever[i]
+    if config.zero_altitude:
+        position[2] = 0.0
+    rotated = np.zeros((6, 6))
+    rotated_covariance(state.utm_world_rotation, state.latest_utm_covariance, rotated, 0, 6)
+    copy2(rotated, state.latest_utm_covariance)
+    state.gps_updated = False
+    for i in range(3):
+        if not np.isfinite(position[i]):
+            counters.fault_kind, counters.fault_topic, counters.fault_index = (FAULT_GPS_OUTPUT, state.gps_topic,
+                                                                               state.gps_index)
+            return -1
+    k = outputs.gps_head.count
+    out = outputs.gps[k]
+    out.stamp = stamp
+    copy1(position, out.position)
+    for i in range(6):
+        for j in range(6):
+            out.covariance[6 * i + j] = rotated[i, j]
+    outputs.gps_head.count = k + 1
+    return 1
+
+
+@njit(cache=True)
+def navsat_tick(nav, tf, counters, outputs):
+    """periodicUpdate: build the transform, or publish /odometry/gps (+ the /gps/filtered side effect
+    of clearing the new-odometry flag) → 1 published, 0 not, −1 fault."""
+    state = nav.state
+    if not state.transform_good:
+        _compute_transform(nav, tf, counters)
+        return 0
+    status = _gps_odometry(nav, tf, counters, outputs)
+    if nav.config.publish_filtered_gps and state.odom_updated:
+        state.odom_updated = False  # prepareFilteredGps consumes the odometry
+    return status
+
+
+# --- navsat_transform_node in Python ---------------------------------------------------------------------
+
+
+def navsat_core(params: Optional[NavsatParams]) -> Navsat:
+    """The navsat records of ``params`` (None: a disabled navsat, for a judge without it)."""
+    config, state, row = record(NAVSAT_CONFIG), record(NAVSAT_STATE), record(INPUT_ROW)
+    state[0]["transform_world_rotation"] = state[0]["transform_orientation"] = np.eye(3)
+    state[0]["utm_world_rotation"] = np.eye(3)
+    if params is None:
+        return Navsat(config[0], state[0], row[0])
+    if params.use_local_cartesian:
+        raise UserError(f"{params.source}: use_local_cartesian is not implemented by the embedded judge")
+    c = config[0]
+    c["enabled"] = True
+    c["use_odometry_yaw"] = bool(params.use_odometry_yaw)
+    c["manual_datum"] = bool(params.wait_for_datum)
+    c["zero_altitude"] = bool(params.zero_altitude)
+    c["publish_filtered_gps"] = bool(params.publish_filtered_gps)
+    c["imu_topic_wanted"] = not (params.use_odometry_yaw or params.wait_for_datum)
+    c["heading_offset"] = params.magnetic_declination_radians + params.yaw_offset
+    if params.wait_for_datum:
+        lat, lon, c["datum_yaw"] = params.datum
+        easting, northing, c["datum_convergence"], _zone, _north = lat_lon_to_utm(lat, lon)
+        c["datum_utm"] = (easting, northing, 0.0)
+    return Navsat(config[0], state[0], row[0])
+
+
 class NavsatNode:
-    """navsat_transform_node: GPS fix + EKF odometry (+ IMU) → /odometry/gps."""
+    """navsat_transform_node: GPS fix + EKF odometry (+ IMU) → /odometry/gps.
 
-    def __init__(self, params: NavsatParams, tf: TfBuffer):
-        if params.use_local_cartesian:
-            from ..errors import UserError
+    ``core`` (state.Navsat) is what the Judge's loop drives; the methods are the per-message API over
+    the same compiled callbacks."""
 
-            raise UserError(f"{params.source}: use_local_cartesian is not implemented by the embedded judge")
+    def __init__(self, params: NavsatParams, tf: TfBuffer, counters=None):
         self.params = params
         self.tf = tf
         self.period_ns = int(round(1e9 / params.frequency))
-        self.transform_good = False
-        self.has_odom = self.has_gps = self.has_imu = False
-        self.odom_updated = self.gps_updated = False
-        self.world_frame = ""
-        self.base_link_frame = ""
-        self.gps_frame = ""
-        self.transform_world_pose: Optional[Transform] = None
-        self.transform_utm_pose: Optional[np.ndarray] = None
-        self.transform_orientation: Optional[np.ndarray] = None  # 3×3
-        self.convergence = 0.0
-        self.latest_utm = np.zeros(3)
-        self.latest_utm_covariance = np.zeros((6, 6))
-        self.gps_stamp_ns = 0
-        self.latest_world_pose: Optional[Transform] = None
-        self.utm_world: Optional[Transform] = None
-        self.world_utm: Optional[Transform] = None
-        self.dropped: Counter = Counter()
+        self.core = navsat_core(params)
+        self.counters = counters if counters is not None else record(COUNTERS)[0]
         self.warnings: List[str] = []
-        self.use_manual_datum = params.wait_for_datum
+        self.gps = records(64, GPS_ODOMETRY)
+        self.gps_head = record(OUTPUT_HEAD)[0]
 
     @property
     def wants_imu(self) -> bool:
         """The IMU subscription exists only without use_odometry_yaw and wait_for_datum, until the
         transform is computed."""
-        return not (self.params.use_odometry_yaw or self.params.wait_for_datum) and not self.transform_good
+        return bool(self.core.config["imu_topic_wanted"]) and not self.transform_good
 
-    # --- callbacks ---------------------------------------------------------------------------------
-    def fix(self, msg, topic: str = "/fix", utm=None) -> None:
-        """gpsFixCallback.  ``utm``: (easting, northing, γ) of this fix when computed in advance
-        (lat_lon_to_utm_many)."""
-        if not hasattr(msg, "latitude") or not hasattr(msg, "status"):
-            from ..errors import UserError
+    @property
+    def transform_good(self) -> bool:
+        return bool(self.core.state["transform_good"])
 
-            got = getattr(msg, "__msgtype__", type(msg).__name__)
-            raise UserError(f"topic {topic}: expected sensor_msgs/msg/NavSatFix, got {got}")
-        self.gps_frame = msg.header.frame_id
-        lat, lon, alt = float(msg.latitude), float(msg.longitude), float(msg.altitude)
-        if int(msg.status.status) == STATUS_NO_FIX or math.isnan(lat) or math.isnan(lon) or math.isnan(alt):
-            self.dropped["unusable_fix"] += 1
-            return
-        if utm is None:
-            easting, northing, gamma, _zone, _north = lat_lon_to_utm(lat, lon)
-        else:
-            easting, northing, gamma = utm
-        if not self.transform_good and not self.use_manual_datum:
-            self.transform_utm_pose = np.array([easting, northing, alt])
-            self.convergence = gamma
-            self.has_gps = True
-        self.latest_utm = np.array([easting, northing, alt])
-        self.latest_utm_covariance = np.zeros((6, 6))
-        self.latest_utm_covariance[:3, :3] = np.asarray(msg.position_covariance, dtype=float).reshape(3, 3)
-        self.gps_stamp_ns = stamp_ns(msg.header)
-        self.gps_updated = True
+    @property
+    def has_gps(self) -> bool:
+        return bool(self.core.state["has_gps"])
 
-    def odometry(self, odom: Odometry) -> None:
-        """odomCallback (the EKF's /odometry/filtered)."""
-        self.world_frame = odom.frame_id
-        self.base_link_frame = odom.child_frame_id
-        pose = Transform(matrix_from_quaternion(*odom.orientation), np.array(odom.position, dtype=float))
-        if not self.transform_good and not self.use_manual_datum:
-            self.transform_world_pose = pose
-            self.has_odom = True
-            if self.params.use_odometry_yaw:
-                self._imu_orientation(odom.orientation, odom.child_frame_id, odom.stamp_ns)
-        elif not self.transform_good and self.use_manual_datum and not self.has_odom:
-            self._apply_manual_datum()
-        self.latest_world_pose = pose
-        self.odom_updated = True
+    @property
+    def gps_frame(self) -> str:
+        return self.tf.names[int(self.core.state["gps_frame"])]
 
-    def odometry_after_transform(self, frame_id: str, child_frame_id: str) -> None:
-        """odomCallback once the transform is computed: only the frames and the new-odometry flag matter
-        then (the pose feeds /gps/filtered, which is not produced; ``latest_world_pose`` is not updated)."""
-        assert self.transform_good
-        self.world_frame = frame_id
-        self.base_link_frame = child_frame_id
-        self.odom_updated = True
+    @property
+    def base_link_frame(self) -> str:
+        return self.tf.names[int(self.core.state["base_link_frame"])]
 
-    def _apply_manual_datum(self) -> None:
-        """datumCallback: datum fix used directly (no GPS-offset removal), identity world pose, the
-        datum yaw as orientation."""
-        lat, lon, yaw = self.params.datum
-        easting, northing, gamma, _zone, _north = lat_lon_to_utm(lat, lon)
-        self.transform_utm_pose = np.array([easting, northing, 0.0])
-        self.convergence = gamma
-        self.transform_world_pose = Transform.identity()
-        self.transform_orientation = matrix_from_rpy(0.0, 0.0, yaw)
-        self.has_odom = self.has_gps = self.has_imu = True
+    @property
+    def dropped(self) -> Counter:
+        prefix = "navsat_"
+        return Counter({name[len(prefix):]: int(v) for name, v in zip(DROP_NAMES, self.counters["dropped"])
+                        if v and name.startswith(prefix)})
+
+    def take_published(self) -> np.ndarray:
+        """The /odometry/gps messages published since the last call (a GPS_ODOMETRY array, a copy)."""
+        k = int(self.gps_head["count"])
+        taken = self.gps[:k].copy()
+        self.gps_head["count"] = 0
+        return taken
+
+    def _rows(self, topic: str, msgtype: str, msg) -> np.ndarray:
+        return columns.rows(columns.object_columns(topic, msgtype, [msg]), self.tf, 0, 0)
+
+    def fix(self, msg, topic: str = "/fix") -> None:
+        """gpsFixCallback for one NavSatFix message object."""
+        rows = self._rows(topic, columns.NAVSATFIX, msg)
+        add_utm(rows["values"])
+        if not navsat_fix(self.core, self.counters, rows[0]):
+            from .ekf_node import describe_fault
+
+            raise UserError(describe_fault(self.counters, [topic]))
+
+    def odometry(self, msg) -> None:
+        """odomCallback for one nav_msgs/Odometry message object (the EKF's output)."""
+        row = self._rows("/odometry/filtered", columns.ODOMETRY, msg)[0]
+        odometry = records(1, ODOMETRY)
+        odometry["stamp"] = row["stamp"]
+        odometry["state"][0, :3] = row["values"][columns.POSITION:columns.POSITION + 3]
+        odometry["orientation"] = row["values"][columns.ORIENTATION:columns.ORIENTATION + 4]
+        navsat_odometry(self.core, self.tf.core, self.counters, int(row["frame"]), int(row["child"]), odometry[0])
 
     def imu(self, msg) -> None:
-        """imuCallback (only while the transform is not computed)."""
-        self._imu_orientation(
-            (msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w),
-            msg.header.frame_id,
-            stamp_ns(msg.header),
-        )
+        """imuCallback for one Imu message object."""
+        navsat_imu(self.core, self.tf.core, self.counters, self._rows("/imu", columns.IMU, msg)[0])
 
-    def _imu_orientation(self, quaternion, frame_id: str, stamp: int) -> None:
-        if not self.has_odom:
-            return
-        self.transform_orientation = matrix_from_quaternion(*quaternion)
-        mount = self.tf.lookup_safe(self.base_link_frame, frame_id, stamp)
-        if mount is None:
-            self.dropped["imu_tf_unavailable"] += 1
-            return
-        roll_offset, pitch_offset, yaw_offset = rpy_from_matrix(mount.rotation)
-        roll, pitch, yaw = rpy_from_matrix(self.transform_orientation)
-        angles = np.array(
-            [
-                clamp_rotation(roll - roll_offset),
-                clamp_rotation(pitch - pitch_offset),
-                clamp_rotation(yaw - yaw_offset),
-            ]
-        )
-        angles = matrix_from_rpy(0.0, 0.0, yaw_offset) @ angles
-        self.transform_orientation = matrix_from_rpy(*angles)
-        self.has_imu = True
+    def tick(self, now_ns: int = 0):
+        """periodicUpdate: the published /odometry/gps (a one-message OdometrySeries) or None."""
+        from .ekf_node import describe_fault
+        from .runner import gps_series
 
-    # --- timer -------------------------------------------------------------------------------------
-    def tick(self, now_ns: int) -> Optional[Odometry]:
-        """periodicUpdate: build the transform, or publish /odometry/gps (+ the /gps/filtered side
-        effect of clearing the new-odom flag)."""
-        if not self.transform_good:
-            self.compute_transform()
+        self.gps_head["count"] = 0
+        outputs = Outputs(_NO_ODOMETRY, _NO_ODOMETRY_HEAD, self.gps, self.gps_head)
+        status = navsat_tick(self.core, self.tf.core, self.counters, outputs)
+        if status < 0:
+            raise UserError(describe_fault(self.counters, []))
+        if status == 0:
             return None
-        out = self.prepare_gps_odometry()
-        if self.params.publish_filtered_gps and self.odom_updated:
-            self.odom_updated = False  # prepareFilteredGps consumes the odometry
-        return out
+        return gps_series(self.take_published(), self.tf.names[int(self.core.state["world_frame"])])
 
-    def compute_transform(self) -> None:
-        if self.transform_good or not (self.has_odom and self.has_gps and self.has_imu):
-            return
-        p = self.params
-        heading_offset = p.magnetic_declination_radians + p.yaw_offset + self.convergence
-        utm_origin = (
-            self.transform_utm_pose.copy()
-            if self.use_manual_datum
-            else self._robot_origin_utm(self.transform_utm_pose, heading_offset)
-        )
-        _r, _p, imu_yaw = rpy_from_matrix(self.transform_orientation)
-        utm_pose = Transform(matrix_from_rpy(0.0, 0.0, imu_yaw + heading_offset), utm_origin)
-        _r, _p, odom_yaw = rpy_from_matrix(self.transform_world_pose.rotation)
-        world_pose = Transform(matrix_from_rpy(0.0, 0.0, odom_yaw), self.transform_world_pose.translation)
-        self.utm_world = world_pose * utm_pose.inverse()  # T(world←utm)
-        self.world_utm = self.utm_world.inverse()
-        self.transform_good = True
 
-    def _robot_origin_utm(self, gps_utm: np.ndarray, heading_offset: float) -> np.ndarray:
-        """getRobotOriginCartesianPose: remove the base_link→gps offset rotated by the heading."""
-        offset = self.tf.lookup_safe(self.base_link_frame, self.gps_frame, 0)
-        if offset is None:
-            self.dropped["gps_tf_unavailable_at_datum"] += 1
-            return gps_utm.copy()
-        roll, pitch, yaw = rpy_from_matrix(self.transform_orientation)
-        rotated = matrix_from_rpy(roll, pitch, yaw + heading_offset) @ offset.translation
-        return gps_utm - rotated
-
-    def prepare_gps_odometry(self) -> Optional[Odometry]:
-        if not (self.transform_good and self.gps_updated and self.odom_updated):
-            return None
-        gps_world = self.utm_world.rotation @ self.latest_utm + self.utm_world.translation
-        position = self._robot_origin_world(gps_world, self.gps_stamp_ns)
-        if self.params.zero_altitude:
-            position[2] = 0.0
-        rot6 = np.zeros((6, 6))
-        rot6[:3, :3] = self.utm_world.rotation
-        rot6[3:, 3:] = self.utm_world.rotation
-        self.latest_utm_covariance = rot6 @ self.latest_utm_covariance @ rot6.T
-        self.gps_updated = False
-        return Odometry(
-            self.gps_stamp_ns,
-            self.world_frame,
-            "",
-            position,
-            np.array([0.0, 0.0, 0.0, 1.0]),
-            self.latest_utm_covariance.reshape(36).copy(),
-            np.zeros(3),
-            np.zeros(3),
-            np.zeros(36),
-        )
-
-    def _robot_origin_world(self, gps_world: np.ndarray, stamp: int) -> np.ndarray:
-        """getRobotOriginWorldPose: (0,0,0) when either TF lookup fails, as upstream."""
-        offset = self.tf.lookup_safe(self.base_link_frame, self.gps_frame, stamp)
-        if offset is None:
-            self.dropped["gps_tf_unavailable"] += 1
-            return np.zeros(3)
-        robot = self.tf.lookup_safe(self.world_frame, self.base_link_frame, stamp)
-        if robot is None:
-            self.dropped["robot_tf_unavailable"] += 1
-            return np.zeros(3)
-        return gps_world - robot.rotation @ offset.translation
+_NO_ODOMETRY = records(1, ODOMETRY)  # NavsatNode.tick publishes no /odometry/filtered
+_NO_ODOMETRY_HEAD = record(OUTPUT_HEAD)[0]

@@ -1,29 +1,63 @@
 """The Judge: ekf_node (+ navsat_transform_node) driven by a recorded message stream on the data clock.
 
-Scheduling (deterministic replacement for ROS timers; see docs/judge.md):
-- Messages are delivered at their receive time (bag record time), in the given order.
-- The EKF timer ticks at t = k·round(1e9/frequency) ns, the navsat timer at k·round(1e9/navsat_frequency).
-  At one instant the order is: messages received at or before t, then the EKF tick, then the navsat tick.
-- The EKF's published odometry reaches navsat at once; navsat's /odometry/gps reaches the EKF at once
-  (it is processed at the next EKF tick).
-- Ticks run from the first message until the first EKF tick at or after the last message.
+Scheduling (a deterministic replacement for ROS timers; loop.py has the rules): messages are
+delivered at their receive time, in record order; the EKF timer ticks at k·round(1e9/frequency) +
+ekf_phase, the navsat timer at k·round(1e9/navsat frequency) + navsat_phase; a tick at nominal time T
+sees the messages received up to T + tick_latency (``JudgeTiming``; all 0 by default: ticks on exact
+multiples, a message received at a tick time is seen by that tick).  Ticks run from the first tick
+that sees the first message until the first EKF tick that sees the last one.
+
+Input is read in chunks in record order (``CHUNK`` messages): each chunk becomes columns
+(inputs.py), and the compiled loop (loop.advance) runs the callbacks and timers over it.  Outputs are
+taken from the loop as arrays, so memory stays flat in the input's length; ``Judge.run`` collects
+them, ``Judge.stream`` hands them out block by block (``output_records`` turns a stream into bag
+records in time order, what ``sim2real-eval judge`` writes).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import heapq
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 
 import numpy as np
 
 from ..errors import DataWarning, UserError
-from . import engine
-from .ekf_node import EkfNode, Odometry, _absolute, batch_imu_rows, check_message, concatenate_rows
-from .engine import NEVER
-from .navsat import NavsatNode, lat_lon_to_utm_many
+from . import inputs as columns
+from .ekf_node import EkfNode, _absolute, describe_fault
+from .loop import advance
+from .navsat import NavsatNode, add_utm, navsat_core
 from .params import EkfParams, NavsatParams
-from .tf import StaticTransform, TfBuffer, quaternion_from_rpy
+from .state import (
+    DONE,
+    FAULT,
+    GPS_ODOMETRY,
+    INPUT_ROW,
+    MAX_TOPICS,
+    NEVER,
+    OUTPUT_HEAD,
+    TIMING,
+    TOPIC,
+    Outputs,
+    record,
+    records,
+)
+from .tf import StaticTransform, TfBuffer
+
+CHUNK = 8192  # input messages per call of the compiled loop
+HOLDBACK_NS = 10_000_000_000  # output_records: /fix stamps may go back this far and still be written in order
+
+
+class JudgeTiming(NamedTuple):
+    """The timers' phases and the tick latency (issue 12): the EKF timer ticks at k·period + ekf_phase_ns,
+    navsat's at k·period + navsat_phase_ns, and a tick at nominal time T sees the messages received up
+    to T + tick_latency_ns (it still runs as at T: filter time, timeouts).  0/0/0: ticks on exact
+    multiples of the periods, zero latency."""
+
+    ekf_phase_ns: int = 0
+    navsat_phase_ns: int = 0
+    tick_latency_ns: int = 0
 
 
 @dataclass
@@ -44,44 +78,67 @@ class OdometrySeries:
         return int(self.stamp_ns.shape[0])
 
     @staticmethod
-    def from_messages(
-        items: Sequence[Odometry], frame_id: str = "", child_frame_id: str = ""
-    ) -> OdometrySeries:
-        n = len(items)
-        if n:
-            frame_id, child_frame_id = items[0].frame_id, items[0].child_frame_id
+    def empty(frame_id: str = "", child_frame_id: str = "") -> OdometrySeries:
+        return OdometrySeries(np.zeros(0, np.int64), frame_id, child_frame_id, np.zeros((0, 3)), np.zeros((0, 4)),
+                              np.zeros((0, 36)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 36)))
 
-        def stack(name, width):
-            if not n:
-                return np.zeros((0, width))
-            return np.array([getattr(item, name) for item in items], dtype=float).reshape(n, width)
+    @staticmethod
+    def from_published(odometry: np.ndarray, frame_id: str, child_frame_id: str) -> OdometrySeries:
+        """The EKF's published messages (an ODOMETRY array: EkfNode.take_published) as a series."""
+        state = odometry["state"]
+        return OdometrySeries(odometry["stamp"].copy(), frame_id, child_frame_id, state[:, 0:3].copy(),
+                              odometry["orientation"].copy(), odometry["pose_covariance"].copy(),
+                              state[:, 6:9].copy(), state[:, 9:12].copy(), odometry["twist_covariance"].copy())
 
-        return OdometrySeries(
-            np.array([item.stamp_ns for item in items], dtype=np.int64),
-            frame_id,
-            child_frame_id,
-            stack("position", 3),
-            stack("orientation", 4),
-            stack("pose_covariance", 36),
-            stack("linear_velocity", 3),
-            stack("angular_velocity", 3),
-            stack("twist_covariance", 36),
-        )
+    @staticmethod
+    def concatenate(parts: List[OdometrySeries], frame_id: str, child_frame_id: str) -> OdometrySeries:
+        if not parts:
+            return OdometrySeries.empty(frame_id, child_frame_id)
+        if len(parts) == 1:
+            return parts[0]
+        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity", "angular_velocity",
+                 "twist_covariance")
+        joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
+        return OdometrySeries(frame_id=frame_id, child_frame_id=child_frame_id, **joined)
+
+    def tail(self, count: int = 1) -> OdometrySeries:
+        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity", "angular_velocity",
+                 "twist_covariance")
+        return OdometrySeries(frame_id=self.frame_id, child_frame_id=self.child_frame_id,
+                              **{name: getattr(self, name)[-count:].copy() for name in names})
+
+
+def gps_series(gps: np.ndarray, frame_id: str) -> OdometrySeries:
+    """navsat's published messages (a GPS_ODOMETRY array) as /odometry/gps: identity orientation, zero
+    twist, no child frame."""
+    n = len(gps)
+    orientation = np.zeros((n, 4))
+    orientation[:, 3] = 1.0
+    return OdometrySeries(gps["stamp"].copy(), frame_id, "", gps["position"].copy(), orientation,
+                          gps["covariance"].copy(), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 36)))
 
 
 @dataclass
 class JudgeResult:
+    """What a run produced.  From ``Judge.run``: every output; from a ``JudgeStream``: the last
+    /odometry/filtered and /odometry/gps only (``published`` and ``gps_published`` count them all)."""
+
     filtered: OdometrySeries
     gps_odometry: Optional[OdometrySeries]
     inputs: Dict[str, int] = field(default_factory=dict)
     dropped: Dict[str, int] = field(default_factory=dict)
     published: int = 0
     warnings: List[str] = field(default_factory=list)
+    gps_published: Optional[int] = None
     lost: Dict[str, str] = field(default_factory=dict)  # {input topic: why none of it reached the filter}
 
     @property
     def final_position(self) -> Optional[np.ndarray]:
         return self.filtered.position[-1].copy() if len(self.filtered) else None
+
+    @property
+    def final_stamp_ns(self) -> Optional[int]:
+        return int(self.filtered.stamp_ns[-1]) if len(self.filtered) else None
 
     def check_sensors(self, where: str, allow_missing: bool = False, hint: str = "") -> None:
         """A run that lost a whole input (``lost``) is an error (UserError naming ``where``, the topics
@@ -101,7 +158,8 @@ class Judge:
     """ekf_node + navsat_transform_node of robot_localization humble 3.5.2, offline.
 
     ``remaps`` maps absolute topic names the nodes use to the names in the stream (ROS remapping).
-    ``gps_topic`` is navsat's ``gps/fix`` subscription.
+    ``gps_topic`` is navsat's ``gps/fix`` subscription.  ``timing``: the timers' phases and the tick
+    latency (default: all zero).
     """
 
     def __init__(
@@ -111,11 +169,13 @@ class Judge:
         static_tfs: Iterable[StaticTransform] = (),
         gps_topic: str = "/fix",
         remaps: Optional[Mapping[str, str]] = None,
+        timing: Optional[JudgeTiming] = None,
     ):
         self.ekf_params = ekf_params
         self.navsat_params = navsat_params
         self.static_tfs = tuple(static_tfs)
         self.remaps = {_absolute(k): _absolute(v) for k, v in (remaps or {}).items()}
+        self.timing = timing if timing is not None else JudgeTiming()
         self.gps_topic = self.topic(gps_topic)
         self.filtered_topic = self.topic("/odometry/filtered")
         self.gps_odometry_topic = self.topic("/odometry/gps")
@@ -138,282 +198,391 @@ class Judge:
         return out
 
     def run(self, messages: Iterable, progress=None) -> JudgeResult:
-        """Run over (recv_ns, topic, msg) — or BagMessage (recv_ns, topic, msgtype, msg) — in record
-        order; ``progress(recv_ns)`` is called as messages are read."""
-        stream = []
-        for item in messages:
-            # (recv_ns, topic, msg); bags.BagMessage's (recv_ns, topic, msgtype, msg) is accepted too
-            recv_ns, topic, msg = (item[0], item[1], item[3]) if len(item) == 4 else item
-            stream.append((int(recv_ns), topic, msg))
-            if progress is not None:
-                progress(int(recv_ns))
-        return _Run(self, stream).result()
+        """Run over (recv_ns, topic, msg) or (recv_ns, topic, msgtype, msg) in record order; ``msg`` is a
+        message object (ROS field names) or its CDR bytes (decoded in bulk: the fast path), e.g.
+        bags.BagMessage / bags.RawMessage.  ``progress(recv_ns)`` is called as the input is read."""
+        stream = self.stream(messages, progress)
+        filtered, gps = [], []
+        for block_filtered, block_gps in stream:
+            filtered.append(block_filtered)
+            if block_gps is not None:
+                gps.append(block_gps)
+        return stream.finish(filtered, gps)
+
+    def run_bag(self, reader, topics: Optional[List[str]] = None, progress=None) -> JudgeResult:
+        """Run on an open bag (bags.BagReader): its raw messages of ``topics`` (default: all)."""
+        return self.run(bag_records(reader, topics), progress)
+
+    def stream(self, messages, progress=None) -> JudgeStream:
+        """The run as a stream of output blocks (see JudgeStream); ``messages`` as for ``run``, or an
+        open bags.BagReader (its raw messages of every topic the judge reads)."""
+        if hasattr(messages, "raw_messages"):
+            messages = bag_records(messages, [t for t in messages.topics if t in self.used_topics()])
+        return JudgeStream(self, messages, progress)
+
+    def used_topics(self) -> List[str]:
+        """The topics whose messages the judge reads (EKF inputs, navsat's fix and IMU, cmd_vel)."""
+        topics = list(self.input_topics)
+        if self.navsat_params is not None:
+            topics.append(self.gps_topic)
+            if not (self.navsat_params.use_odometry_yaw or self.navsat_params.wait_for_datum):
+                topics.append(self.navsat_imu_topic)
+        if self.ekf_params.use_control:
+            topics.append(self.cmd_vel_topic)
+        return list(dict.fromkeys(topics))
+
+
+def bag_records(reader, topics: Optional[List[str]]) -> Iterator:
+    """Raw messages of an open bag (CDR bytes; a ROS 1 bag's are deserialised)."""
+    if getattr(reader, "_is_ros1", False):
+        return iter(reader.messages(topics, allow_empty=True))
+    return iter(reader.raw_messages(topics, allow_empty=True))
+
+
+class JudgeStream:
+    """One run of the judge, chunk by chunk: iterating yields (filtered block, gps block or None) as
+    OdometrySeries while the input is read; ``result`` (after the iteration) is the JudgeResult with
+    the last messages only."""
+
+    def __init__(self, judge: Judge, messages, progress=None):
+        self.run = _Run(judge)
+        self.messages = messages
+        self.progress = progress
+        self.result: Optional[JudgeResult] = None
+        self.last_filtered: Optional[OdometrySeries] = None
+        self.last_gps: Optional[OdometrySeries] = None
+
+    def __iter__(self):
+        run = self.run
+        chunk: list = []
+        for item in self.messages:
+            chunk.append(item)
+            if len(chunk) == CHUNK:
+                yield self._keep(run.feed(chunk))
+                if self.progress is not None:
+                    self.progress(int(chunk[-1][0]))
+                chunk = []
+        if chunk:
+            yield self._keep(run.feed(chunk))
+            if self.progress is not None:
+                self.progress(int(chunk[-1][0]))
+        yield self._keep(run.finish())
+        self.result = run.result(self.last_filtered, self.last_gps)
+
+    def _keep(self, blocks):
+        filtered, gps = blocks
+        if len(filtered):
+            self.last_filtered = filtered.tail()
+        if gps is not None and len(gps):
+            self.last_gps = gps.tail()
+        return blocks
+
+    def finish(self, filtered: List[OdometrySeries], gps: List[OdometrySeries]) -> JudgeResult:
+        """The JudgeResult with every output (the blocks the iteration gave)."""
+        run = self.run
+        params = run.judge.ekf_params
+        series = OdometrySeries.concatenate(filtered, params.world_frame, params.base_link_frame_output)
+        gps_all = OdometrySeries.concatenate(gps, params.world_frame, "") if run.navsat is not None else None
+        return run.result(series, gps_all)
 
 
 class _Run:
-    """One Judge.run: IMU topics prepared in batch (measurements.imu_*_rows) and delivered by the
-    compiled loop (engine.advance); every other callback, the navsat timer and navsat's fix callback
-    run in Python between calls of that loop, at their place in the schedule (see the module doc)."""
+    """The nodes, the TF buffer, the topic table and the schedule of one run."""
 
-    def __init__(self, judge: Judge, stream: list):
+    def __init__(self, judge: Judge):
         self.judge = judge
-        self.stream = stream
+        params = judge.ekf_params
         self.tf = TfBuffer(judge.static_tfs)
-        self.ekf = EkfNode(judge.ekf_params, self.tf, judge.topic)
-        self.navsat = NavsatNode(judge.navsat_params, self.tf) if judge.navsat_params is not None else None
-        self.inputs: Counter = Counter()
-        self.dropped: Counter = Counter()
-        self.gps_odometry: List[Odometry] = []
-        self.synced = 0  # outputs already given to the TF buffer / navsat
-        self.batch_topics = set()
-        self.fixes: List[int] = []  # navsat fixes: applied lazily before each navsat tick (_navsat_tick)
-        self.fix_index = 0
-
-    # --- classification -----------------------------------------------------------------------------
-    def result(self) -> JudgeResult:
-        judge, ekf, navsat = self.judge, self.ekf, self.navsat
-        kinds = {}
-        for sensor in judge.ekf_params.sensors:
-            kinds.setdefault(judge.topic(sensor.topic), sensor.kind)
-        own_outputs = {judge.filtered_topic}
-        if navsat is not None:
-            own_outputs.add(judge.gps_odometry_topic)
-        by_topic: Dict[str, List[int]] = {}
-        for position, (_recv, topic, _msg) in enumerate(self.stream):
-            by_topic.setdefault(topic, []).append(position)
-        python_events: List[int] = []  # stream positions handled by Python callbacks, in order
-        row_parts = []
-        for topic, positions in by_topic.items():
-            if topic in own_outputs:
-                self.dropped["shadowed_by_judge_output"] += len(positions)
-                continue
-            used = False
-            if topic in ekf.subscriptions:
-                check_message(topic, kinds[topic], self.stream[positions[0]][2])
-                rows = batch_imu_rows(ekf, topic, [self.stream[i] for i in positions], positions)
-                if rows is None:
-                    python_events += positions
-                else:
-                    row_parts.append(rows)
-                    self.batch_topics.add(topic)
-                used = True
-            if navsat is not None:
-                if topic == judge.gps_topic:
-                    self.fixes += positions
-                    used = True
-                elif topic == judge.navsat_imu_topic and navsat.wants_imu:
-                    python_events += positions  # counted when navsat takes them
-            if topic == judge.cmd_vel_topic and ekf.filter.use_control:
-                python_events += positions
-            if used:
-                self.inputs[topic] += len(positions)
-        self.python_events = sorted(set(python_events))
-        self.fixes.sort()
-        self.fix_utm = self._fix_utm()
-        self.rows = concatenate_rows(row_parts)
-        self._schedule()
-        return self._result()
-
-    def _fix_utm(self) -> list:
-        """UTM of every fix in one pass (None when a message is not NavSatFix-like: fix() reports it)."""
-        msgs = [self.stream[i][2] for i in self.fixes]
-        if not msgs or not all(hasattr(m, "latitude") and hasattr(m, "longitude") for m in msgs):
-            return [None] * len(msgs)
-        easting, northing, gamma = lat_lon_to_utm_many([float(m.latitude) for m in msgs],
-                                                       [float(m.longitude) for m in msgs])
-        return [(float(e), float(n), float(g)) for e, n, g in zip(easting, northing, gamma)]
-
-    def _apply_fix(self) -> None:
-        position = self.fixes[self.fix_index]
-        _recv, topic, msg = self.stream[position]
-        self.navsat.fix(msg, topic, self.fix_utm[self.fix_index])
-        self.fix_index += 1
-
-    # --- the schedule -------------------------------------------------------------------------------
-    def _schedule(self) -> None:
-        if not self.stream:
-            return
-        ekf, navsat = self.ekf, self.navsat
-        f = ekf.filter
-        first_recv = self.stream[0][0]
-        last_recv = self.stream[-1][0]
-        period = ekf.period_ns
-        f.ints[engine.I_NEXT_EKF] = -(-first_recv // period) * period
-        self.nav_period = navsat.period_ns if navsat is not None else None
-        self.next_nav = -(-first_recv // self.nav_period) * self.nav_period if navsat is not None else NEVER
-        final_tick = -(-last_recv // period) * period
-        capacity = max(16, (max(r for r, _t, _m in self.stream) - first_recv) // period + 4)
-        self.out_stamp = np.zeros(capacity, dtype=np.int64)
-        self.out_state = np.zeros((capacity, 15))
-        self.out_covariance = np.zeros((capacity, 15, 15))
-        self.row = 0
-        rows_position = self.rows["position"]
-        for position in self.python_events:
-            recv, topic, msg = self.stream[position]
-            row_end = int(np.searchsorted(rows_position, position))
-            self._advance(row_end, recv, False, position)
-            self._python_callback(position, recv, topic, msg)
-        self._advance(len(rows_position), final_tick, True, len(self.stream))
-
-    def _advance(self, row_end: int, limit_ns: int, inclusive: bool, next_position: int) -> None:
-        """engine.advance until ``row_end`` / ``limit_ns``, running navsat ticks and growing buffers."""
-        ekf = self.ekf
-        rows = self.rows
-        while True:
-            self.row, status = engine.advance(
-                *ekf.filter.engine_args(), *ekf.pool, self.out_stamp, self.out_state, self.out_covariance,
-                rows["recv"], rows["stamp"], rows["z"], rows["update"], rows["block"], rows["offset"],
-                rows["size"], rows["threshold"], rows["fix"], rows["aux"], self.row, row_end, limit_ns,
-                inclusive, self.next_nav)
-            if status == engine.DONE:
-                return
-            if status == engine.NAVSAT_TICK:
-                position = int(rows["position"][self.row]) if self.row < row_end else next_position
-                self._navsat_tick(self.next_nav, position)
-                self.next_nav += self.nav_period
-            elif status == engine.POOL_FULL:
-                ekf._allocate_pool(2 * len(ekf.pool[0]))
-            else:  # OUTPUT_FULL
-                grow = len(self.out_stamp)
-                self.out_stamp = np.concatenate([self.out_stamp, np.zeros(grow, np.int64)])
-                self.out_state = np.concatenate([self.out_state, np.zeros((grow, 15))])
-                self.out_covariance = np.concatenate([self.out_covariance, np.zeros((grow, 15, 15))])
-
-    def _sync_outputs(self) -> None:
-        """Published outputs since the last call → the TF buffer (publish_tf) and navsat's odometry
-        callback (only the latest matters to navsat: its callback keeps the last message)."""
-        count = int(self.ekf.filter.ints[engine.I_OUT_COUNT])
-        if count == self.synced:
-            return
-        params = self.judge.ekf_params
-        if params.publish_tf and params.world_frame == params.odom_frame:  # as EkfNode.published_tf
-            add, parent, child = self.tf.add_dynamic, params.odom_frame, params.base_link_frame_output
-            offset = int(round(params.transform_time_offset * 1e9))
-            states = self.out_state
-            for k, stamp in enumerate(self.out_stamp[self.synced:count].tolist(), self.synced):
-                add(parent, child, stamp + offset, states[k])
+        self.ekf = EkfNode(params, self.tf, judge.topic, output_capacity=1024)
+        counters = self.ekf.core.counters
+        self.navsat = NavsatNode(judge.navsat_params, self.tf, counters) if judge.navsat_params is not None else None
+        self.nav_core = self.navsat.core if self.navsat is not None else navsat_core(None)
+        gps, gps_head = (self.navsat.gps, self.navsat.gps_head) if self.navsat is not None else (
+            records(1, GPS_ODOMETRY), record(OUTPUT_HEAD)[0])
+        self.outputs = Outputs(self.ekf.odometry, self.ekf.odometry_head, gps, gps_head)
+        self.topic_names: List[str] = []
+        self.codes: Dict[str, int] = {}
+        self.types: Dict[int, str] = {}  # topic code → message type read
+        self.topics = records(MAX_TOPICS, TOPIC)
+        self.topics["inputs"] = -1
+        for topic, indices in self.ekf.subscriptions.items():
+            code = self._code(topic)
+            self.topics[code]["inputs"][:len(indices)] = indices
+            self.types[code] = columns.INPUT_TYPES[self.ekf.inputs[indices[0]].sensor.kind]
+        self.shadowed = {judge.filtered_topic}
         if self.navsat is not None:
-            if self.navsat.transform_good:
-                self.navsat.odometry_after_transform(params.world_frame, params.base_link_frame_output)
-            else:
-                self.navsat.odometry(self._odometry(count - 1))
-        self.synced = count
+            self.shadowed.add(judge.gps_odometry_topic)
+            if judge.gps_odometry_topic in self.ekf.subscriptions:
+                self.ekf.core.node["gps_odometry_topic"] = self.codes[judge.gps_odometry_topic]
+            code = self._code(judge.gps_topic)
+            self.topics[code]["fix"] = True
+            self.types.setdefault(code, columns.NAVSATFIX)
+            if self.nav_core.config["imu_topic_wanted"] and judge.navsat_imu_topic != judge.gps_topic:
+                code = self._code(judge.navsat_imu_topic)
+                self.topics[code]["navsat_imu"] = True
+                self.types.setdefault(code, columns.IMU)
+        if self.ekf.use_control:
+            code = self._code(judge.cmd_vel_topic)
+            self.topics[code]["cmd_vel"] = True
+            self.types.setdefault(code, columns.CMD_VEL)
+        self._timing = record(TIMING)
+        self.timing = self._timing[0]
+        t = judge.timing
+        self.timing["ekf_period_ns"] = self.ekf.period_ns
+        self.timing["navsat_period_ns"] = self.navsat.period_ns if self.navsat is not None else 1
+        self.timing["ekf_phase_ns"], self.timing["navsat_phase_ns"] = int(t.ekf_phase_ns), int(t.navsat_phase_ns)
+        self.timing["latency_ns"] = int(t.tick_latency_ns)
+        self.timing["next_ekf"] = self.timing["next_navsat"] = NEVER
+        self.first_recv: Optional[int] = None
+        self.last_recv: Optional[int] = None
+        self.counts: Counter = Counter()  # messages per topic code (their index)
+        self.shadowed_count = 0
+        self.max_fix_stamp: Optional[int] = None  # newest fix stamp read (output_records)
+        self.last_filtered_stamp: Optional[int] = None
+        self.filtered_count = self.gps_count = 0
+        self._blocks: list = []
+        self._store = None
 
-    def _odometry(self, k: int) -> Odometry:
-        x, p = self.out_state[k], self.out_covariance[k]
+    def _code(self, topic: str) -> int:
+        code = self.codes.get(topic)
+        if code is None:
+            if len(self.topic_names) >= MAX_TOPICS:
+                raise UserError(f"the judge reads at most {MAX_TOPICS} topics")
+            code = len(self.topic_names)
+            self.codes[topic] = code
+            self.topic_names.append(topic)
+        return code
+
+    # --- input --------------------------------------------------------------------------------------
+    def _first_tick(self, recv: int, period: int, phase: int) -> int:
+        """The first tick k·period + phase that sees a message received at ``recv``."""
+        offset = recv - int(self.timing["latency_ns"]) - phase
+        return phase + -(-offset // period) * period
+
+    def feed(self, records: list):
+        """Deliver one chunk of records → (filtered block, gps block or None)."""
+        timing = self.timing
+        if self.first_recv is None:
+            self.first_recv = int(records[0][0])
+            timing["next_ekf"] = self._first_tick(self.first_recv, int(timing["ekf_period_ns"]),
+                                                  int(timing["ekf_phase_ns"]))
+            if self.navsat is not None:
+                timing["next_navsat"] = self._first_tick(self.first_recv, int(timing["navsat_period_ns"]),
+                                                         int(timing["navsat_phase_ns"]))
+        self.last_recv = int(records[-1][0])
+        self._advance(self._rows(records), False, 0)
+        return self._take()
+
+    def finish(self):
+        """The ticks after the last message (up to the first EKF tick that sees it)."""
+        if self.first_recv is not None:
+            final_ns = self._first_tick(self.last_recv, int(self.timing["ekf_period_ns"]),
+                                        int(self.timing["ekf_phase_ns"]))
+            self._advance(records(0, INPUT_ROW), True, final_ns)
+        return self._take()
+
+    def _advance(self, rows: np.ndarray, final: bool, final_ns: int) -> None:
+        ekf = self.ekf
+        start, end = 0, len(rows)
+        while True:
+            ekf.ensure_queue_space()
+            start, status = advance(ekf.core, self.tf.core, ekf.queue, self.outputs, self.nav_core, self.topics,
+                                    self.timing, rows, start, end, final, final_ns, ekf.slots_per_message)
+            if status == DONE:
+                return
+            if status == FAULT:
+                raise UserError(describe_fault(ekf.core.counters, self.topic_names))
+            taken = self._take()  # NEED_SPACE: outputs full (the queue grows above)
+            self._blocks.append(taken)
+
+    def _take(self):
+        """Outputs taken from the loop since the last call, as (filtered, gps or None) series."""
         params = self.judge.ekf_params
-        return Odometry(int(self.out_stamp[k]), params.world_frame, params.base_link_frame_output,
-                        x[0:3].copy(), quaternion_from_rpy(x[3], x[4], x[5]), p[0:6, 0:6].reshape(36).copy(),
-                        x[6:9].copy(), x[9:12].copy(), p[6:12, 6:12].reshape(36).copy())
+        blocks, self._blocks = self._blocks, []
+        new = OdometrySeries.from_published(self.ekf.take_published(), params.world_frame,
+                                            params.base_link_frame_output)
+        self.filtered_count += len(new)
+        if len(new):
+            self.last_filtered_stamp = int(new.stamp_ns[-1])
+        filtered = OdometrySeries.concatenate([b[0] for b in blocks] + [new], params.world_frame,
+                                              params.base_link_frame_output)
+        if self.navsat is None:
+            return filtered, None
+        new = gps_series(self.navsat.take_published(), params.world_frame)
+        self.gps_count += len(new)
+        return filtered, OdometrySeries.concatenate([b[1] for b in blocks] + [new], params.world_frame, "")
 
-    def _navsat_tick(self, now_ns: int, next_position: int) -> None:
-        navsat = self.navsat
-        # Fix callbacks only set navsat's GPS fields, read at ticks: apply those delivered before this
-        # tick (earlier in the stream than the next undelivered message, and received at or before now).
-        while (self.fix_index < len(self.fixes) and self.fixes[self.fix_index] < next_position
-               and self.stream[self.fixes[self.fix_index]][0] <= now_ns):
-            self._apply_fix()
-        self._sync_outputs()
-        out = navsat.tick(now_ns)
-        if out is not None:
-            self.gps_odometry.append(out)
-            if self.judge.gps_odometry_topic in self.ekf.subscriptions:
-                self.ekf.handle(self.judge.gps_odometry_topic, out.as_message())
+    def _rows(self, records: list) -> np.ndarray:
+        """One chunk of records → INPUT_ROW rows of the topics the judge reads, in record order."""
+        positions: Dict[int, List[int]] = {}
+        payloads: Dict[int, list] = {}
+        msgtypes: Dict[int, str] = {}
+        recv = np.empty(len(records), np.int64)
+        codes = self.codes
+        for k, item in enumerate(records):
+            recv[k] = item[0]
+            topic = item[1]
+            code = codes.get(topic)
+            if code is None:
+                continue
+            if topic in self.shadowed:
+                self.shadowed_count += 1
+                continue
+            if len(item) == 4:
+                msgtypes.setdefault(code, item[2])
+                payload = item[3]
+            else:
+                payload = item[2]
+            positions.setdefault(code, []).append(k)
+            payloads.setdefault(code, []).append(payload)
+        parts, order = [], []
+        for code, msgs in payloads.items():
+            cols = self._topic_columns(code, msgtypes.get(code), msgs)
+            if cols is None:  # not read (a control topic of another type)
+                continue
+            where = np.asarray(positions[code], np.int64)
+            parts.append(columns.rows(cols, self.tf, code, self.counts[code], recv[where]))
+            order.append(where)
+            self.counts[code] += len(msgs)
+        if not parts:
+            return records(0, INPUT_ROW)
+        rows = np.concatenate(parts)[np.argsort(np.concatenate(order), kind="stable")]
+        return rows.view(np.recarray)
 
-    def _python_callback(self, position: int, recv: int, topic: str, msg) -> None:
-        judge, ekf, navsat = self.judge, self.ekf, self.navsat
-        self._sync_outputs()
-        if topic in ekf.subscriptions and topic not in self.batch_topics:
-            ekf.handle(topic, msg)
-        if navsat is not None and topic == judge.navsat_imu_topic and topic != judge.gps_topic:
-            if navsat.wants_imu:
-                while self.fix_index < len(self.fixes) and self.fixes[self.fix_index] < position:
-                    self._apply_fix()
-                navsat.imu(msg)
-                if topic not in ekf.subscriptions:
-                    self.inputs[topic] += 1
-        if topic == judge.cmd_vel_topic and ekf.filter.use_control and hasattr(msg, "angular"):
-            ekf.set_control(msg.linear, msg.angular, recv)
-            if topic not in ekf.subscriptions:
-                self.inputs[topic] += 1
+    def _topic_columns(self, code: int, msgtype: Optional[str], msgs: list):
+        topic = self.topic_names[code]
+        expected = self.types[code]
+        control_only = self.topics[code]["cmd_vel"] and self.topics[code]["inputs"][0] < 0
+        cols = None
+        if msgtype is not None and msgtype != expected:
+            if control_only:
+                return None  # upstream's control callback takes only geometry_msgs/Twist
+            raise UserError(f"topic {topic}: expected {expected}, got {msgtype}")
+        if isinstance(msgs[0], (bytes, bytearray, memoryview)):
+            cols = columns.cdr_columns(self._typestore(), topic, expected, msgs)
+            if cols is None:  # not a fixed CDR layout: deserialise
+                store = self._typestore()
+                msgs = [store.deserialize_cdr(raw, expected) for raw in msgs]
+        if cols is None:
+            if control_only and not hasattr(msgs[0], "angular"):
+                return None
+            cols = columns.object_columns(topic, expected, msgs)
+        if self.topics[code]["fix"]:
+            add_utm(cols.values)
+            newest = int(cols.stamp.max())
+            self.max_fix_stamp = newest if self.max_fix_stamp is None else max(self.max_fix_stamp, newest)
+        return cols
 
-    # --- the result ---------------------------------------------------------------------------------
-    def _lost(self, unresolved: Counter) -> Dict[str, str]:
+    def _typestore(self):
+        if self._store is None:
+            from ..bags import get_typestore
+
+            self._store = get_typestore()
+        return self._store
+
+    # --- the result -----------------------------------------------------------------------------------
+    def _lost(self, inputs: Dict[str, int]) -> Dict[str, str]:
         """Input topics of which nothing reached the filter: no message, every message dropped for a
         missing transform, or (navsat) no usable /odometry/gps from the fixes."""
-        judge, navsat = self.judge, self.navsat
+        judge, ekf, navsat = self.judge, self.ekf, self.navsat
         lost = {}
         if navsat is not None:
-            fixes = self.inputs.get(judge.gps_topic, 0)
-            outputs = len(self.gps_odometry)
+            fixes = inputs.get(judge.gps_topic, 0)
+            outputs = self.gps_count
+            dropped = navsat.dropped
             if fixes == 0:
                 lost[judge.gps_topic] = "no fix received"
-            elif outputs == 0 and navsat.dropped.get("unusable_fix", 0) >= fixes:
+            elif outputs == 0 and dropped.get("unusable_fix", 0) >= fixes:
                 lost[judge.gps_topic] = "every fix is NO_FIX or NaN: no /odometry/gps"
             elif outputs == 0:
                 lost[judge.gps_topic] = "navsat published no /odometry/gps (no datum or transform)"
-            elif navsat.dropped.get("gps_tf_unavailable", 0) >= outputs:
+            elif dropped.get("gps_tf_unavailable", 0) >= outputs:
                 lost[judge.gps_topic] = (f"every /odometry/gps is at (0, 0, 0): no transform "
                                          f"{navsat.gps_frame!r} -> {navsat.base_link_frame!r}")
-        for item in self.ekf.inputs:
+        unresolved = ekf.core.unresolved
+        for item in ekf.inputs:
             topic = judge.topic(item.sensor.topic)
             if navsat is not None and topic == judge.gps_odometry_topic:
                 continue  # navsat's output: judged by the fixes above
-            received = self.inputs.get(topic, 0)
-            parts = [p for p in (item.pose, item.twist, item.acceleration) if p is not None and p.update_sum]
-            reasons = {(target, frame) for (key, target, frame), count in unresolved.items()
-                       if key in {p.key for p in parts} and count >= received}
-            dropped = {key for (key, _t, _f), count in unresolved.items() if count >= received}
+            received = inputs.get(topic, 0)
+            parts = [p for p in item.parts.values() if p is not None]
             if received == 0:
                 lost.setdefault(topic, "no message received")
-            elif parts and all(p.key in dropped for p in parts):
+                continue
+            reasons, dropped = set(), set()
+            for part in parts:
+                for frame in np.nonzero(unresolved[part] >= received)[0]:
+                    reasons.add((ekf.part_targets[part], self.tf.names[frame]))
+                    dropped.add(part)
+            if parts and all(p in dropped for p in parts):
                 target, frame = sorted(reasons)[0]
                 lost.setdefault(topic, f"every message dropped: no transform {frame!r} -> {target!r}")
         return lost
 
-    def _result(self) -> JudgeResult:
+    def result(self, filtered: Optional[OdometrySeries], gps: Optional[OdometrySeries]) -> JudgeResult:
         judge, ekf, navsat = self.judge, self.ekf, self.navsat
         params = judge.ekf_params
-        if navsat is not None:  # fixes after the last navsat tick
-            while self.fix_index < len(self.fixes):
-                self._apply_fix()
-        ekf.sync_counts()
-        dropped = self.dropped
-        dropped.update(self.rows["dropped"])
+        if filtered is None:
+            filtered = OdometrySeries.empty(params.world_frame, params.base_link_frame_output)
+        if navsat is not None and gps is None:
+            gps = OdometrySeries.empty(params.world_frame, "")
+        counted = ekf.core.counters["inputs"]
+        inputs = {name: int(counted[code]) for code, name in enumerate(self.topic_names) if counted[code]}
+        dropped: Counter = Counter()
+        if self.shadowed_count:
+            dropped["shadowed_by_judge_output"] = self.shadowed_count
         dropped.update(ekf.dropped)
-        count = int(ekf.filter.ints[engine.I_OUT_COUNT]) if self.stream else 0
-        if count:
-            x, p = self.out_state[:count], self.out_covariance[:count]
-            filtered = OdometrySeries(
-                self.out_stamp[:count].copy(), params.world_frame, params.base_link_frame_output,
-                x[:, 0:3].copy(), quaternion_from_rpy(x[:, 3], x[:, 4], x[:, 5]),
-                p[:, 0:6, 0:6].reshape(count, 36).copy(), x[:, 6:9].copy(), x[:, 9:12].copy(),
-                p[:, 6:12, 6:12].reshape(count, 36).copy())
-        else:
-            filtered = OdometrySeries.from_messages([], params.world_frame, params.base_link_frame_output)
-        unresolved = Counter(ekf.unresolved)
-        unresolved.update(self.rows["unresolved"])
-        ekf.unresolved = unresolved
-        if navsat is not None:
-            dropped.update({f"navsat_{k}": v for k, v in navsat.dropped.items()})
         warnings = list(ekf.warnings) + ekf.unresolved_warnings()
         if navsat is not None:
             warnings += navsat.warnings
-            if navsat.dropped.get("gps_tf_unavailable"):
-                warnings.append(
-                    f"navsat: {navsat.dropped['gps_tf_unavailable']} /odometry/gps at (0, 0, 0): no "
-                    f"transform {navsat.gps_frame!r} -> {navsat.base_link_frame!r} (upstream behaviour)"
-                )
-        return JudgeResult(
-            lost=self._lost(unresolved),
-            filtered=filtered,
-            gps_odometry=(
-                OdometrySeries.from_messages(self.gps_odometry, params.world_frame, "")
-                if navsat is not None
-                else None
-            ),
-            inputs=dict(self.inputs),
-            dropped=dict(dropped),
-            published=count,
-            warnings=warnings,
-        )
+            unavailable = dropped.get("navsat_gps_tf_unavailable")
+            if unavailable:
+                warnings.append(f"navsat: {unavailable} /odometry/gps at (0, 0, 0): no transform "
+                                f"{navsat.gps_frame!r} -> {navsat.base_link_frame!r} (upstream behaviour)")
+        return JudgeResult(filtered=filtered, gps_odometry=gps if navsat is not None else None, inputs=inputs,
+                           dropped=dict(dropped), published=self.filtered_count, warnings=warnings,
+                           gps_published=None if navsat is None else self.gps_count, lost=self._lost(inputs))
+
+
+def output_records(stream: JudgeStream, filtered_topic: str, gps_topic: str) -> Iterator:
+    """The outputs of a JudgeStream as bag records (recv_ns = header stamp, topic, msgtype, CDR bytes) in
+    the order of a stable sort of /odometry/filtered then /odometry/gps by stamp, written while the
+    stream runs.  A message is given out once no later one can precede it: /odometry/filtered stamps
+    increase, and /odometry/gps carries the stamp of a fix already read, so of a fix at most HOLDBACK_NS
+    older than the newest one read (fix stamps going back further make the order impossible to keep
+    without holding everything: a UserError)."""
+    from ..bags.messages import odometry_cdr
+
+    run = stream.run
+    pending_f: deque = deque()
+    pending_g: deque = deque()
+    last = [None]
+
+    def checked(record):
+        if last[0] is not None and record[0] < last[0]:
+            raise UserError(f"topic {run.judge.gps_topic}: fix stamps go back more than {HOLDBACK_NS / 1e9:.0f} s: "
+                            "the judge's outputs cannot be written in time order")
+        last[0] = record[0]
+        return record
+
+    for filtered, gps in stream:
+        pending_f.extend(odometry_cdr(filtered, filtered_topic))
+        if gps is not None:
+            pending_g.extend(odometry_cdr(gps, gps_topic))
+        bound_g = None if run.max_fix_stamp is None else run.max_fix_stamp - HOLDBACK_NS
+        while pending_f or pending_g:
+            if pending_f and (not pending_g or pending_f[0][0] <= pending_g[0][0]):
+                # a filtered message: no /odometry/gps may come before it
+                if run.navsat is None or (bound_g is not None and pending_f[0][0] <= bound_g):
+                    yield checked(pending_f.popleft())
+                    continue
+                break
+            # a gps message: no filtered message (stamps > the last one) nor gps message may precede it
+            stamp = pending_g[0][0]
+            if (run.last_filtered_stamp is not None and stamp <= run.last_filtered_stamp and bound_g is not None
+                    and stamp <= bound_g):
+                yield checked(pending_g.popleft())
+                continue
+            break
+    for item in heapq.merge(pending_f, pending_g, key=lambda r: r[0]):
+        yield checked(item)

@@ -4,13 +4,13 @@ The vehicle drives on flat ground with heading ψ(t) = heading_rate·t from rest
 v(t) = min(accel·t, top_speed).  IMU frame ``imu`` is mounted as ART's base_link→imu TF
 (yaw π, pitch −π/2): readings are R(base←imu)ᵀ·(body quantity); its orientation is the sensor attitude
 in ENU.  GPS frame ``gps`` sits at base_link; positions become lat/lon on a local sphere around the datum.
-Messages are duck-typed ROS messages (SimpleNamespace) in receive order.
+``art_like_samples`` gives the model containers (ImuSamples, GpsSamples); ``art_like_stream`` the
+rosbags messages built from them (bags.messages), in receive order.
 """
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import List, Tuple
 
 import numpy as np
@@ -23,19 +23,6 @@ ART_STATIC_TFS = tuple(sorted((parse_static_tf(text) for text in art.ART_STATIC_
                               key=lambda tf: tf.child))
 EARTH_RADIUS = 6378137.0
 GRAVITY = 9.80665
-
-
-def _stamp(ns: int):
-    sec, nanosec = divmod(int(ns), 1_000_000_000)
-    return SimpleNamespace(sec=sec, nanosec=nanosec)
-
-
-def _vec(v):
-    return SimpleNamespace(x=float(v[0]), y=float(v[1]), z=float(v[2]))
-
-
-def _quat(q):
-    return SimpleNamespace(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))
 
 
 def art_like_samples(
@@ -134,30 +121,22 @@ def art_like_samples(
 
 
 def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
-    """(recv_ns, topic, msg) for /imu and /fix in receive order (arguments as art_like_samples)."""
+    """(recv_ns, topic, msg) for /imu and /fix in receive order (arguments as art_like_samples); the
+    messages are rosbags sensor_msgs/Imu and NavSatFix (IMU before GPS at equal receive times)."""
+    from ..bags import messages as bag_messages
+
     imu, gps = art_like_samples(**kwargs)
-    out = []
-    for i in range(len(imu)):
-        msg = SimpleNamespace(
-            header=SimpleNamespace(stamp=_stamp(imu.stamp_ns[i]), frame_id=imu.frame_id),
-            orientation=_quat(imu.orientation[i]),
-            orientation_covariance=list(imu.orientation_covariance[i]),
-            angular_velocity=_vec(imu.angular_velocity[i]),
-            angular_velocity_covariance=list(imu.angular_velocity_covariance[i]),
-            linear_acceleration=_vec(imu.linear_acceleration[i]),
-            linear_acceleration_covariance=list(imu.linear_acceleration_covariance[i]),
-        )
-        out.append((int(imu.receive_ns[i]), art.TOPICS["imu"], msg))
-    for i in range(len(gps)):
-        msg = SimpleNamespace(
-            header=SimpleNamespace(stamp=_stamp(gps.stamp_ns[i]), frame_id=gps.frame_id),
-            status=SimpleNamespace(status=int(gps.status[i]), service=int(gps.service[i])),
-            latitude=float(gps.latitude[i]),
-            longitude=float(gps.longitude[i]),
-            altitude=float(gps.altitude[i]),
-            position_covariance=list(gps.position_covariance[i]),
-            position_covariance_type=int(gps.position_covariance_type[i]),
-        )
-        out.append((int(gps.receive_ns[i]), art.TOPICS["gps"], msg))
+    out = [(recv, topic, msg) for recv, topic, _type, msg in bag_messages.imu_messages(imu, art.TOPICS["imu"])]
+    out += [(recv, topic, msg) for recv, topic, _type, msg in bag_messages.navsatfix_messages(gps, art.TOPICS["gps"])]
     out.sort(key=lambda item: item[0])  # stable: IMU before GPS at equal receive times
+    return out
+
+
+def art_like_records(**kwargs) -> list:
+    """The same stream as CDR records (recv_ns, topic, msgtype, bytes): what a bag holds."""
+    from ..bags import messages as bag_messages
+
+    imu, gps = art_like_samples(**kwargs)
+    out = list(bag_messages.imu_cdr(imu, art.TOPICS["imu"])) + list(bag_messages.navsatfix_cdr(gps, art.TOPICS["gps"]))
+    out.sort(key=lambda item: item[0])
     return out

@@ -1,0 +1,226 @@
+"""Input messages → columns: the one field table per message type the judge reads, and its two readers.
+
+A message becomes one row of ``state.Inputs``: header stamp (int ns), frame codes of
+``header.frame_id`` (and ``child_frame_id``), and its numbers in ``values`` at the offsets of its
+layout below (the compiled callbacks read them by these names).  Rows come from
+
+- message objects (rosbags dataclasses, rclpy messages: anything with the ROS field names), read
+  field by field — the per-message API and ``Judge.run`` on objects;
+- CDR bytes (``bags.BagReader.raw_messages``, the ``bags.messages.*_cdr`` records), read in bulk for
+  all messages of a topic that share one layout (``bags.cdr``): no message objects at all.
+
+NavSatFix rows also get UTM easting, northing and meridian convergence (navsat.lat_lon_to_utm_many,
+one PROJ call per chunk), which navsat's fix callback reads.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import UserError
+from .state import INPUT_ROW, VALUES, records
+
+IMU = "sensor_msgs/msg/Imu"
+ODOMETRY = "nav_msgs/msg/Odometry"
+POSE = "geometry_msgs/msg/PoseWithCovarianceStamped"
+TWIST = "geometry_msgs/msg/TwistWithCovarianceStamped"
+NAVSATFIX = "sensor_msgs/msg/NavSatFix"
+CMD_VEL = "geometry_msgs/msg/Twist"
+XYZ, XYZW = ("x", "y", "z"), ("x", "y", "z", "w")
+
+# Value offsets.  Odometry, pose and twist share one layout (the callbacks read a pose or a twist at
+# the same offsets whatever the message type).
+POSITION, ORIENTATION, POSE_COVARIANCE, LINEAR, ANGULAR, TWIST_COVARIANCE = 0, 3, 7, 43, 46, 49
+IMU_ORIENTATION, IMU_ORIENTATION_COVARIANCE, IMU_ANGULAR_VELOCITY = 0, 4, 13
+IMU_ANGULAR_VELOCITY_COVARIANCE, IMU_LINEAR_ACCELERATION, IMU_LINEAR_ACCELERATION_COVARIANCE = 16, 25, 28
+FIX_STATUS, FIX_LATITUDE, FIX_LONGITUDE, FIX_ALTITUDE, FIX_COVARIANCE = 0, 1, 2, 3, 4
+FIX_EASTING, FIX_NORTHING, FIX_CONVERGENCE = 13, 14, 15  # computed (UTM)
+CMD_LINEAR, CMD_ANGULAR = 0, 3
+
+
+class Field(NamedTuple):
+    path: str  # ROS field path
+    names: Tuple[str, ...]  # sub-fields of a vector/quaternion, () for a scalar or a fixed array
+    count: int  # numbers
+    offset: int  # in ``values``
+
+
+class MessageType(NamedTuple):
+    msgtype: str
+    fields: Tuple[Field, ...]
+    width: int
+    stamped: bool = True
+    child: bool = False  # has child_frame_id
+
+
+def _type(msgtype, width, fields, stamped=True, child=False) -> MessageType:
+    return MessageType(msgtype, tuple(Field(path, names, len(names) or count, offset)
+                                      for path, names, count, offset in fields), width, stamped, child)
+
+
+TYPES: Dict[str, MessageType] = {t.msgtype: t for t in (
+    _type(IMU, 37, (("orientation", XYZW, 4, IMU_ORIENTATION),
+                    ("orientation_covariance", (), 9, IMU_ORIENTATION_COVARIANCE),
+                    ("angular_velocity", XYZ, 3, IMU_ANGULAR_VELOCITY),
+                    ("angular_velocity_covariance", (), 9, IMU_ANGULAR_VELOCITY_COVARIANCE),
+                    ("linear_acceleration", XYZ, 3, IMU_LINEAR_ACCELERATION),
+                    ("linear_acceleration_covariance", (), 9, IMU_LINEAR_ACCELERATION_COVARIANCE))),
+    _type(ODOMETRY, 85, (("pose.pose.position", XYZ, 3, POSITION), ("pose.pose.orientation", XYZW, 4, ORIENTATION),
+                         ("pose.covariance", (), 36, POSE_COVARIANCE), ("twist.twist.linear", XYZ, 3, LINEAR),
+                         ("twist.twist.angular", XYZ, 3, ANGULAR), ("twist.covariance", (), 36, TWIST_COVARIANCE)),
+          child=True),
+    _type(POSE, 85, (("pose.pose.position", XYZ, 3, POSITION), ("pose.pose.orientation", XYZW, 4, ORIENTATION),
+                     ("pose.covariance", (), 36, POSE_COVARIANCE))),
+    _type(TWIST, 85, (("twist.twist.linear", XYZ, 3, LINEAR), ("twist.twist.angular", XYZ, 3, ANGULAR),
+                      ("twist.covariance", (), 36, TWIST_COVARIANCE))),
+    _type(NAVSATFIX, 16, (("status.status", (), 1, FIX_STATUS), ("latitude", (), 1, FIX_LATITUDE),
+                          ("longitude", (), 1, FIX_LONGITUDE), ("altitude", (), 1, FIX_ALTITUDE),
+                          ("position_covariance", (), 9, FIX_COVARIANCE))),
+    _type(CMD_VEL, 6, (("linear", XYZ, 3, CMD_LINEAR), ("angular", XYZ, 3, CMD_ANGULAR)), stamped=False),
+)}
+assert max(kind.width for kind in TYPES.values()) <= VALUES  # a row of any type fits INPUT_ROW.values
+# the message type each ekf_node input kind subscribes to
+INPUT_TYPES = {"odom": ODOMETRY, "pose": POSE, "twist": TWIST, "imu": IMU}
+
+
+class Columns(NamedTuple):
+    """Messages of one type as columns (frames as names: codes are given per run)."""
+
+    stamp: np.ndarray  # (N,) int64
+    frame: List[str]
+    child: List[str]
+    values: np.ndarray  # (N, width)
+
+
+def _wrong_type(topic: str, msgtype: str, got) -> UserError:
+    return UserError(f"topic {topic}: expected {msgtype}, got {got}")
+
+
+# --- message objects -----------------------------------------------------------------------------------
+
+
+def _getters(kind: MessageType) -> list:
+    out = []
+    for field in kind.fields:
+        if field.names:
+            out += [(operator.attrgetter(f"{field.path}.{name}"), False) for name in field.names]
+        else:
+            out.append((operator.attrgetter(field.path), field.count > 1))
+    return out
+
+
+_GETTERS = {name: _getters(kind) for name, kind in TYPES.items()}
+
+
+def object_columns(topic: str, msgtype: str, msgs: Sequence) -> Columns:
+    """Columns of message objects of ``msgtype`` (duck-typed on the ROS field names); a message without
+    those fields is a UserError naming the topic."""
+    kind = TYPES[msgtype]
+    getters = _GETTERS[msgtype]
+    n = len(msgs)
+    values = np.zeros((n, kind.width))
+    stamp = np.zeros(n, np.int64)
+    frame, child = [""] * n, [""] * n
+    rows = []
+    try:
+        for i, msg in enumerate(msgs):
+            row = []
+            for getter, array in getters:
+                if array:
+                    row.extend(getter(msg))
+                else:
+                    row.append(getter(msg))
+            rows.append(row)
+            if kind.stamped:
+                header = msg.header
+                stamp[i] = int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+                frame[i] = header.frame_id
+            if kind.child:
+                child[i] = msg.child_frame_id
+        table = np.array(rows, dtype=float).reshape(n, -1)
+    except (AttributeError, TypeError, ValueError):
+        raise _wrong_type(topic, msgtype, getattr(msg, "__msgtype__", type(msg).__name__)) from None
+    offsets = [field.offset for field in kind.fields]
+    counts = [field.count for field in kind.fields]
+    if table.shape[1] != sum(counts):
+        raise _wrong_type(topic, msgtype, getattr(msgs[0], "__msgtype__", type(msgs[0]).__name__))
+    column = 0
+    for offset, count in zip(offsets, counts):
+        values[:, offset:offset + count] = table[:, column:column + count]
+        column += count
+    return Columns(stamp, frame, child, values)
+
+
+# --- CDR bytes -------------------------------------------------------------------------------------------
+
+
+def _paths(kind: MessageType) -> List[str]:
+    paths = ["header.stamp.sec", "header.stamp.nanosec"] if kind.stamped else []
+    for field in kind.fields:
+        paths += [f"{field.path}.{name}" for name in field.names] if field.names else [field.path]
+    return paths
+
+
+def cdr_columns(store, topic: str, msgtype: str, raws: Sequence) -> Optional[Columns]:
+    """Columns of CDR messages of ``msgtype``, decoded in bulk (one layout per group of messages with
+    the same frame ids); None when they are not little-endian CDR of that type's fixed layout (the
+    caller deserialises them)."""
+    from ..bags import cdr
+
+    kind = TYPES[msgtype]
+    paths = _paths(kind)
+    n = len(raws)
+    stamp = np.zeros(n, np.int64)
+    frame, child = [""] * n, [""] * n
+    values = np.zeros((n, kind.width))
+    try:
+        layout = cdr.layout_of(store, msgtype, raws[0])
+        groups = [(layout, np.arange(n))]
+        columns = cdr.decode_columns(layout, raws, paths)
+        if columns is None:  # several layouts (frame ids): group the messages by layout
+            by_layout: Dict[object, List[int]] = {}
+            for i, raw in enumerate(raws):
+                by_layout.setdefault(cdr.layout_of(store, msgtype, raw), []).append(i)
+            groups = [(lay, np.array(members)) for lay, members in by_layout.items()]
+    except (cdr.CdrLayoutError, KeyError, UnicodeDecodeError):
+        return None
+    for layout, members in groups:
+        columns = cdr.decode_columns(layout, [raws[i] for i in members], paths)
+        if columns is None:
+            return None
+        strings = {path: encoded[:-1].decode("utf-8") for path, (_offset, encoded) in layout.strings.items()}
+        if kind.stamped:
+            stamp[members] = (columns["header.stamp.sec"].astype(np.int64) * 1_000_000_000
+                              + columns["header.stamp.nanosec"].astype(np.int64))
+            for i in members:
+                frame[i] = strings.get("header.frame_id", "")
+        if kind.child:
+            for i in members:
+                child[i] = strings.get("child_frame_id", "")
+        for field in kind.fields:
+            if field.names:
+                for k, name in enumerate(field.names):
+                    values[members, field.offset + k] = columns[f"{field.path}.{name}"]
+            else:
+                block = columns[field.path].reshape(len(members), -1).astype(float)
+                values[members, field.offset:field.offset + field.count] = block
+    return Columns(stamp, frame, child, values)
+
+
+def rows(cols: Columns, tf, topic: int, first_index: int, recv=None) -> np.ndarray:
+    """INPUT_ROW records of ``cols`` (messages ``first_index``… of topic code ``topic``); frame ids get
+    their codes from ``tf`` (judge.tf.TfBuffer)."""
+    n = len(cols.stamp)
+    out = records(n, INPUT_ROW)
+    out["recv"] = 0 if recv is None else recv
+    out["topic"] = topic
+    out["index"] = first_index + np.arange(n)
+    out["stamp"] = cols.stamp
+    codes = {name: tf.code(name) for name in set(cols.frame) | set(cols.child)}
+    out["frame"] = [codes[name] for name in cols.frame]
+    out["child"] = [codes[name] for name in cols.child]
+    out["values"][:, :cols.values.shape[1]] = cols.values
+    return out
