@@ -136,7 +136,8 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
     3.1) or already-serialised CDR bytes (copied as they are, e.g. ``BagReader.raw_messages`` of a
     ROS 2 bag, or the ``bags.messages.*_cdr`` builders: the fast path, no per-message serialisation).
     ``storage``: "sqlite3" (default) or "mcap".  ``extra_files`` {name: text} are written inside the
-    bag directory before the rename (e.g. ``run.yaml``).  Every topic is recorded with
+    bag directory before the rename (e.g. ``run.yaml``); a text may be a callable, called after the last
+    message is written (a summary of a stream that is written while it runs).  Every topic is recorded with
     reliable QoS.  Returns the final path.
     """
     final = Path(path)
@@ -172,7 +173,7 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
             item.rename(temp / item.name)
         inner.rmdir()
         for name, text in extra_files.items():
-            (temp / name).write_text(text, encoding="utf-8")
+            (temp / name).write_text(text() if callable(text) else text, encoding="utf-8")
     return final
 
 
