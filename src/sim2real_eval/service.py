@@ -14,6 +14,7 @@ Importing this module is cheap; the heavy packages load when a task runs.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
@@ -48,41 +49,74 @@ class JudgedBag:
 def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, filter_type: str | None = None,
               navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] = (),
               remaps: dict | None = None, progress: Callable | None = None,
-              allow_missing_sensor: bool = False) -> JudgedBag:
+              allow_missing_sensor: bool = False, output=None, storage: str = "sqlite3",
+              overwrite: bool = False) -> JudgedBag:
     """Run ekf_node (+ navsat_transform_node with ``navsat_config``) on the topics of ``bag`` that the
-    configuration subscribes; every input topic is checked first (present, right type).
+    configuration subscribes; every input topic is checked first (present, right type).  The judge
+    reads the bag's raw CDR.
 
     ``progress(start_ns, end_ns)``: a context manager around the run that yields a callable
     ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
-    summary.json.
+    summary.json.  With ``output``, the outputs are written there (rosbag2, atomic, with summary.json)
+    while the bag is judged, so memory stays flat in the bag's length; ``result`` then holds only the
+    last messages of its series (its counts, ``final_position`` and ``final_stamp_ns`` are complete).
     """
     from .bags import open_bag
-    from .judge import Judge, load_ekf_params, load_navsat_params, parse_static_tf
+    from .judge import Judge, bag_records, load_ekf_params, load_navsat_params, output_records, parse_static_tf
     from .runs import file_sha256
 
     tfs = [parse_static_tf(spec) for spec in static_tfs]
     ekf_params = load_ekf_params(ekf_config, node, filter_type)
     navsat_params = load_navsat_params(navsat_config, navsat_node) if navsat_config else None
     judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {})
-    with open_bag(bag) as reader:
-        if reader.message_count == 0:
-            raise UserError(f"{bag}: the bag is empty")
-        wanted = _judge_inputs(judge, ekf_params, navsat_params, reader.topics, bag, ekf_config)
-        stream = ((m.recv_ns, m.topic, m.msg) for m in reader.messages(wanted, allow_empty=True))
-        if progress is None:
-            result = judge.run(stream)
-        else:
-            with progress(reader.start_ns, reader.end_ns) as advance:
-                result = judge.run(stream) if advance is None else judge.run(stream, progress=advance)
+    state: dict = {}
+
+    def finish(result) -> None:  # before anything is written: a refused run leaves no output
         if result.published == 0:
             raise UserError(
                 f"{bag}: the filter never initialised (no usable measurement on "
                 f"{', '.join(wanted)}); dropped: {result.dropped}"
             )
-    for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
-        warnings.warn(text, DataWarning, stacklevel=2)
-    result.check_sensors(str(bag), allow_missing=allow_missing_sensor,  # a lost input is an error
-                         hint=" (--allow-missing-sensor judges it anyway)")
+        for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
+            warnings.warn(text, DataWarning, stacklevel=3)
+        result.check_sensors(str(bag), allow_missing=allow_missing_sensor,  # a lost input is an error
+                             hint=" (--allow-missing-sensor judges it anyway)")
+        state["result"] = result
+        state["summary"] = _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_params,
+                                          static_tfs, remaps, file_sha256)
+
+    with open_bag(bag) as reader:
+        if reader.message_count == 0:
+            raise UserError(f"{bag}: the bag is empty")
+        wanted = _judge_inputs(judge, ekf_params, navsat_params, reader.topics, bag, ekf_config)
+        context = progress(reader.start_ns, reader.end_ns) if progress is not None else _no_progress()
+        with context as advance:
+            records = bag_records(reader, wanted)
+            if output is None:
+                finish(judge.run(records, progress=advance))
+            else:
+                import json
+
+                from .bags import write_bag
+
+                stream = judge.stream(records, progress=advance)
+
+                def outputs():
+                    yield from output_records(stream, judge.filtered_topic, judge.gps_odometry_topic)
+                    finish(stream.result)
+
+                write_bag(output, outputs(), storage=storage, overwrite=overwrite,
+                          extra_files={"summary.json": lambda: json.dumps(state["summary"], indent=2) + "\n"})
+    return JudgedBag(state["result"], judge, wanted, state["summary"])
+
+
+@contextlib.contextmanager
+def _no_progress():
+    yield None
+
+
+def _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_params, static_tfs, remaps,
+                   file_sha256) -> dict:
     summary = {
         "bag": str(bag),
         "config": {
@@ -92,9 +126,9 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
             "filter_type": ekf_params.filter_type,
         },
         "final_position": [float(v) for v in result.final_position],
-        "final_stamp_ns": int(result.filtered.stamp_ns[-1]),
+        "final_stamp_ns": int(result.final_stamp_ns),
         "published": result.published,
-        "gps_odometry_published": len(result.gps_odometry) if result.gps_odometry is not None else None,
+        "gps_odometry_published": result.gps_published,
         "inputs": result.inputs,
         "dropped": result.dropped,
         "warnings": result.warnings,
@@ -105,7 +139,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         summary["config"].update({"navsat": str(navsat_config),
                                   "navsat_sha256": file_sha256(str(navsat_config)),
                                   "navsat_node": navsat_params.node})
-    return JudgedBag(result, judge, wanted, summary)
+    return summary
 
 
 def _judge_inputs(judge, ekf_params, navsat_params, topics: dict, bag, ekf_config) -> list:

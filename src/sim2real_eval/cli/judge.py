@@ -87,7 +87,7 @@ def check(paths) -> int:
 def run(args) -> int:
     from ..errors import UserError
     from ..outputs import check_paths
-    from ..service import judge_bag, write_judged_bag
+    from ..service import judge_bag
 
     if args.check:
         return check(args.check)
@@ -101,8 +101,8 @@ def run(args) -> int:
     judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
                        navsat_node=args.navsat_node, gps_topic=args.gps_topic, static_tfs=args.static_tf,
                        remaps=remaps, progress=None if args.no_progress else _progress,
-                       allow_missing_sensor=args.allow_missing_sensor)
-    write_judged_bag(judged, args.output, storage=args.storage, overwrite=args.overwrite)
+                       allow_missing_sensor=args.allow_missing_sensor,
+                       output=args.output, storage=args.storage, overwrite=args.overwrite)  # written while judged
     result = judged.result
     print(
         f"{args.output}: {result.published} /odometry/filtered, final position "

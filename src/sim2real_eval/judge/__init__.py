@@ -1,14 +1,14 @@
 """The embedded judge: a Python port of robot_localization humble 3.5.2 (ekf_node + navsat_transform_node).
 
 Public API (docs/architecture.md "judge"): load_ekf_params, load_navsat_params, parse_static_tf, Judge,
-JudgeTiming, JudgeResult, OdometrySeries (+ JudgeStream / output_records for streaming a long bag).
+JudgeTiming, JudgeResult, OdometrySeries (+ bag_records, JudgeStream / output_records for streaming a long bag).
 Behaviour follows ../shared/spec/judge.md; see docs/judge.md.
 """
 
 from __future__ import annotations
 
 from .params import EkfParams, NavsatParams, SensorConfig, load_ekf_params, load_navsat_params
-from .runner import Judge, JudgeResult, JudgeStream, JudgeTiming, OdometrySeries, output_records
+from .runner import Judge, JudgeResult, JudgeStream, JudgeTiming, OdometrySeries, bag_records, output_records
 from .tf import StaticTransform, parse_static_tf
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "JudgeStream",
     "JudgeTiming",
     "OdometrySeries",
+    "bag_records",
     "output_records",
     "StaticTransform",
     "parse_static_tf",
