@@ -87,12 +87,21 @@ INPUT_TYPES = {"odom": ODOMETRY, "pose": POSE, "twist": TWIST, "imu": IMU}
 
 
 class Columns(NamedTuple):
-    """Messages of one type as columns (frames as names: codes are given per run)."""
+    """Messages of one type as columns (frame ids by name: codes are given per run)."""
 
     stamp: np.ndarray  # (N,) int64
-    frame: List[str]
-    child: List[str]
+    frame_names: List[str]  # distinct header.frame_id values
+    frame: np.ndarray  # (N,) index into frame_names
+    child_names: List[str]  # distinct child_frame_id values
+    child: np.ndarray  # (N,) index into child_names
     values: np.ndarray  # (N, width)
+
+
+def _names(per_message: List[str]):
+    """(distinct names, index of each message's name)."""
+    index: Dict[str, int] = {}
+    codes = np.array([index.setdefault(name, len(index)) for name in per_message], dtype=np.int64)
+    return list(index), codes
 
 
 def _wrong_type(topic: str, msgtype: str, got) -> UserError:
@@ -151,7 +160,7 @@ def object_columns(topic: str, msgtype: str, msgs: Sequence) -> Columns:
     for offset, count in zip(offsets, counts):
         values[:, offset:offset + count] = table[:, column:column + count]
         column += count
-    return Columns(stamp, frame, child, values)
+    return Columns(stamp, *_names(frame), *_names(child), values)
 
 
 # --- CDR bytes -------------------------------------------------------------------------------------------
@@ -173,54 +182,62 @@ def cdr_columns(store, topic: str, msgtype: str, raws: Sequence) -> Optional[Col
     kind = TYPES[msgtype]
     paths = _paths(kind)
     n = len(raws)
-    stamp = np.zeros(n, np.int64)
-    frame, child = [""] * n, [""] * n
-    values = np.zeros((n, kind.width))
     try:
         layout = cdr.layout_of(store, msgtype, raws[0])
-        groups = [(layout, np.arange(n))]
         columns = cdr.decode_columns(layout, raws, paths)
-        if columns is None:  # several layouts (frame ids): group the messages by layout
+        if columns is not None:
+            groups = [(layout, slice(None), columns)]
+        else:  # several layouts (frame ids): decode each group of messages with one layout
             by_layout: Dict[object, List[int]] = {}
             for i, raw in enumerate(raws):
                 by_layout.setdefault(cdr.layout_of(store, msgtype, raw), []).append(i)
-            groups = [(lay, np.array(members)) for lay, members in by_layout.items()]
+            groups = []
+            for lay, members in by_layout.items():
+                columns = cdr.decode_columns(lay, [raws[i] for i in members], paths)
+                if columns is None:
+                    return None
+                groups.append((lay, np.array(members), columns))
     except (cdr.CdrLayoutError, KeyError, UnicodeDecodeError):
         return None
-    for layout, members in groups:
-        columns = cdr.decode_columns(layout, [raws[i] for i in members], paths)
-        if columns is None:
-            return None
+    stamp = np.zeros(n, np.int64)
+    values = np.zeros((n, kind.width))
+    frame, child = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    frame_names: List[str] = []
+    child_names: List[str] = []
+    for layout, members, columns in groups:
         strings = {path: encoded[:-1].decode("utf-8") for path, (_offset, encoded) in layout.strings.items()}
+        for names, codes, path in ((frame_names, frame, "header.frame_id"), (child_names, child, "child_frame_id")):
+            name = strings.get(path, "")
+            if name not in names:
+                names.append(name)
+            codes[members] = names.index(name)
         if kind.stamped:
             stamp[members] = (columns["header.stamp.sec"].astype(np.int64) * 1_000_000_000
                               + columns["header.stamp.nanosec"].astype(np.int64))
-            for i in members:
-                frame[i] = strings.get("header.frame_id", "")
-        if kind.child:
-            for i in members:
-                child[i] = strings.get("child_frame_id", "")
         for field in kind.fields:
             if field.names:
                 for k, name in enumerate(field.names):
                     values[members, field.offset + k] = columns[f"{field.path}.{name}"]
             else:
-                block = columns[field.path].reshape(len(members), -1).astype(float)
+                block = columns[field.path].reshape(-1, field.count).astype(float)
                 values[members, field.offset:field.offset + field.count] = block
-    return Columns(stamp, frame, child, values)
+    return Columns(stamp, frame_names or [""], frame, child_names or [""], child, values)
 
 
-def rows(cols: Columns, tf, topic: int, first_index: int, recv=None) -> np.ndarray:
-    """INPUT_ROW records of ``cols`` (messages ``first_index``… of topic code ``topic``); frame ids get
-    their codes from ``tf`` (judge.tf.TfBuffer)."""
-    n = len(cols.stamp)
-    out = records(n, INPUT_ROW)
-    out["recv"] = 0 if recv is None else recv
-    out["topic"] = topic
-    out["index"] = first_index + np.arange(n)
-    out["stamp"] = cols.stamp
-    codes = {name: tf.code(name) for name in set(cols.frame) | set(cols.child)}
-    out["frame"] = [codes[name] for name in cols.frame]
-    out["child"] = [codes[name] for name in cols.child]
-    out["values"][:, :cols.values.shape[1]] = cols.values
+def rows(cols: Columns, tf, topic: int, first_index: int) -> np.ndarray:
+    """INPUT_ROW records of ``cols`` (messages ``first_index``… of topic code ``topic``)."""
+    out = records(len(cols.stamp), INPUT_ROW)
+    fill_rows(out, slice(None), cols, tf, topic, first_index)
     return out
+
+
+def fill_rows(out: np.ndarray, at, cols: Columns, tf, topic: int, first_index: int) -> None:
+    """Write ``cols`` into the INPUT_ROW records ``out[at]`` (receive times aside); frame ids get their
+    codes from ``tf`` (judge.tf.TfBuffer)."""
+    n = len(cols.stamp)
+    out["topic"][at] = topic
+    out["index"][at] = first_index + np.arange(n)
+    out["stamp"][at] = cols.stamp
+    out["frame"][at] = np.array([tf.code(name) for name in cols.frame_names], np.int64)[cols.frame]
+    out["child"][at] = np.array([tf.code(name) for name in cols.child_names], np.int64)[cols.child]
+    out["values"][at, :cols.values.shape[1]] = cols.values

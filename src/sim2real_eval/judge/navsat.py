@@ -101,13 +101,21 @@ def lat_lon_to_utm_many(latitudes, longitudes):
     easting = np.full(latitudes.shape, np.nan)
     northing = np.full(latitudes.shape, np.nan)
     gamma = np.full(latitudes.shape, np.nan)
-    finite = np.isfinite(latitudes) & np.isfinite(longitudes)
-    zones = {}
-    for i in np.flatnonzero(finite):
-        zones.setdefault(utm_zone(float(latitudes[i]), float(longitudes[i])), []).append(i)
-    for (zone, northern), members in zones.items():
-        members = np.array(members)
-        proj = _utm_proj(zone, northern)
+    finite = np.flatnonzero(np.isfinite(latitudes) & np.isfinite(longitudes))
+    if not len(finite):
+        return easting, northing, gamma
+    lat, lon = latitudes[finite], longitudes[finite]
+    # utm_zone for all of them: the standard zone with the Norway and Svalbard exceptions
+    wrapped = ((lon + 180.0) % 360.0) - 180.0
+    zone = np.clip(np.floor((wrapped + 180.0) / 6.0).astype(np.int64) + 1, 1, 60)
+    band = np.floor((lat + 80.0) / 8.0).astype(np.int64) - 10
+    zone = np.where((band == 7) & (zone == 31) & (wrapped >= 3.0), 32, zone)
+    svalbard = (band == 9) & (wrapped >= 0.0) & (wrapped < 42.0)
+    zone = np.where(svalbard, 2 * np.floor((wrapped + 183.0) / 12.0).astype(np.int64) + 1, zone)
+    key = zone * 2 + (lat >= 0.0)
+    for value in np.unique(key):
+        members = finite[key == value]
+        proj = _utm_proj(int(value // 2), bool(value % 2))
         e, n = proj(longitudes[members], latitudes[members])
         easting[members], northing[members] = e, n
         factors = proj.get_factors(longitudes[members], latitudes[members])
@@ -356,14 +364,14 @@ class NavsatNode:
     ``core`` (state.Navsat) is what the Judge's loop drives; the methods are the per-message API over
     the same compiled callbacks."""
 
-    def __init__(self, params: NavsatParams, tf: TfBuffer, counters=None):
+    def __init__(self, params: NavsatParams, tf: TfBuffer, counters=None, output_capacity: int = 64):
         self.params = params
         self.tf = tf
         self.period_ns = int(round(1e9 / params.frequency))
         self.core = navsat_core(params)
         self.counters = counters if counters is not None else record(COUNTERS)[0]
         self.warnings: List[str] = []
-        self.gps = records(64, GPS_ODOMETRY)
+        self.gps = records(output_capacity, GPS_ODOMETRY)
         self.gps_head = record(OUTPUT_HEAD)[0]
 
     @property

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
+from itertools import repeat
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 
@@ -295,7 +297,8 @@ class _Run:
         self.tf = TfBuffer(judge.static_tfs)
         self.ekf = EkfNode(params, self.tf, judge.topic, output_capacity=1024)
         counters = self.ekf.core.counters
-        self.navsat = NavsatNode(judge.navsat_params, self.tf, counters) if judge.navsat_params is not None else None
+        self.navsat = (NavsatNode(judge.navsat_params, self.tf, counters, output_capacity=1024)
+                       if judge.navsat_params is not None else None)
         self.nav_core = self.navsat.core if self.navsat is not None else navsat_core(None)
         gps, gps_head = (self.navsat.gps, self.navsat.gps_head) if self.navsat is not None else (
             records(1, GPS_ODOMETRY), record(OUTPUT_HEAD)[0])
@@ -359,18 +362,18 @@ class _Run:
         offset = recv - int(self.timing["latency_ns"]) - phase
         return phase + -(-offset // period) * period
 
-    def feed(self, records: list):
+    def feed(self, chunk: list):
         """Deliver one chunk of records → (filtered block, gps block or None)."""
         timing = self.timing
         if self.first_recv is None:
-            self.first_recv = int(records[0][0])
+            self.first_recv = int(chunk[0][0])
             timing["next_ekf"] = self._first_tick(self.first_recv, int(timing["ekf_period_ns"]),
                                                   int(timing["ekf_phase_ns"]))
             if self.navsat is not None:
                 timing["next_navsat"] = self._first_tick(self.first_recv, int(timing["navsat_period_ns"]),
                                                          int(timing["navsat_phase_ns"]))
-        self.last_recv = int(records[-1][0])
-        self._advance(self._rows(records), False, 0)
+        self.last_recv = int(chunk[-1][0])
+        self._advance(self._rows(chunk), False, 0)
         return self._take()
 
     def finish(self):
@@ -412,42 +415,30 @@ class _Run:
         self.gps_count += len(new)
         return filtered, OdometrySeries.concatenate([b[1] for b in blocks] + [new], params.world_frame, "")
 
-    def _rows(self, records: list) -> np.ndarray:
+    def _rows(self, chunk: list) -> np.ndarray:
         """One chunk of records → INPUT_ROW rows of the topics the judge reads, in record order."""
-        positions: Dict[int, List[int]] = {}
-        payloads: Dict[int, list] = {}
-        msgtypes: Dict[int, str] = {}
-        recv = np.empty(len(records), np.int64)
-        codes = self.codes
-        for k, item in enumerate(records):
-            recv[k] = item[0]
-            topic = item[1]
-            code = codes.get(topic)
-            if code is None:
-                continue
-            if topic in self.shadowed:
-                self.shadowed_count += 1
-                continue
-            if len(item) == 4:
-                msgtypes.setdefault(code, item[2])
-                payload = item[3]
-            else:
-                payload = item[2]
-            positions.setdefault(code, []).append(k)
-            payloads.setdefault(code, []).append(payload)
-        parts, order = [], []
-        for code, msgs in payloads.items():
-            cols = self._topic_columns(code, msgtypes.get(code), msgs)
+        n = len(chunk)
+        codes = np.fromiter(map(self.codes.get, map(itemgetter(1), chunk), repeat(-1)), np.int64, n)
+        for code in np.unique(codes[codes >= 0]).tolist():
+            if self.topic_names[code] in self.shadowed:
+                self.shadowed_count += int(np.count_nonzero(codes == code))
+                codes[codes == code] = -1
+        positions = np.flatnonzero(codes >= 0)  # record order
+        rows = records(len(positions), INPUT_ROW)
+        rows["recv"] = np.fromiter(map(itemgetter(0), chunk), np.int64, n)[positions]
+        keep = np.ones(len(positions), bool)
+        for code in np.unique(codes[positions]).tolist():
+            where = np.flatnonzero(codes == code)
+            first = chunk[where[0]]
+            msgs = [chunk[i][-1] for i in where.tolist()]
+            at = np.searchsorted(positions, where)
+            cols = self._topic_columns(code, first[2] if len(first) == 4 else None, msgs)
             if cols is None:  # not read (a control topic of another type)
+                keep[at] = False
                 continue
-            where = np.asarray(positions[code], np.int64)
-            parts.append(columns.rows(cols, self.tf, code, self.counts[code], recv[where]))
-            order.append(where)
+            columns.fill_rows(rows, at, cols, self.tf, code, self.counts[code])
             self.counts[code] += len(msgs)
-        if not parts:
-            return records(0, INPUT_ROW)
-        rows = np.concatenate(parts)[np.argsort(np.concatenate(order), kind="stable")]
-        return rows.view(np.recarray)
+        return rows if keep.all() else rows[keep]
 
     def _topic_columns(self, code: int, msgtype: Optional[str], msgs: list):
         topic = self.topic_names[code]
