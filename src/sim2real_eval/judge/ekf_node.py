@@ -36,12 +36,12 @@ from .kernels import (
     clamp_rotation,
     copy1,
     copy2,
-    mat3,
-    mat3_t,
-    matrix_from_rpy,
-    message_orientation_matrix,
+    mat3_into,
+    mat3_t_into,
+    matrix_from_rpy_into,
+    message_orientation_matrix_into,
     njit,
-    quaternion_from_rpy,
+    quaternion_from_rpy_into,
     rotate,
     rotate_t,
     rotated_covariance,
@@ -74,10 +74,9 @@ from .state import (
     FIELD_TWIST_COVARIANCE,
     GPS_ODOMETRY,
     INPUT,
+    INPUT_IMU,
     INPUT_KINDS,
     INPUT_ODOM,
-    INPUT_POSE,
-    INPUT_TWIST,
     MAX_FRAMES,
     NO_PART,
     NO_SOURCE,
@@ -89,6 +88,7 @@ from .state import (
     PART_ACCELERATION,
     PART_POSE,
     PART_TWIST,
+    PREPARE,
     REJECTED,
     STATE_SIZE,
     TWO_D_INDICES,
@@ -144,8 +144,9 @@ def _finite(values, start, count):
 def prepare_twist(ekf, tf, target_frame, frame, linear, angular, covariance6, stamp, slot):
     """RosFilter::prepareTwist into ``slot``: ω_b = R·ω, v_b = R·v + t × ω_state, covariance rotated
     blockwise.  False when the transform lookup fails."""
+    scratch = ekf.scratch
     source = target_frame if frame == EMPTY_FRAME else frame
-    rotation, translation = np.empty((3, 3)), np.empty(3)
+    rotation, translation = scratch.twist_rotation, scratch.twist_translation
     if not lookup(tf, target_frame, source, stamp, rotation, translation):
         return False
     x, z = ekf.state.x, slot.z
@@ -158,7 +159,7 @@ def prepare_twist(ekf, tf, target_frame, frame, linear, angular, covariance6, st
     z[8] += t0 * w1 - t1 * w0
     _mask(rotation, slot.update, 6)
     _mask(rotation, slot.update, 9)
-    rotated_covariance(rotation, covariance6, slot.covariance, 6, 6)
+    rotated_covariance(rotation, covariance6, slot.covariance, 6, 6, scratch.rc)
     return True
 
 
@@ -166,7 +167,7 @@ def prepare_twist(ekf, tf, target_frame, frame, linear, angular, covariance6, st
 def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6, slot):
     """RosFilter::preparePose into ``slot`` → PREPARED, UNRESOLVED (transform lookup failed) or
     FIRST_DIFFERENTIAL (the first message of a differential input only stores its pose)."""
-    node = ekf.node
+    node, scratch = ekf.node, ekf.scratch
     imu = part.imu
     if part.target == EMPTY_FRAME and frame == EMPTY_FRAME:
         final_target = node.world_frame
@@ -177,43 +178,49 @@ def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6,
     else:
         final_target = part.target
         pose_frame = final_target if (part.differential and not imu) else frame
-    pose_rotation = message_orientation_matrix(quaternion[0], quaternion[1], quaternion[2], quaternion[3])
-    pose_translation = np.empty(3)
+    pose_rotation, pose_translation = scratch.pose_rotation, scratch.pose_translation
+    message_orientation_matrix_into(quaternion[0], quaternion[1], quaternion[2], quaternion[3], pose_rotation)
     copy1(position, pose_translation)
-    target_rotation, target_translation = np.empty((3, 3)), np.empty(3)
+    target_rotation, target_translation = scratch.target_rotation, scratch.target_translation
     if not lookup(tf, final_target, pose_frame, stamp, target_rotation, target_translation):
         return UNRESOLVED
     roll_offset, pitch_offset, yaw_offset = rpy_from_matrix(target_rotation)
     # IMU orientation: masks and covariance rotate by the mounting yaw only
-    rotation = matrix_from_rpy(0.0, 0.0, yaw_offset) if imu else target_rotation
-    update = slot.update
+    rotation = target_rotation
+    if imu:
+        rotation = scratch.yaw_rotation
+        matrix_from_rpy_into(0.0, 0.0, yaw_offset, rotation)
+    update, turned, product = slot.update, scratch.turned, scratch.product
     _mask(rotation, update, 0)
     _mask(rotation, update, 3)
-    rotated = np.zeros((6, 6))
-    rotated_covariance(rotation, covariance6, rotated, 0, 6)
-    turned = np.empty(3)
+    rotated = scratch.rotated
+    rotated[:, :] = 0.0
+    rotated_covariance(rotation, covariance6, rotated, 0, 6, scratch.rc)
     if imu:
         roll, pitch, yaw = rpy_from_matrix(pose_rotation)
-        angles = np.array([clamp_rotation(roll - roll_offset), clamp_rotation(pitch - pitch_offset),
-                           clamp_rotation(yaw - yaw_offset)])
-        rotate(matrix_from_rpy(0.0, 0.0, yaw_offset), angles, turned, 0)
-        pose_rotation = matrix_from_rpy(turned[0], turned[1], turned[2])
+        angles = scratch.angles
+        angles[0] = clamp_rotation(roll - roll_offset)
+        angles[1] = clamp_rotation(pitch - pitch_offset)
+        angles[2] = clamp_rotation(yaw - yaw_offset)
+        rotate(rotation, angles, turned, 0)  # (rotation: Rz(yaw offset) here)
+        matrix_from_rpy_into(turned[0], turned[1], turned[2], pose_rotation)
     has_target = not imu  # upstream: target = identity from here on for IMU data
     if part.differential:
         status = FIRST_DIFFERENTIAL
         if part.has_previous:
-            delta_rotation = mat3_t(part.previous_rotation, pose_rotation)  # previous⁻¹·pose
-            moved, delta_translation = np.empty(3), np.empty(3)
+            delta_rotation, delta_translation, moved = scratch.delta_rotation, scratch.delta_translation, scratch.moved
+            mat3_t_into(part.previous_rotation, pose_rotation, delta_rotation)  # previous⁻¹·pose
             for i in range(3):
                 moved[i] = pose_translation[i] - part.previous_translation[i]
             rotate_t(part.previous_rotation, moved, delta_translation, 0)
             if has_target:  # rotated into the target frame (no translation)
-                delta_rotation = mat3(target_rotation, delta_rotation)
+                mat3_into(target_rotation, delta_rotation, product)
+                copy2(product, delta_rotation)
                 rotate(target_rotation, delta_translation, turned, 0)
                 copy1(turned, delta_translation)
             last_seconds = part.last_seconds if part.has_last else _stamp_seconds(stamp)
             dt = _stamp_seconds(stamp) - last_seconds
-            linear, angular = np.empty(3), np.empty(3)
+            linear, angular = scratch.linear, scratch.angular
             for i in range(3):
                 linear[i] = delta_translation[i] / dt
             dr, dp, dy = rpy_from_matrix(delta_rotation)
@@ -223,8 +230,9 @@ def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6,
                 update[i] = False
             for i in range(12, STATE_SIZE):
                 update[i] = False
-            previous6, twist6 = np.zeros((6, 6)), np.empty((6, 6))
-            rotated_covariance(rotation, part.previous_covariance, previous6, 0, 6)
+            previous6, twist6 = scratch.previous6, scratch.twist6
+            previous6[:, :] = 0.0
+            rotated_covariance(rotation, part.previous_covariance, previous6, 0, 6, scratch.rc)
             for i in range(6):
                 for j in range(6):
                     twist6[i, j] = (rotated[i, j] + previous6[i, j]) * dt
@@ -240,16 +248,18 @@ def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6,
             part.has_initial = True
             copy2(pose_rotation, part.initial_rotation)
             copy1(pose_translation, part.initial_translation)
-        moved = np.empty(3)
+        moved = scratch.moved
         for i in range(3):
             moved[i] = pose_translation[i] - part.initial_translation[i]
         rotate_t(part.initial_rotation, moved, pose_translation, 0)
-        pose_rotation = mat3_t(part.initial_rotation, pose_rotation)
+        mat3_t_into(part.initial_rotation, pose_rotation, product)
+        copy2(product, pose_rotation)
     if has_target:
         rotate(target_rotation, pose_translation, turned, 0)
         for i in range(3):
             pose_translation[i] = turned[i] + target_translation[i]
-        pose_rotation = mat3(target_rotation, pose_rotation)
+        mat3_into(target_rotation, pose_rotation, product)
+        copy2(product, pose_rotation)
     z = slot.z
     z[0], z[1], z[2] = pose_translation[0], pose_translation[1], pose_translation[2]
     z[3], z[4], z[5] = rpy_from_matrix(pose_rotation)
@@ -264,29 +274,31 @@ def prepare_acceleration(ekf, tf, part, stamp, frame, values, slot):
     """RosFilter::prepareAcceleration (humble order) into ``slot``: gravity removed in the sensor frame
     using the message orientation (or the filter attitude ∘ mounting when orientation_covariance[0] =
     −1), then a_b = R·a_s; covariance R·C·Rᵀ; no lever-arm term.  False when the lookup fails."""
-    node = ekf.node
+    node, scratch = ekf.node, ekf.scratch
     base = node.base_link_frame
     source = base if frame == EMPTY_FRAME else frame
-    rotation, translation = np.empty((3, 3)), np.empty(3)
-    if not lookup(tf, base, source, stamp, rotation, translation):
+    rotation = scratch.accel_rotation
+    if not lookup(tf, base, source, stamp, rotation, scratch.accel_translation):
         return False
     a = columns.IMU_LINEAR_ACCELERATION
-    acc = np.empty(3)
+    acc = scratch.acceleration
     acc[0], acc[1], acc[2] = values[a], values[a + 1], values[a + 2]
     if part.remove_gravity:
+        attitude = scratch.attitude
         if abs(values[columns.IMU_ORIENTATION_COVARIANCE] + 1.0) < 1e-9:
             x = ekf.state.x
-            attitude = mat3(matrix_from_rpy(x[3], x[4], x[5]), rotation)
+            matrix_from_rpy_into(x[3], x[4], x[5], scratch.state_rotation)
+            mat3_into(scratch.state_rotation, rotation, attitude)
         else:
             q = columns.IMU_ORIENTATION
-            attitude = message_orientation_matrix(values[q], values[q + 1], values[q + 2], values[q + 3])
+            message_orientation_matrix_into(values[q], values[q + 1], values[q + 2], values[q + 3], attitude)
         for i in range(3):  # Bᵀ·(0, 0, g): the third row of B times g
             acc[i] = acc[i] - node.gravity * attitude[2, i]
     rotate(rotation, acc, slot.z, 12)
     _mask(rotation, slot.update, 12)
-    raw = np.empty((3, 3))
+    raw = scratch.raw
     _block(values, columns.IMU_LINEAR_ACCELERATION_COVARIANCE, 3, raw, 0)
-    rotated_covariance(rotation, raw, slot.covariance, 12, 3)
+    rotated_covariance(rotation, raw, slot.covariance, 12, 3, scratch.rc)
     return True
 
 
@@ -294,13 +306,12 @@ def prepare_acceleration(ekf, tf, part, stamp, frame, values, slot):
 def _part_callback(ekf, tf, queue, part_index, row, frame):
     """One sub-measurement of a message: stale-stamp gate, preparation into a queue slot, forceTwoD,
     enqueue.  False on a fault (a non-finite covariance: ``counters.fault_*``)."""
-    part, counters = ekf.parts[part_index], ekf.counters
+    part, counters, scratch = ekf.parts[part_index], ekf.counters, ekf.scratch
     stamp, values = row.stamp, row.values
     if part.has_last and part.last_ns > stamp:  # older than the last message on this key
         counters.dropped[DROP_STALE] += 1
         return True
     kind = part.kind
-    covariance6 = np.zeros((6, 6))
     if kind == PART_POSE:
         if part.imu:
             c, field, size, at = columns.IMU_ORIENTATION_COVARIANCE, FIELD_ORIENTATION_COVARIANCE, 3, 3
@@ -317,7 +328,9 @@ def _part_callback(ekf, tf, queue, part_index, row, frame):
         counters.fault_kind, counters.fault_topic = FAULT_COVARIANCE, row.topic
         counters.fault_index, counters.fault_field = row.index, field
         return False
+    covariance6 = scratch.covariance6
     if kind != PART_ACCELERATION:
+        covariance6[:, :] = 0.0
         _block(values, c, size, covariance6, at)
     index = take_slot(queue)
     slot = queue.slots[index]
@@ -325,22 +338,19 @@ def _part_callback(ekf, tf, queue, part_index, row, frame):
     slot.covariance[:, :] = 0.0
     copy1(part.update, slot.update)
     if kind == PART_POSE:
-        position, quaternion = np.zeros(3), np.empty(4)
+        position, quaternion = scratch.position, scratch.quaternion
         q = columns.IMU_ORIENTATION if part.imu else columns.ORIENTATION
         for i in range(4):
             quaternion[i] = values[q + i]
-        if not part.imu:
-            for i in range(3):
-                position[i] = values[columns.POSITION + i]
+        for i in range(3):
+            position[i] = 0.0 if part.imu else values[columns.POSITION + i]
         status = prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6, slot)
     elif kind == PART_TWIST:
-        linear, angular = np.zeros(3), np.empty(3)
+        linear, angular = scratch.linear, scratch.angular
         w = columns.IMU_ANGULAR_VELOCITY if part.imu else columns.ANGULAR
         for i in range(3):
             angular[i] = values[w + i]
-        if not part.imu:
-            for i in range(3):
-                linear[i] = values[columns.LINEAR + i]
+            linear[i] = 0.0 if part.imu else values[columns.LINEAR + i]
         ok = prepare_twist(ekf, tf, ekf.node.base_link_frame, frame, linear, angular, covariance6, stamp, slot)
         status = PREPARED if ok else UNRESOLVED
     else:
@@ -377,33 +387,25 @@ def ekf_callback(ekf, tf, queue, input_index, row):
     if row.stamp <= NO_SET_POSE_NS:  # stamps not after the last set_pose (never called: 0) are dropped
         dropped[DROP_SET_POSE] += 1
         return True
-    ok = True
-    if item.kind == INPUT_ODOM:
-        if item.pose != NO_PART:
-            ok = _part_callback(ekf, tf, queue, item.pose, row, row.frame)
-        if ok and item.twist != NO_PART:
-            ok = _part_callback(ekf, tf, queue, item.twist, row, row.child)
-    elif item.kind == INPUT_POSE:
-        ok = _part_callback(ekf, tf, queue, item.pose, row, row.frame)
-    elif item.kind == INPUT_TWIST:
-        ok = _part_callback(ekf, tf, queue, item.twist, row, row.frame)
-    else:  # imuCallback: each part only when its covariance is provided (element 0 ≠ −1)
-        if item.pose != NO_PART:
-            if abs(values[columns.IMU_ORIENTATION_COVARIANCE] + 1.0) < 1e-9:
-                dropped[DROP_IMU_ORIENTATION] += 1
-            else:
-                ok = _part_callback(ekf, tf, queue, item.pose, row, row.frame)
-        if ok and item.twist != NO_PART:
-            if abs(values[columns.IMU_ANGULAR_VELOCITY_COVARIANCE] + 1.0) < 1e-9:
-                dropped[DROP_IMU_ANGULAR_VELOCITY] += 1
-            else:
-                ok = _part_callback(ekf, tf, queue, item.twist, row, row.frame)
-        if ok and item.acceleration != NO_PART:
-            if abs(values[columns.IMU_LINEAR_ACCELERATION_COVARIANCE] + 1.0) < 1e-9:
-                dropped[DROP_IMU_ACCELERATION] += 1
-            else:
-                ok = _part_callback(ekf, tf, queue, item.acceleration, row, row.frame)
-    return ok
+    for which in range(3):  # the pose, twist and acceleration parts, in the callbacks' order
+        if which == 0:
+            part, frame = item.pose, row.frame
+            provided, drop = columns.IMU_ORIENTATION_COVARIANCE, DROP_IMU_ORIENTATION
+        elif which == 1:
+            part, frame = item.twist, row.child if item.kind == INPUT_ODOM else row.frame
+            provided, drop = columns.IMU_ANGULAR_VELOCITY_COVARIANCE, DROP_IMU_ANGULAR_VELOCITY
+        else:
+            part, frame = item.acceleration, row.frame
+            provided, drop = columns.IMU_LINEAR_ACCELERATION_COVARIANCE, DROP_IMU_ACCELERATION
+        if part == NO_PART:
+            continue
+        # imuCallback: a part only when its covariance is provided (element 0 ≠ −1)
+        if item.kind == INPUT_IMU and abs(values[provided] + 1.0) < 1e-9:
+            dropped[drop] += 1
+            continue
+        if not _part_callback(ekf, tf, queue, part, row, frame):
+            return False
+    return True
 
 
 # --- the periodic update (compiled) ----------------------------------------------------------------------
@@ -479,8 +481,7 @@ def publish(ekf, tf, outputs, stamp):
     out = outputs.odometry[k]
     out.stamp = stamp
     copy1(x, out.state)
-    quaternion = quaternion_from_rpy(x[3], x[4], x[5])
-    copy1(quaternion, out.orientation)
+    quaternion_from_rpy_into(x[3], x[4], x[5], out.orientation)
     for i in range(6):
         for j in range(6):
             out.pose_covariance[6 * i + j] = p[i, j]
@@ -488,9 +489,7 @@ def publish(ekf, tf, outputs, stamp):
     outputs.odometry_head.count = k + 1
     node = ekf.node
     if node.publish_tf:
-        translation = np.empty(3)
-        translation[0], translation[1], translation[2] = x[0], x[1], x[2]
-        edge_add(tf.edge, tf.edge_head, stamp + node.tf_offset_ns, quaternion, translation)
+        edge_add(tf.edge, tf.edge_head, stamp + node.tf_offset_ns, out.orientation, out.state)
     return 1
 
 
@@ -610,9 +609,10 @@ class EkfNode:
         node["tf_offset_ns"] = int(round(params.transform_time_offset * 1e9))
         node["period_ns"] = self.period_ns
         node["gps_odometry_topic"] = -1
+        self._arrays["scratch"] = record(PREPARE)
         self.core = Ekf(config=self._arrays["config"][0], state=self._arrays["state"][0], node=node, parts=parts,
                         inputs=inputs, counters=self._arrays["counters"][0],
-                        unresolved=np.zeros((len(parts), MAX_FRAMES), np.int64))
+                        unresolved=np.zeros((len(parts), MAX_FRAMES), np.int64), scratch=self._arrays["scratch"][0])
         self.queue = make_queue(16)
         self.odometry = records(output_capacity, ODOMETRY)
         self.odometry_head = self._arrays["odometry_head"][0]

@@ -92,16 +92,25 @@ def clamp_rotation(angle: float) -> float:
     return angle
 
 
+# The tf2 conversions and small products write into a given array (``*_into``: the compiled callbacks
+# pass scratch fields, nothing is allocated per message); the plain forms return a new array.
+
+
 @njit(cache=True, inline="always")
-def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+def matrix_from_rpy_into(roll: float, pitch: float, yaw: float, out: np.ndarray) -> None:
     """tf2 Matrix3x3::setRPY: R = Rz(yaw)·Ry(pitch)·Rx(roll)."""
     ci, cj, ch = math.cos(roll), math.cos(pitch), math.cos(yaw)
     si, sj, sh = math.sin(roll), math.sin(pitch), math.sin(yaw)
     cc, cs, sc, ss = ci * ch, ci * sh, si * ch, si * sh
-    out = np.empty((3, 3))
     out[0, 0], out[0, 1], out[0, 2] = cj * ch, sj * sc - cs, sj * cc + ss
     out[1, 0], out[1, 1], out[1, 2] = cj * sh, sj * ss + cc, sj * cs - sc
     out[2, 0], out[2, 1], out[2, 2] = -sj, cj * si, cj * ci
+
+
+@njit(cache=True, inline="always")
+def matrix_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    out = np.empty((3, 3))
+    matrix_from_rpy_into(roll, pitch, yaw, out)
     return out
 
 
@@ -122,7 +131,7 @@ def rpy_from_matrix(m: np.ndarray):
 
 
 @njit(cache=True, inline="always")
-def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray:
+def matrix_from_quaternion_into(x: float, y: float, z: float, w: float, out: np.ndarray) -> None:
     """tf2 Matrix3x3::setRotation (scales by 2/|q|², so a slightly non-unit q still gives a rotation)."""
     d = x * x + y * y + z * z + w * w
     s = 2.0 / d
@@ -130,45 +139,63 @@ def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray
     wx, wy, wz = w * xs, w * ys, w * zs
     xx, xy, xz = x * xs, x * ys, x * zs
     yy, yz, zz = y * ys, y * zs, z * zs
-    out = np.empty((3, 3))
     out[0, 0], out[0, 1], out[0, 2] = 1.0 - (yy + zz), xy - wz, xz + wy
     out[1, 0], out[1, 1], out[1, 2] = xy + wz, 1.0 - (xx + zz), yz - wx
     out[2, 0], out[2, 1], out[2, 2] = xz - wy, yz + wx, 1.0 - (xx + yy)
+
+
+@njit(cache=True, inline="always")
+def matrix_from_quaternion(x: float, y: float, z: float, w: float) -> np.ndarray:
+    out = np.empty((3, 3))
+    matrix_from_quaternion_into(x, y, z, w, out)
     return out
 
 
 @njit(cache=True, inline="always")
-def message_orientation_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
+def message_orientation_matrix_into(x: float, y: float, z: float, w: float, out: np.ndarray) -> None:
     """An orientation as upstream reads it: all-zero → identity; |q| off by > 0.01 → normalised.
     The norm is taken with the largest component factored out, so components whose squares under- or
     overflow (a damaged message: 1e-320, 6e158) neither divide by zero nor turn the rotation into 0/0."""
     scale = max(abs(x), abs(y), abs(z), abs(w))
     if scale == 0.0:
-        return np.eye(3)
+        for i in range(3):
+            for j in range(3):
+                out[i, j] = 1.0 if i == j else 0.0
+        return
     norm = scale * math.sqrt((x / scale) ** 2 + (y / scale) ** 2 + (z / scale) ** 2 + (w / scale) ** 2)
     if abs(norm - 1.0) > 0.01:
         x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    return matrix_from_quaternion(x, y, z, w)
+    matrix_from_quaternion_into(x, y, z, w, out)
+
+
+@njit(cache=True, inline="always")
+def message_orientation_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
+    out = np.empty((3, 3))
+    message_orientation_matrix_into(x, y, z, w, out)
+    return out
+
+
+@njit(cache=True, inline="always")
+def mat3_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = a·b of 3×3 matrices (out must not be a or b)."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j]
 
 
 @njit(cache=True, inline="always")
 def mat3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a·b of 3×3 matrices."""
     out = np.empty((3, 3))
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j]
+    mat3_into(a, b, out)
     return out
 
 
 @njit(cache=True, inline="always")
-def mat3_t(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """aᵀ·b of 3×3 matrices."""
-    out = np.empty((3, 3))
+def mat3_t_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = aᵀ·b of 3×3 matrices (out must not be a or b)."""
     for i in range(3):
         for j in range(3):
             out[i, j] = a[0, i] * b[0, j] + a[1, i] * b[1, j] + a[2, i] * b[2, j]
-    return out
 
 
 @njit(cache=True, inline="always")
@@ -188,16 +215,16 @@ def rotate_t(a: np.ndarray, v: np.ndarray, out: np.ndarray, offset: int) -> None
 
 
 @njit(cache=True, inline="always")
-def rotated_covariance(rotation, covariance6, out, offset, size):
-    """out[offset:, offset:] = R6·C·R6ᵀ (size 6, R6 = diag(R, R)) or R·C·Rᵀ (size 3)."""
-    rc = np.empty((3, 3))
+def rotated_covariance(rotation, covariance, out, offset, size, rc):
+    """out[offset:, offset:] = R6·C·R6ᵀ (size 6, R6 = diag(R, R)) or R·C·Rᵀ (size 3), blockwise; ``rc``: a
+    (3, 3) scratch."""
     for bi in range(0, size, 3):
         for bj in range(0, size, 3):
             for i in range(3):
                 for j in range(3):
                     acc = 0.0
                     for a in range(3):
-                        acc += rotation[i, a] * covariance6[bi + a, bj + j]
+                        acc += rotation[i, a] * covariance[bi + a, bj + j]
                     rc[i, j] = acc
             for i in range(3):
                 for j in range(3):
@@ -232,17 +259,22 @@ def transpose3(a: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+def quaternion_from_rpy_into(roll: float, pitch: float, yaw: float, out: np.ndarray) -> None:
     """tf2 Quaternion::setRPY, (x, y, z, w)."""
     half_roll, half_pitch, half_yaw = roll * 0.5, pitch * 0.5, yaw * 0.5
     cr, sr = math.cos(half_roll), math.sin(half_roll)
     cp, sp = math.cos(half_pitch), math.sin(half_pitch)
     cy, sy = math.cos(half_yaw), math.sin(half_yaw)
-    out = np.empty(4)
     out[0] = sr * cp * cy - cr * sp * sy
     out[1] = cr * sp * cy + sr * cp * sy
     out[2] = cr * cp * sy - sr * sp * cy
     out[3] = cr * cp * cy + sr * sp * sy
+
+
+@njit(cache=True, inline="always")
+def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    out = np.empty(4)
+    quaternion_from_rpy_into(roll, pitch, yaw, out)
     return out
 
 
@@ -365,11 +397,20 @@ def transition(state: np.ndarray, delta: float):
     return f, j
 
 
+# The non-zero columns of the Jacobian J (transition_into) row by row, ascending: J·P·Jᵀ runs over these
+# only.  Entries outside are exactly 0; entries inside may be 0 too (adding ±0 changes nothing).
+J_COLUMNS = ((0, 3, 4, 5, 6, 7, 8, 12, 13, 14), (1, 3, 4, 5, 6, 7, 8, 12, 13, 14), (2, 3, 4, 6, 7, 8, 12, 13, 14),
+             (3, 4, 9, 10, 11), (3, 4, 10, 11), (3, 4, 5, 10, 11), (6, 12), (7, 13), (8, 14),
+             (9,), (10,), (11,), (12,), (13,), (14,))
+J_NONZERO = np.array([columns + (0,) * (10 - len(columns)) for columns in J_COLUMNS], dtype=np.int64)
+J_COUNT = np.array([len(columns) for columns in J_COLUMNS], dtype=np.int64)
+
+
 @njit(cache=True)
 def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, control_update, use_control, work):
     """Ekf::predict, in place: F, J from the pre-update state; Q′ (dynamic: pose block × ‖(v, ω)‖²);
     control (ω += aΔ, enabled linear accelerations replaced); x ← F·x; wrap angles; P ← J P Jᵀ + Δ·Q.
-    ``work``: state.Work scratch."""
+    ``work``: the FILTER_STATE record's scratch.  Every sum runs in ascending index order."""
     n = 15
     f, j = work.transition, work.jacobian
     transition_into(x, delta, f, j)
@@ -396,30 +437,32 @@ def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, con
         x[i] = acc
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
-    # J·P·Jᵀ over J's non-zero entries (≤ 10 per row: identity + the kinematic couplings)
-    nonzero, counts = work.nonzero_columns, work.counts
-    for i in range(n):
-        count = 0
-        for k in range(n):
-            if j[i, k] != 0.0:
-                nonzero[i, count] = k
-                count += 1
-        counts[i] = count
+    # J·P, row by row over J's non-zero columns (vectorised over P's columns)
     jp = work.product
     for i in range(n):
         for c in range(n):
-            acc = 0.0
-            for m in range(counts[i]):
-                k = nonzero[i, m]
-                acc += j[i, k] * p[k, c]
-            jp[i, c] = acc
+            jp[i, c] = 0.0
+        for m in range(J_COUNT[i]):
+            k = J_NONZERO[i, m]
+            factor = j[i, k]
+            for c in range(n):
+                jp[i, c] += factor * p[k, c]
+    # (J·P)·Jᵀ, computed transposed: row c of it is Σ_k J[c, k]·(J·P)ᵀ[k, :]
+    jpt, product = work.inverse, work.gain
     for i in range(n):
         for c in range(n):
-            acc = 0.0
-            for m in range(counts[c]):
-                k = nonzero[c, m]
-                acc += jp[i, k] * j[c, k]
-            p[i, c] = acc + delta * q[i, c]
+            jpt[c, i] = jp[i, c]
+    for c in range(n):
+        for i in range(n):
+            product[c, i] = 0.0
+        for m in range(J_COUNT[c]):
+            k = J_NONZERO[c, m]
+            factor = j[c, k]
+            for i in range(n):
+                product[c, i] += jpt[k, i] * factor
+    for i in range(n):
+        for c in range(n):
+            p[i, c] = product[c, i] + delta * q[i, c]
 
 
 @njit(cache=True, error_model="numpy")

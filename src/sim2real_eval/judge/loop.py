@@ -32,7 +32,7 @@ def _room(queue, outputs, reserve):
             and outputs.gps_head.count < outputs.gps.shape[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _callbacks(ekf, tf, queue, topics, topic, row):
     """ekf_node's callbacks of the inputs subscribed to ``topic`` for one row; False on a fault."""
     inputs = topics[topic].inputs
@@ -44,7 +44,7 @@ def _callbacks(ekf, tf, queue, topics, topic, row):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gps_to_ekf(ekf, tf, queue, outputs, navsat, topics):
     """navsat's latest /odometry/gps → the EKF's callbacks of the inputs subscribed to it: an Odometry
     row with identity orientation and zero twist, sourced from the fix it came from."""
@@ -60,7 +60,7 @@ def _gps_to_ekf(ekf, tf, queue, outputs, navsat, topics):
     return _callbacks(ekf, tf, queue, topics, ekf.node.gps_odometry_topic, row)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _ticks(ekf, tf, queue, outputs, navsat, topics, timing, until, inclusive, reserve):
     """Run the ticks due before ``until`` (at it too when ``inclusive``) → DONE, NEED_SPACE or FAULT."""
     while True:
@@ -88,7 +88,7 @@ def _ticks(ekf, tf, queue, outputs, navsat, topics, timing, until, inclusive, re
             timing.next_navsat = next_navsat + timing.navsat_period_ns
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _deliver(ekf, tf, queue, navsat, topics, row):
     """Every callback of the row's topic, in the order ROS would run them here: the EKF inputs, then
     navsat's fix and IMU callbacks, then the control input.  False on a fault."""

@@ -181,7 +181,7 @@ def _imu_orientation(nav, tf, counters, quaternion, frame, stamp):
         return
     copy2(matrix_from_quaternion(quaternion[0], quaternion[1], quaternion[2], quaternion[3]),
           state.transform_orientation)
-    rotation, translation = np.empty((3, 3)), np.empty(3)
+    rotation, translation = state.lookup_rotation, state.lookup_translation
     if not lookup(tf, state.base_link_frame, frame, stamp, rotation, translation):
         counters.dropped[DROP_NAVSAT_IMU_TF] += 1
         return
@@ -245,7 +245,7 @@ def _compute_transform(nav, tf, counters):
     utm_origin = np.empty(3)
     copy1(state.transform_utm_pose, utm_origin)
     if not config.manual_datum:  # getRobotOriginCartesianPose: remove the base_link→gps offset
-        rotation, translation = np.empty((3, 3)), np.empty(3)
+        rotation, translation = state.lookup_rotation, state.lookup_translation
         if lookup(tf, state.base_link_frame, state.gps_frame, np.int64(0), rotation, translation):  # latest
             roll, pitch, yaw = rpy_from_matrix(state.transform_orientation)
             rotated = np.empty(3)
@@ -282,8 +282,8 @@ def _gps_odometry(nav, tf, counters, outputs):
         position[i] += state.utm_world_translation[i]
     stamp = state.gps_stamp
     # getRobotOriginWorldPose: (0, 0, 0) when either lookup fails (upstream)
-    offset_rotation, offset = np.empty((3, 3)), np.empty(3)
-    robot_rotation, robot_translation = np.empty((3, 3)), np.empty(3)
+    offset_rotation, offset = state.lookup_rotation, state.lookup_translation
+    robot_rotation, robot_translation = state.robot_rotation, state.robot_translation
     if not lookup(tf, state.base_link_frame, state.gps_frame, stamp, offset_rotation, offset):
         counters.dropped[DROP_GPS_TF] += 1
         position[:] = 0.0
@@ -298,7 +298,7 @@ def _gps_odometry(nav, tf, counters, outputs):
     if config.zero_altitude:
         position[2] = 0.0
     rotated = np.zeros((6, 6))
-    rotated_covariance(state.utm_world_rotation, state.latest_utm_covariance, rotated, 0, 6)
+    rotated_covariance(state.utm_world_rotation, state.latest_utm_covariance, rotated, 0, 6, np.empty((3, 3)))
     copy2(rotated, state.latest_utm_covariance)
     state.gps_updated = False
     for i in range(3):

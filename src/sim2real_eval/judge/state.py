@@ -109,7 +109,9 @@ _FILTER_STATE = [
 FILTER_STATE = np.dtype(_FILTER_STATE, align=True)
 # the UKF's state adds its sigma points and upstream's uncorrected_ flag (sigma points not regenerated
 # since the last predict): a different record type, so the EKF's compiled code never contains the UKF's
-FILTER_STATE_UKF = np.dtype(_FILTER_STATE + [("sigma", "f8", (31, STATE_SIZE)), ("uncorrected", "?")], align=True)
+# (its own fields first: a record type with the EKF's fields at the same offsets would count as a subtype
+# of the EKF's, and numba could call the EKF's compiled code for it)
+FILTER_STATE_UKF = np.dtype([("sigma", "f8", (31, STATE_SIZE)), ("uncorrected", "?")] + _FILTER_STATE, align=True)
 
 QUEUE_SLOT = np.dtype([
     ("threshold", "f8"), ("topic", "i8"), ("index", "i8"),  # source: topic code, message index
@@ -136,6 +138,18 @@ PART = np.dtype([
 ], align=True)
 
 INPUT = np.dtype([("kind", "i8"), ("pose", "i8"), ("twist", "i8"), ("acceleration", "i8")], align=True)
+
+# The callbacks' scratch (ekf_node.py): one field per intermediate, so preparing a message allocates nothing.
+_V3, _M3, _M6 = ("f8", 3), ("f8", (3, 3)), ("f8", (6, 6))
+PREPARE = np.dtype([
+    ("covariance6", *_M6), ("position", *_V3), ("quaternion", "f8", 4), ("linear", *_V3), ("angular", *_V3),
+    ("pose_rotation", *_M3), ("pose_translation", *_V3), ("target_rotation", *_M3), ("target_translation", *_V3),
+    ("yaw_rotation", *_M3), ("rotated", *_M6), ("turned", *_V3), ("angles", *_V3), ("moved", *_V3),
+    ("delta_rotation", *_M3), ("delta_translation", *_V3), ("previous6", *_M6), ("twist6", *_M6),
+    ("twist_rotation", *_M3), ("twist_translation", *_V3),
+    ("accel_rotation", *_M3), ("accel_translation", *_V3), ("acceleration", *_V3), ("raw", *_M3),
+    ("attitude", *_M3), ("state_rotation", *_M3), ("product", *_M3), ("rc", *_M3),
+], align=True)
 
 LOOKUP = np.dtype([
     ("kind", "i8"), ("a_identity", "?"), ("b_identity", "?"),
@@ -171,6 +185,9 @@ NAVSAT_STATE = np.dtype([
     ("transform_world_translation", "f8", 3), ("transform_orientation", "f8", (3, 3)),
     ("latest_utm", "f8", 3), ("latest_utm_covariance", "f8", (6, 6)),
     ("utm_world_rotation", "f8", (3, 3)), ("utm_world_translation", "f8", 3),  # T(world←utm)
+    # scratch of the transform lookups
+    ("lookup_rotation", "f8", (3, 3)), ("lookup_translation", "f8", 3), ("robot_rotation", "f8", (3, 3)),
+    ("robot_translation", "f8", 3),
 ], align=True)
 
 TOPIC = np.dtype([("inputs", "i8", MAX_INPUTS_PER_TOPIC), ("fix", "?"), ("navsat_imu", "?"), ("cmd_vel", "?")],
@@ -227,6 +244,7 @@ class Ekf(NamedTuple):
     inputs: np.ndarray  # (I,) INPUT
     counters: np.void  # COUNTERS
     unresolved: np.ndarray  # (P, F) transform failures per part and message frame
+    scratch: np.void  # PREPARE
 
 
 class Navsat(NamedTuple):

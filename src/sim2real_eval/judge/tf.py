@@ -28,6 +28,7 @@ from .kernels import (  # noqa: F401 - tf2 setRPY / getRPY / setRotation / getRo
     copy2,
     mat3,
     matrix_from_quaternion,
+    matrix_from_quaternion_into,
     matrix_from_rpy,
     njit,
     quaternion_from_matrix,
@@ -127,7 +128,8 @@ def edge_add(edge, head, stamp, quaternion, translation):
         if stamp <= newest.stamp:
             if stamp == newest.stamp:
                 copy1(quaternion, newest.quaternion)
-                copy1(translation, newest.translation)
+                for i in range(3):
+                    newest.translation[i] = translation[i]
             return
     if count == capacity:  # more samples than the cache can span at the EKF's rate: drop the oldest
         head.start = (head.start + 1) % capacity
@@ -135,7 +137,8 @@ def edge_add(edge, head, stamp, quaternion, translation):
     sample = edge[(head.start + count) % capacity]
     sample.stamp = stamp
     copy1(quaternion, sample.quaternion)
-    copy1(translation, sample.translation)
+    for i in range(3):  # (translation may be a longer state vector: its first three entries)
+        sample.translation[i] = translation[i]
     count += 1
     while count > 0 and edge[head.start].stamp < stamp - head.cache_ns:
         head.start = (head.start + 1) % capacity
@@ -146,7 +149,7 @@ def edge_add(edge, head, stamp, quaternion, translation):
 @njit(cache=True, inline="always")
 def _edge_sample(sample, rotation, translation):
     q = sample.quaternion
-    copy2(matrix_from_quaternion(q[0], q[1], q[2], q[3]), rotation)
+    matrix_from_quaternion_into(q[0], q[1], q[2], q[3], rotation)
     copy1(sample.translation, translation)
 
 
@@ -188,7 +191,7 @@ def edge_at(edge, head, stamp, rotation, translation):
         return True
     ratio = (stamp - a.stamp) / (b.stamp - a.stamp)  # tf2 TimeCache::interpolate
     q = slerp(a.quaternion, b.quaternion, ratio)
-    copy2(matrix_from_quaternion(q[0], q[1], q[2], q[3]), rotation)
+    matrix_from_quaternion_into(q[0], q[1], q[2], q[3], rotation)
     for i in range(3):
         translation[i] = (1.0 - ratio) * a.translation[i] + ratio * b.translation[i]
     return True
