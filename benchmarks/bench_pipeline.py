@@ -6,8 +6,8 @@ Prints ``name: value`` lines:
   per_run_*_ms                  where one run's time goes (one run in this process, wall clocks, median
                                 of --repeats): truth (scenario simulation) and truth_messages
                                 (/ground_truth/odom records) are computed once per (scenario, k) by a
-                                worker and shared by the variants; models; messages (the judge's message
-                                objects + the bag's CDR records, sorted); judge; bag_write
+                                worker and shared by the variants; models; messages (the sensors' CDR
+                                records the judge reads and the bag stores, sorted); judge; bag_write
   per_run_outside_judge_ms      models + messages + bag_write + the shared truth parts / variants
   replay_*                      the demo's run path (pipeline.replay on a shipped reference bag, one
                                 real run + the demo's 6 simulated runs of that bag, in this process):
@@ -55,11 +55,11 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
     gps = R.load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
     imu = R.load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     t3 = time.perf_counter()
-    sensors = R.in_receive_order(R.gps_records(gps) + R.imu_records(imu))
+    sensors = R.in_receive_order(R.sensor_bag_records(gps, imu))
     t4 = time.perf_counter()
-    result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+    result = R.judge_run(spec.judge, sensors)
     t5 = time.perf_counter()
-    records = R.in_receive_order(R.sensor_bag_records(gps, imu) + R.judge_records(result) + truth_messages)
+    records = R.in_receive_order(sensors + R.judge_records(result) + truth_messages)
     t6 = time.perf_counter()
     R.write_run(out, records, spec.info(), spec.storage)
     t7 = time.perf_counter()

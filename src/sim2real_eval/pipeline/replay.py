@@ -331,10 +331,9 @@ def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
     """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
     sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml."""
     sensors = in_receive_order(sensors)
-    result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors
-                                    if msg is not None))
+    bag_sensors = [bag_record(r) for r in sensors]  # CDR bytes where known: the judge decodes them in bulk
+    result = judge_run(spec.judge, bag_sensors)
     result.check_sensors(str(path))  # e.g. a "real" run judged without GPS is not written
-    bag_sensors = [bag_record(r) for r in sensors]
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)

@@ -233,7 +233,8 @@ def _judge_parts(ekf: str, navsat: str, static_tfs: tuple):
 
 
 def judge_run(judge: JudgeConfig, messages: Iterable):
-    """Run the embedded robot_localization on ``(recv_ns, topic, msg)`` in receive order → JudgeResult.
+    """Run the embedded robot_localization on ``(recv_ns, topic, msg)`` or ``(recv_ns, topic, msgtype, msg)``
+    records in receive order (``msg`` an object or CDR bytes: decoded in bulk) → JudgeResult.
 
     The only place the pipeline calls the judge.
     """
@@ -346,10 +347,10 @@ def simulate_run(spec: SimRunSpec, out, truths: TruthCache | None = None) -> Run
     keys = (spec.seed, *spec.run_id.seed_keys)
     gps = load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
     imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
-    sensors = in_receive_order(gps_records(gps) + imu_records(imu))
-    result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+    # The sensor messages serialised in bulk: the judge decodes these bytes, the bag stores them.
+    sensors = in_receive_order(sensor_bag_records(gps, imu))
+    result = judge_run(spec.judge, sensors)
     result.check_sensors(str(path))  # a run that lost a whole sensor is not written
-    # The bag gets the same sensor messages serialised in bulk, not the judge's message objects.
-    records = in_receive_order(sensor_bag_records(gps, imu) + judge_records(result) + truth_messages)
+    records = in_receive_order(sensors + judge_records(result) + truth_messages)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)
     return RunOutcome(spec.label, str(path), False, counts, truth.duration)
