@@ -62,7 +62,14 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     last messages of its series (its counts, ``final_position`` and ``final_stamp_ns`` are complete).
     """
     from .bags import open_bag
-    from .judge import Judge, bag_records, load_ekf_params, load_navsat_params, output_records, parse_static_tf
+    from .judge import (
+        Judge,
+        bag_records,
+        load_ekf_params,
+        load_navsat_params,
+        output_records,
+        parse_static_tf,
+    )
     from .runs import file_sha256
 
     tfs = [parse_static_tf(spec) for spec in static_tfs]

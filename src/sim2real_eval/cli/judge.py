@@ -101,8 +101,8 @@ def run(args) -> int:
     judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
                        navsat_node=args.navsat_node, gps_topic=args.gps_topic, static_tfs=args.static_tf,
                        remaps=remaps, progress=None if args.no_progress else _progress,
-                       allow_missing_sensor=args.allow_missing_sensor,
-                       output=args.output, storage=args.storage, overwrite=args.overwrite)  # written while judged
+                       allow_missing_sensor=args.allow_missing_sensor,  # written while judged:
+                       output=args.output, storage=args.storage, overwrite=args.overwrite)
     result = judged.result
     print(
         f"{args.output}: {result.published} /odometry/filtered, final position "

@@ -51,9 +51,7 @@ from .run import (
     JudgeConfig,
     RunOutcome,
     gps_cdr_records,
-    gps_records,
     imu_cdr_records,
-    imu_records,
     in_receive_order,
     judge_records,
     judge_run,
@@ -296,11 +294,10 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
     model = load_imu(sim.replace["imu"], spec.judge, seed)
     samples = model.sample(streams.truth, stamps_ns=stamps)
-    records = imu_records(samples)
-    raws = imu_cdr_records(samples)
-    # Keep the real receive times: the judge sees the replaced stream with the real timing.
-    return ([SensorRecord(int(recv), topic, msgtype, msg, raw[3])
-             for recv, (_r, topic, msgtype, msg), raw in zip(receive, records, raws)]
+    # Keep the real receive times: the judge sees the replaced stream with the real timing.  The judge
+    # reads the CDR bytes too (no message objects are built).
+    return ([SensorRecord(int(recv), topic, msgtype, raw, raw)
+             for recv, (_r, topic, msgtype, raw) in zip(receive, imu_cdr_records(samples))]
             + [SensorRecord(int(recv), topic, msgtype, None, raw)
                for recv, (_r, topic, msgtype, raw) in zip(receive, magnetic_field_cdr_records(samples))])
 
@@ -312,8 +309,8 @@ def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     model = load_gps(sim.replace["gps"], sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "gps"),
                      datum=streams.datum, rate=streams.gps_rate)
     samples = model.sample(streams.truth)
-    raws = gps_cdr_records(samples)
-    return [SensorRecord(*record, raw[3]) for record, raw in zip(gps_records(samples), raws)]
+    return [SensorRecord(recv, topic, msgtype, raw, raw)
+            for recv, topic, msgtype, raw in gps_cdr_records(samples)]
 
 
 def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
