@@ -16,6 +16,7 @@ one PROJ call per chunk), which navsat's fix callback reads.
 from __future__ import annotations
 
 import operator
+import struct
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -197,8 +198,8 @@ def cdr_columns(store, topic: str, msgtype: str, raws: Sequence) -> Optional[Col
                 if columns is None:
                     return None
                 groups.append((lay, np.array(members), columns))
-    except (cdr.CdrLayoutError, KeyError, UnicodeDecodeError):
-        return None
+    except (cdr.CdrLayoutError, KeyError, UnicodeDecodeError, struct.error, ValueError, IndexError):
+        return None  # the caller deserialises them one by one (a damaged message: a UserError there)
     stamp = np.zeros(n, np.int64)
     values = np.zeros((n, kind.width))
     frame, child = np.zeros(n, np.int64), np.zeros(n, np.int64)

@@ -451,9 +451,8 @@ class _Run:
             raise UserError(f"topic {topic}: expected {expected}, got {msgtype}")
         if isinstance(msgs[0], (bytes, bytearray, memoryview)):
             cols = columns.cdr_columns(self._typestore(), topic, expected, msgs)
-            if cols is None:  # not a fixed CDR layout: deserialise
-                store = self._typestore()
-                msgs = [store.deserialize_cdr(raw, expected) for raw in msgs]
+            if cols is None:  # not a fixed CDR layout (or damaged): deserialise one by one
+                msgs = [self._deserialize(code, k, raw) for k, raw in enumerate(msgs)]
         if cols is None:
             if control_only and not hasattr(msgs[0], "angular"):
                 return None
@@ -463,6 +462,15 @@ class _Run:
             newest = int(cols.stamp.max())
             self.max_fix_stamp = newest if self.max_fix_stamp is None else max(self.max_fix_stamp, newest)
         return cols
+
+    def _deserialize(self, code: int, k: int, raw):
+        from ..bags.reader import _one_line
+
+        try:
+            return self._typestore().deserialize_cdr(raw, self.types[code])
+        except Exception as exc:  # noqa: BLE001 - any decoding failure is a damaged message
+            raise UserError(f"topic {self.topic_names[code]}: message {self.counts[code] + k}: cannot decode "
+                            f"{self.types[code]} ({_one_line(exc)})") from None
 
     def _typestore(self):
         if self._store is None:
