@@ -14,7 +14,8 @@ Prints ``name: value`` lines:
   judge_peak_rss_mb              on a bag of --memory-seconds (base) and on one 10x longer (the judge
   judge_rss_ratio                streams: 10x / base ≈ 1)
 
-Usage: python benchmarks/bench_judge.py [--duration 30] [--repeat 5] [--cold] [--memory [--memory-seconds 300]]
+Usage: python benchmarks/bench_judge.py [--duration 30] [--repeat 5] [--cold]
+                                         [--memory [--memory-seconds 300]]
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cold", action="store_true", help="also measure the cold start (slow: compiles)")
-    parser.add_argument("--memory", action="store_true", help="also measure peak RSS on a bag and one 10x longer")
+    parser.add_argument("--memory", action="store_true",
+                        help="also measure peak RSS on a bag and one 10x longer")
     parser.add_argument("--memory-seconds", type=float, default=300.0,
                         help="the base bag's length (s; several chunks, so chunk-sized buffers are in both)")
     parser.add_argument("--first-run-only", action="store_true", help=argparse.SUPPRESS)
@@ -98,7 +100,8 @@ def main() -> None:
                                  text=True, check=True).stdout
         print(out.strip().replace("judge_first_run_", "judge_cold_start_"))
     cpu, wall, result = best_times(judge, records, args.repeat)
-    objects_cpu, _wall, _result = best_times(judge, art_like_stream(duration=args.duration, heading_rate=0.05, seed=1),
+    objects_cpu, _wall, _result = best_times(judge, art_like_stream(duration=args.duration,
+                                                                    heading_rate=0.05, seed=1),
                                              args.repeat)
     print(f"judge_messages: {len(records)}")
     print(f"judge_published: {result.published}")

@@ -130,5 +130,7 @@ def test_chunks_and_cdr_bytes_give_the_same_bits(monkeypatch):
     for other in (raw, chunked):
         for name in ("stamp_ns", "position", "pose_covariance", "twist_covariance"):
             assert getattr(other.filtered, name).tobytes() == getattr(objects.filtered, name).tobytes()
-            assert getattr(other.gps_odometry, name).tobytes() == getattr(objects.gps_odometry, name).tobytes()
-        assert (other.inputs, other.dropped, other.published) == (objects.inputs, objects.dropped, objects.published)
+            got, expected = getattr(other.gps_odometry, name), getattr(objects.gps_odometry, name)
+            assert got.tobytes() == expected.tobytes()
+        assert (other.inputs, other.dropped, other.published) == (
+            objects.inputs, objects.dropped, objects.published)

@@ -84,7 +84,8 @@ def odom(stamp_ns, x, y, yaw):
 
 
 def art_navsat(tf=None, publish_filtered_gps=True):
-    params = NavsatParams(use_odometry_yaw=True, zero_altitude=True, publish_filtered_gps=publish_filtered_gps)
+    params = NavsatParams(use_odometry_yaw=True, zero_altitude=True,
+                          publish_filtered_gps=publish_filtered_gps)
     if tf is None:
         tf = TfBuffer([parse_static_tf("base_link gps 0 0 0 0 0 0")])
     tf.add_dynamic("odom", "base_link", 1 * S, Transform(np.eye(3), np.zeros(3)))

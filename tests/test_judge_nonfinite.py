@@ -80,7 +80,8 @@ def twist(stamp_ns, vx, var=0.01):
     cov = np.zeros(36)
     cov[0] = var
     return NS(header=NS(stamp=NS(sec=sec, nanosec=nanosec), frame_id="base_link"),
-              twist=NS(twist=NS(linear=NS(x=vx, y=0.0, z=0.0), angular=NS(x=0.0, y=0.0, z=0.0)), covariance=cov))
+              twist=NS(twist=NS(linear=NS(x=vx, y=0.0, z=0.0), angular=NS(x=0.0, y=0.0, z=0.0)),
+                       covariance=cov))
 
 
 def test_a_non_finite_first_measurement_would_initialise_the_filter_and_is_refused():

@@ -13,7 +13,13 @@ from sim2real_eval.errors import UserError
 from sim2real_eval.judge import parse_static_tf
 from sim2real_eval.judge.ekf_node import EkfNode
 from sim2real_eval.judge.params import ekf_params_from_dict
-from sim2real_eval.judge.tf import TfBuffer, matrix_from_rpy, quaternion_from_matrix, quaternion_from_rpy, rpy_from_matrix
+from sim2real_eval.judge.tf import (
+    TfBuffer,
+    matrix_from_rpy,
+    quaternion_from_matrix,
+    quaternion_from_rpy,
+    rpy_from_matrix,
+)
 
 G = 9.80665
 S = 1_000_000_000
@@ -138,7 +144,8 @@ def test_differential_pose_becomes_velocity_with_covariance_times_dt():
     n = node({"pose0": "/pose", "pose0_config": flags(0, 1, 5), "pose0_differential": True})
     cov1 = np.diag([0.1, 0.2, 0.3, 0.01, 0.02, 0.03]).reshape(36)
     cov2 = np.diag([0.5, 0.6, 0.7, 0.04, 0.05, 0.06]).reshape(36)
-    n.handle("/pose", pose_msg(header(10, 0, "odom"), (1.0, 1.0, 0.0), quaternion_from_rpy(0, 0, math.pi / 2), cov1))
+    n.handle("/pose", pose_msg(header(10, 0, "odom"), (1.0, 1.0, 0.0),
+                               quaternion_from_rpy(0, 0, math.pi / 2), cov1))
     assert not n.measurements and n.dropped["differential_first_message"] == 1  # the first only stores
     n.handle("/pose", pose_msg(header(10, 500_000_000, "odom"), (1.0, 2.0, 0.0),
                                quaternion_from_rpy(0, 0, math.pi / 2 + 0.1), cov2))
@@ -154,7 +161,8 @@ def test_differential_pose_becomes_velocity_with_covariance_times_dt():
 def test_relative_pose_removes_the_first_measurement():
     n = node({"pose0": "/pose", "pose0_config": flags(0, 5), "pose0_relative": True})
     for k, (x, yaw) in enumerate([(5.0, 0.5), (6.0, 0.5)]):
-        n.handle("/pose", pose_msg(header(k + 1, 0, "odom"), (x, 0, 0), quaternion_from_rpy(0, 0, yaw), np.eye(6).reshape(36)))
+        n.handle("/pose", pose_msg(header(k + 1, 0, "odom"), (x, 0, 0), quaternion_from_rpy(0, 0, yaw),
+                                   np.eye(6).reshape(36)))
     m = n.measurements[-1]
     # P₀⁻¹·P: 1 m along x rotated into the first pose's axes (yaw 0.5)
     assert m.stamp_ns == 2 * S
@@ -163,7 +171,8 @@ def test_relative_pose_removes_the_first_measurement():
 
 
 def test_imu_orientation_offsets_and_yaw_rotation_swap_roll_and_pitch():
-    n = node({"imu0": "/imu", "imu0_config": flags(3)}, ["base_link imu 0 0 0 1.5707963267948966 0 0"])  # yawed +90°
+    n = node({"imu0": "/imu", "imu0_config": flags(3)},
+             ["base_link imu 0 0 0 1.5707963267948966 0 0"])  # yawed +90°
     n.handle("/imu", imu_msg(header(1, 0, "imu"), quaternion_from_rpy(0.1, 0.0, 2.0),
                              orientation_cov=(0.01, 0, 0, 0, 0.02, 0, 0, 0, 0.03)))
     m = only(n)
@@ -197,7 +206,8 @@ def test_twist_rotation_lever_arm_and_mask_propagation():
 
 
 ART_IMU = "base_link imu 0 0 0 3.1416 -1.5708 0"
-ACCEL_ONLY = {"imu0": "/imu", "imu0_config": flags(12, 13, 14), "imu0_remove_gravitational_acceleration": True}
+ACCEL_ONLY = {"imu0": "/imu", "imu0_config": flags(12, 13, 14),
+              "imu0_remove_gravitational_acceleration": True}
 
 
 def test_acceleration_gravity_removed_in_sensor_frame_then_rotated_humble_order():

@@ -17,7 +17,8 @@ from sim2real_eval.resources import config_path
 
 S = 1_000_000_000
 MS = 1_000_000
-FIELDS = ("position", "orientation", "pose_covariance", "linear_velocity", "angular_velocity", "twist_covariance")
+FIELDS = ("position", "orientation", "pose_covariance", "linear_velocity", "angular_velocity",
+          "twist_covariance")
 TWIST = {"frequency": 10.0, "sensor_timeout": 0.5, "twist0": "/vel",
          "twist0_config": [False] * 6 + [True, False, False, False, False, True] + [False] * 3}
 
@@ -27,7 +28,8 @@ def twist(stamp_ns, vx, wz=0.0):
     cov = np.zeros(36)
     cov[0] = cov[35] = 0.01
     return NS(header=NS(stamp=NS(sec=sec, nanosec=nanosec), frame_id="base_link"),
-              twist=NS(twist=NS(linear=NS(x=vx, y=0.0, z=0.0), angular=NS(x=0.0, y=0.0, z=wz)), covariance=cov))
+              twist=NS(twist=NS(linear=NS(x=vx, y=0.0, z=0.0), angular=NS(x=0.0, y=0.0, z=wz)),
+                       covariance=cov))
 
 
 def twist_stream(shift_ns=0, count=60):
@@ -53,12 +55,14 @@ def art_records(shift_ns=0):
 
 
 def assert_shifted(shifted, reference, shift_ns, atol=0.0):
-    for got, expected in ((shifted.filtered, reference.filtered), (shifted.gps_odometry, reference.gps_odometry)):
+    for got, expected in ((shifted.filtered, reference.filtered),
+                          (shifted.gps_odometry, reference.gps_odometry)):
         if expected is None:
             continue
         np.testing.assert_array_equal(got.stamp_ns, expected.stamp_ns + shift_ns)
         for name in FIELDS:
-            np.testing.assert_allclose(getattr(got, name), getattr(expected, name), rtol=0, atol=atol, err_msg=name)
+            np.testing.assert_allclose(getattr(got, name), getattr(expected, name), rtol=0, atol=atol,
+                                       err_msg=name)
 
 
 def test_zero_timing_is_the_default_schedule():
@@ -117,8 +121,10 @@ def test_latency_lets_a_tick_use_messages_received_up_to_t_plus_latency():
         return result.filtered.linear_velocity[k, 0]
 
     assert at_tick([first, on_time, end], JudgeTiming(tick_latency_ns=latency)) > 1.5  # used at tick 1.1 s
-    assert at_tick([first, too_late, end], JudgeTiming(tick_latency_ns=latency)) == pytest.approx(1.0, abs=0.01)
-    assert at_tick([first, on_time, end], JudgeTiming()) == pytest.approx(1.0, abs=0.01)  # zero latency: next tick
+    late = JudgeTiming(tick_latency_ns=latency)
+    assert at_tick([first, too_late, end], late) == pytest.approx(1.0, abs=0.01)
+    # zero latency: the next tick
+    assert at_tick([first, on_time, end], JudgeTiming()) == pytest.approx(1.0, abs=0.01)
 
 
 def test_latency_keeps_the_ticks_at_their_nominal_times():

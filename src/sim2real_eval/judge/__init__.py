@@ -1,7 +1,8 @@
 """The embedded judge: a Python port of robot_localization humble 3.5.2 (ekf_node + navsat_transform_node).
 
 Public API (docs/architecture.md "judge"): load_ekf_params, load_navsat_params, parse_static_tf, Judge,
-JudgeTiming, JudgeResult, OdometrySeries (+ bag_records, JudgeStream / output_records for streaming a long bag).
+JudgeTiming, JudgeResult, OdometrySeries (+ bag_records, JudgeStream / output_records for streaming a
+long bag).
 Behaviour follows ../shared/spec/judge.md; see docs/judge.md.
 """
 

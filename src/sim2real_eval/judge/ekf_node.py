@@ -208,7 +208,8 @@ def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6,
     if part.differential:
         status = FIRST_DIFFERENTIAL
         if part.has_previous:
-            delta_rotation, delta_translation, moved = scratch.delta_rotation, scratch.delta_translation, scratch.moved
+            delta_rotation, delta_translation = scratch.delta_rotation, scratch.delta_translation
+            moved = scratch.moved
             mat3_t_into(part.previous_rotation, pose_rotation, delta_rotation)  # previous⁻¹·pose
             for i in range(3):
                 moved[i] = pose_translation[i] - part.previous_translation[i]
@@ -237,7 +238,8 @@ def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6,
                 for j in range(6):
                     twist6[i, j] = (rotated[i, j] + previous6[i, j]) * dt
             base = node.base_link_frame
-            status = PREPARED if prepare_twist(ekf, tf, base, base, linear, angular, twist6, stamp, slot) else UNRESOLVED
+            prepared = prepare_twist(ekf, tf, base, base, linear, angular, twist6, stamp, slot)
+            status = PREPARED if prepared else UNRESOLVED
         part.has_previous = True
         copy2(pose_rotation, part.previous_rotation)
         copy1(pose_translation, part.previous_translation)
@@ -351,7 +353,8 @@ def _part_callback(ekf, tf, queue, part_index, row, frame):
         for i in range(3):
             angular[i] = values[w + i]
             linear[i] = 0.0 if part.imu else values[columns.LINEAR + i]
-        ok = prepare_twist(ekf, tf, ekf.node.base_link_frame, frame, linear, angular, covariance6, stamp, slot)
+        ok = prepare_twist(ekf, tf, ekf.node.base_link_frame, frame, linear, angular, covariance6, stamp,
+                           slot)
         status = PREPARED if ok else UNRESOLVED
     else:
         status = PREPARED if prepare_acceleration(ekf, tf, part, stamp, frame, values, slot) else UNRESOLVED
@@ -421,7 +424,8 @@ def _state_finite(state):
 
 @njit(cache=True, inline="always")
 def _fault(counters, kind, topic, index, field):
-    counters.fault_kind, counters.fault_topic, counters.fault_index, counters.fault_field = kind, topic, index, field
+    counters.fault_kind, counters.fault_topic = kind, topic
+    counters.fault_index, counters.fault_field = index, field
 
 
 @njit(cache=True)
@@ -549,7 +553,8 @@ class EkfNode:
     and ``take_published`` are what the loop's owner calls when the pool or the output buffer is full.
     """
 
-    def __init__(self, params: EkfParams, tf: TfBuffer, topic_of=lambda name: name, output_capacity: int = 256):
+    def __init__(self, params: EkfParams, tf: TfBuffer, topic_of=lambda name: name,
+                 output_capacity: int = 256):
         self.params = params
         self.tf = tf
         self.warnings: List[str] = []
@@ -566,9 +571,11 @@ class EkfNode:
                 imu = sensor.kind == "imu"
                 target = params.world_frame if kind == PART_POSE and not imu else params.base_link_frame
                 indices[name] = len(rows)
-                rows.append(dict(kind=kind, update=update, threshold=threshold, differential=sensor.differential,
+                rows.append(dict(kind=kind, update=update, threshold=threshold,
+                                 differential=sensor.differential,
                                  relative=sensor.relative, imu=imu,
-                                 remove_gravity=sensor.remove_gravitational_acceleration, target=tf.code(target)))
+                                 remove_gravity=sensor.remove_gravitational_acceleration,
+                                 target=tf.code(target)))
                 self.part_keys.append(key)
                 self.part_targets.append(target)
             self.inputs.append(_Input(sensor, indices))
@@ -610,15 +617,18 @@ class EkfNode:
         node["period_ns"] = self.period_ns
         node["gps_odometry_topic"] = -1
         self._arrays["scratch"] = record(PREPARE)
-        self.core = Ekf(config=self._arrays["config"][0], state=self._arrays["state"][0], node=node, parts=parts,
+        self.core = Ekf(config=self._arrays["config"][0], state=self._arrays["state"][0], node=node,
+                        parts=parts,
                         inputs=inputs, counters=self._arrays["counters"][0],
-                        unresolved=np.zeros((len(parts), MAX_FRAMES), np.int64), scratch=self._arrays["scratch"][0])
+                        unresolved=np.zeros((len(parts), MAX_FRAMES), np.int64),
+                        scratch=self._arrays["scratch"][0])
         self.queue = make_queue(16)
         self.odometry = records(output_capacity, ODOMETRY)
         self.odometry_head = self._arrays["odometry_head"][0]
         # the largest number of queue slots one message can take: three parts per input on its topic,
         # and navsat's /odometry/gps (two parts per input) at the same step
-        self.slots_per_message = 3 * max([len(v) for v in self.subscriptions.values()] or [1]) + 2 * len(self.inputs)
+        per_topic = max([len(v) for v in self.subscriptions.values()] or [1])
+        self.slots_per_message = 3 * per_topic + 2 * len(self.inputs)
 
     # --- the loop owner's API -----------------------------------------------------------------------------
     def ensure_queue_space(self) -> None:

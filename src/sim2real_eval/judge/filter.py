@@ -85,7 +85,8 @@ def _ekf_predict(config, state, reference_ns, delta_ns):
 
 @njit(cache=True)
 def _ukf_predict(config, state, reference_ns, delta_ns):
-    control_accelerations(config, state, reference_ns)  # computed (a timed-out control is zeroed), not applied
+    # computed (a timed-out control is zeroed), not applied
+    control_accelerations(config, state, reference_ns)
     nx, n_p, sigma = ukf_predict(state.x, state.p, config.process_noise, delta_ns * 1e-9,
                                  config.dynamic_process_noise, config.lam, config.state_weights,
                                  config.covariance_weights)
@@ -102,7 +103,8 @@ def _ekf_correct(config, state, slot):
 
 @njit(cache=True)
 def _ukf_correct(config, state, slot):
-    applied = ukf_correct(state.x, state.p, state.sigma, not state.uncorrected, slot.z, slot.covariance, slot.update,
+    applied = ukf_correct(state.x, state.p, state.sigma, not state.uncorrected, slot.z, slot.covariance,
+                          slot.update,
                           slot.threshold, config.lam, config.state_weights, config.covariance_weights)
     if applied:
         state.uncorrected = False
@@ -129,7 +131,8 @@ def filter_correct(config, state, slot):
 @overload(filter_predict)
 def _filter_predict_typed(config, state, reference_ns, delta_ns):
     if "sigma" in state.fields:
-        return lambda config, state, reference_ns, delta_ns: _ukf_predict(config, state, reference_ns, delta_ns)
+        return lambda config, state, reference_ns, delta_ns: _ukf_predict(config, state, reference_ns,
+                                                                          delta_ns)
     return lambda config, state, reference_ns, delta_ns: _ekf_predict(config, state, reference_ns, delta_ns)
 
 
@@ -240,7 +243,8 @@ def release_slot(queue, slot):
 def make_queue(capacity: int, old: Queue | None = None) -> Queue:
     """An empty queue, or ``old`` grown to ``capacity`` (queued entries keep their slots and order)."""
     queue = Queue(slots=records(capacity, QUEUE_SLOT), stamp=np.zeros(capacity, np.int64),
-                  heap=np.zeros(capacity, np.int64), free=np.zeros(capacity, np.int64), head=record(QUEUE_HEAD)[0])
+                  heap=np.zeros(capacity, np.int64), free=np.zeros(capacity, np.int64),
+                  head=record(QUEUE_HEAD)[0])
     used = free = 0
     if old is not None:
         used = len(old.heap)
@@ -280,8 +284,8 @@ def filter_config(params: EkfParams, use_control: bool | None = None, control_up
     c = config[0]
     c["ukf"] = params.filter_type == "ukf"
     if c["ukf"]:
-        c["lam"], c["state_weights"], c["covariance_weights"] = kernels.ukf_weights(params.ukf_alpha,
-                                                                                   params.ukf_kappa, params.ukf_beta)
+        c["lam"], c["state_weights"], c["covariance_weights"] = kernels.ukf_weights(
+            params.ukf_alpha, params.ukf_kappa, params.ukf_beta)
     c["dynamic_process_noise"] = bool(params.dynamic_process_noise_covariance)
     c["use_control"] = bool(params.use_control if use_control is None else use_control)
     c["control_timeout_ns"] = int(round(params.control_timeout * 1e9))
@@ -294,7 +298,8 @@ def filter_config(params: EkfParams, use_control: bool | None = None, control_up
     c["acceleration_gains"] = params.acceleration_gains
     c["deceleration_limits"] = params.deceleration_limits
     c["deceleration_gains"] = params.deceleration_gains
-    c["control_update"] = np.array(params.control_config if control_update is None else control_update, dtype=bool)
+    c["control_update"] = np.array(params.control_config if control_update is None else control_update,
+                                   dtype=bool)
     return config
 
 
@@ -312,7 +317,8 @@ def filter_state(params: EkfParams) -> np.ndarray:
 def measurement_slot(m: Measurement) -> np.ndarray:
     """A one-element QUEUE_SLOT array holding ``m`` (the form the compiled filter reads)."""
     slot = records(1, QUEUE_SLOT)
-    slot["z"], slot["covariance"], slot["update"], slot["threshold"] = m.z, m.covariance, m.update, m.threshold
+    slot["z"], slot["covariance"] = m.z, m.covariance
+    slot["update"], slot["threshold"] = m.update, m.threshold
     return slot
 
 
@@ -384,7 +390,8 @@ class Ekf:
 
     def process_measurement(self, m: Measurement) -> str:
         """FilterBase::processMeasurement.  Returns 'init', 'accepted' or 'rejected'."""
-        return OUTCOMES[process_measurement(self.config, self.record, int(m.stamp_ns), measurement_slot(m)[0])]
+        return OUTCOMES[process_measurement(self.config, self.record, int(m.stamp_ns),
+                                            measurement_slot(m)[0])]
 
 
 class Ukf(Ekf):

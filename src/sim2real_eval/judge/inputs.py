@@ -1,6 +1,6 @@
-"""Input messages → columns: the one field table per message type the judge reads, and its two readers.
+"""Input messages → rows: the layout of each message type the judge reads, and its two readers.
 
-A message becomes one row of ``state.Inputs``: header stamp (int ns), frame codes of
+A message becomes one ``state.INPUT_ROW``: header stamp (int ns), frame codes of
 ``header.frame_id`` (and ``child_frame_id``), and its numbers in ``values`` at the offsets of its
 layout below (the compiled callbacks read them by these names).  Rows come from
 
@@ -69,11 +69,15 @@ TYPES: Dict[str, MessageType] = {t.msgtype: t for t in (
                     ("angular_velocity_covariance", (), 9, IMU_ANGULAR_VELOCITY_COVARIANCE),
                     ("linear_acceleration", XYZ, 3, IMU_LINEAR_ACCELERATION),
                     ("linear_acceleration_covariance", (), 9, IMU_LINEAR_ACCELERATION_COVARIANCE))),
-    _type(ODOMETRY, 85, (("pose.pose.position", XYZ, 3, POSITION), ("pose.pose.orientation", XYZW, 4, ORIENTATION),
-                         ("pose.covariance", (), 36, POSE_COVARIANCE), ("twist.twist.linear", XYZ, 3, LINEAR),
-                         ("twist.twist.angular", XYZ, 3, ANGULAR), ("twist.covariance", (), 36, TWIST_COVARIANCE)),
+    _type(ODOMETRY, 85, (("pose.pose.position", XYZ, 3, POSITION),
+                         ("pose.pose.orientation", XYZW, 4, ORIENTATION),
+                         ("pose.covariance", (), 36, POSE_COVARIANCE),
+                         ("twist.twist.linear", XYZ, 3, LINEAR),
+                         ("twist.twist.angular", XYZ, 3, ANGULAR),
+                         ("twist.covariance", (), 36, TWIST_COVARIANCE)),
           child=True),
-    _type(POSE, 85, (("pose.pose.position", XYZ, 3, POSITION), ("pose.pose.orientation", XYZW, 4, ORIENTATION),
+    _type(POSE, 85, (("pose.pose.position", XYZ, 3, POSITION),
+                     ("pose.pose.orientation", XYZW, 4, ORIENTATION),
                      ("pose.covariance", (), 36, POSE_COVARIANCE))),
     _type(TWIST, 85, (("twist.twist.linear", XYZ, 3, LINEAR), ("twist.twist.angular", XYZ, 3, ANGULAR),
                       ("twist.covariance", (), 36, TWIST_COVARIANCE))),
@@ -207,7 +211,8 @@ def cdr_columns(store, topic: str, msgtype: str, raws: Sequence) -> Optional[Col
     child_names: List[str] = []
     for layout, members, columns in groups:
         strings = {path: encoded[:-1].decode("utf-8") for path, (_offset, encoded) in layout.strings.items()}
-        for names, codes, path in ((frame_names, frame, "header.frame_id"), (child_names, child, "child_frame_id")):
+        for names, codes, path in ((frame_names, frame, "header.frame_id"),
+                                   (child_names, child, "child_frame_id")):
             name = strings.get(path, "")
             if name not in names:
                 names.append(name)

@@ -379,8 +379,10 @@ def transition_into(state: np.ndarray, delta: float, f: np.ndarray, j: np.ndarra
         -sy * sp * a0 + sy * cp * sr * a1 + sy * cp * cr * a2) * half_d2
     j[1, 5] = (cy * cp * v0 + (cy * sp * sr - sy * cr) * v1 + (cy * sp * cr + sy * sr) * v2) * d + (
         cy * cp * a0 + (cy * sp * sr - sy * cr) * a1 + (cy * sp * cr + sy * sr) * a2) * half_d2
-    j[2, 3] = (0.0 * v0 + cp * cr * v1 + -cp * sr * v2) * d + (0.0 * a0 + cp * cr * a1 + -cp * sr * a2) * half_d2
-    j[2, 4] = (-cp * v0 + -sp * sr * v1 + -sp * cr * v2) * d + (-cp * a0 + -sp * sr * a1 + -sp * cr * a2) * half_d2
+    j[2, 3] = ((0.0 * v0 + cp * cr * v1 + -cp * sr * v2) * d
+               + (0.0 * a0 + cp * cr * a1 + -cp * sr * a2) * half_d2)
+    j[2, 4] = ((-cp * v0 + -sp * sr * v1 + -sp * cr * v2) * d
+               + (-cp * a0 + -sp * sr * a1 + -sp * cr * a2) * half_d2)
     j[2, 5] = (0.0 * v0 + 0.0 * v1 + 0.0 * v2) * d + (0.0 * a0 + 0.0 * a1 + 0.0 * a2) * half_d2
     j[3, 3] = 1.0 + (cr * tp * wy - sr * tp * wz) * d
     j[3, 4] = (cpi * cpi * sr * wy + cpi * cpi * cr * wz) * d
@@ -399,7 +401,8 @@ def transition(state: np.ndarray, delta: float):
 
 # The non-zero columns of the Jacobian J (transition_into) row by row, ascending: J·P·Jᵀ runs over these
 # only.  Entries outside are exactly 0; entries inside may be 0 too (adding ±0 changes nothing).
-J_COLUMNS = ((0, 3, 4, 5, 6, 7, 8, 12, 13, 14), (1, 3, 4, 5, 6, 7, 8, 12, 13, 14), (2, 3, 4, 6, 7, 8, 12, 13, 14),
+J_COLUMNS = ((0, 3, 4, 5, 6, 7, 8, 12, 13, 14), (1, 3, 4, 5, 6, 7, 8, 12, 13, 14),
+             (2, 3, 4, 6, 7, 8, 12, 13, 14),
              (3, 4, 9, 10, 11), (3, 4, 10, 11), (3, 4, 5, 10, 11), (6, 12), (7, 13), (8, 14),
              (9,), (10,), (11,), (12,), (13,), (14,))
 J_NONZERO = np.array([columns + (0,) * (10 - len(columns)) for columns in J_COLUMNS], dtype=np.int64)
@@ -407,7 +410,8 @@ J_COUNT = np.array([len(columns) for columns in J_COLUMNS], dtype=np.int64)
 
 
 @njit(cache=True)
-def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, control_update, use_control, work):
+def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, control_update, use_control,
+            work):
     """Ekf::predict, in place: F, J from the pre-update state; Q′ (dynamic: pose block × ‖(v, ω)‖²);
     control (ω += aΔ, enabled linear accelerations replaced); x ← F·x; wrap angles; P ← J P Jᵀ + Δ·Q.
     ``work``: the FILTER_STATE record's scratch.  Every sum runs in ascending index order."""

@@ -75,7 +75,8 @@ def _ticks(ekf, tf, queue, outputs, navsat, topics, timing, until, inclusive, re
             if status < 0:
                 return FAULT
             if status > 0 and navsat.config.enabled:
-                navsat_odometry(navsat, tf, ekf.counters, ekf.node.world_frame, ekf.node.base_link_frame_output,
+                navsat_odometry(navsat, tf, ekf.counters, ekf.node.world_frame,
+                                ekf.node.base_link_frame_output,
                                 outputs.odometry[outputs.odometry_head.count - 1])
             timing.next_ekf = next_ekf + timing.ekf_period_ns
         if next_navsat == due:

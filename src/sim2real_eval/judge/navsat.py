@@ -127,7 +127,8 @@ def add_utm(values: np.ndarray) -> None:
     """Fill the UTM columns of NavSatFix rows (inputs.FIX_EASTING, FIX_NORTHING, FIX_CONVERGENCE)."""
     if len(values):
         e, n, g = lat_lon_to_utm_many(values[:, columns.FIX_LATITUDE], values[:, columns.FIX_LONGITUDE])
-        values[:, columns.FIX_EASTING], values[:, columns.FIX_NORTHING], values[:, columns.FIX_CONVERGENCE] = e, n, g
+        values[:, columns.FIX_EASTING], values[:, columns.FIX_NORTHING] = e, n
+        values[:, columns.FIX_CONVERGENCE] = g
 
 
 # --- callbacks and timer (compiled) --------------------------------------------------------------------
@@ -160,7 +161,8 @@ def navsat_fix(nav, counters, row):
         return False
     easting, northing = values[columns.FIX_EASTING], values[columns.FIX_NORTHING]
     if not state.transform_good and not config.manual_datum:
-        state.transform_utm_pose[0], state.transform_utm_pose[1], state.transform_utm_pose[2] = easting, northing, alt
+        pose = state.transform_utm_pose
+        pose[0], pose[1], pose[2] = easting, northing, alt
         state.convergence = values[columns.FIX_CONVERGENCE]
         state.has_gps = True
     state.latest_utm[0], state.latest_utm[1], state.latest_utm[2] = easting, northing, alt
@@ -303,7 +305,8 @@ def _gps_odometry(nav, tf, counters, outputs):
     state.gps_updated = False
     for i in range(3):
         if not np.isfinite(position[i]):
-            counters.fault_kind, counters.fault_topic, counters.fault_index = (FAULT_GPS_OUTPUT, state.gps_topic,
+            counters.fault_kind, counters.fault_topic, counters.fault_index = (FAULT_GPS_OUTPUT,
+                                                                               state.gps_topic,
                                                                                state.gps_index)
             return -1
     k = outputs.gps_head.count
@@ -428,7 +431,8 @@ class NavsatNode:
         odometry["stamp"] = row["stamp"]
         odometry["state"][0, :3] = row["values"][columns.POSITION:columns.POSITION + 3]
         odometry["orientation"] = row["values"][columns.ORIENTATION:columns.ORIENTATION + 4]
-        navsat_odometry(self.core, self.tf.core, self.counters, int(row["frame"]), int(row["child"]), odometry[0])
+        navsat_odometry(self.core, self.tf.core, self.counters, int(row["frame"]), int(row["child"]),
+                        odometry[0])
 
     def imu(self, msg) -> None:
         """imuCallback for one Imu message object."""

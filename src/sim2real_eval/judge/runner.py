@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import itemgetter
-from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 
 import numpy as np
@@ -81,7 +81,8 @@ class OdometrySeries:
 
     @staticmethod
     def empty(frame_id: str = "", child_frame_id: str = "") -> OdometrySeries:
-        return OdometrySeries(np.zeros(0, np.int64), frame_id, child_frame_id, np.zeros((0, 3)), np.zeros((0, 4)),
+        return OdometrySeries(np.zeros(0, np.int64), frame_id, child_frame_id, np.zeros((0, 3)),
+                              np.zeros((0, 4)),
                               np.zeros((0, 36)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 36)))
 
     @staticmethod
@@ -90,7 +91,8 @@ class OdometrySeries:
         state = odometry["state"]
         return OdometrySeries(odometry["stamp"].copy(), frame_id, child_frame_id, state[:, 0:3].copy(),
                               odometry["orientation"].copy(), odometry["pose_covariance"].copy(),
-                              state[:, 6:9].copy(), state[:, 9:12].copy(), odometry["twist_covariance"].copy())
+                              state[:, 6:9].copy(), state[:, 9:12].copy(),
+                              odometry["twist_covariance"].copy())
 
     @staticmethod
     def concatenate(parts: List[OdometrySeries], frame_id: str, child_frame_id: str) -> OdometrySeries:
@@ -98,13 +100,15 @@ class OdometrySeries:
             return OdometrySeries.empty(frame_id, child_frame_id)
         if len(parts) == 1:
             return parts[0]
-        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity", "angular_velocity",
+        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity",
+                 "angular_velocity",
                  "twist_covariance")
         joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
         return OdometrySeries(frame_id=frame_id, child_frame_id=child_frame_id, **joined)
 
     def tail(self, count: int = 1) -> OdometrySeries:
-        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity", "angular_velocity",
+        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity",
+                 "angular_velocity",
                  "twist_covariance")
         return OdometrySeries(frame_id=self.frame_id, child_frame_id=self.child_frame_id,
                               **{name: getattr(self, name)[-count:].copy() for name in names})
@@ -333,7 +337,8 @@ class _Run:
         t = judge.timing
         self.timing["ekf_period_ns"] = self.ekf.period_ns
         self.timing["navsat_period_ns"] = self.navsat.period_ns if self.navsat is not None else 1
-        self.timing["ekf_phase_ns"], self.timing["navsat_phase_ns"] = int(t.ekf_phase_ns), int(t.navsat_phase_ns)
+        self.timing["ekf_phase_ns"] = int(t.ekf_phase_ns)
+        self.timing["navsat_phase_ns"] = int(t.navsat_phase_ns)
         self.timing["latency_ns"] = int(t.tick_latency_ns)
         self.timing["next_ekf"] = self.timing["next_navsat"] = NEVER
         self.first_recv: Optional[int] = None
@@ -389,7 +394,8 @@ class _Run:
         start, end = 0, len(rows)
         while True:
             ekf.ensure_queue_space()
-            start, status = advance(ekf.core, self.tf.core, ekf.queue, self.outputs, self.nav_core, self.topics,
+            start, status = advance(ekf.core, self.tf.core, ekf.queue, self.outputs, self.nav_core,
+                                    self.topics,
                                     self.timing, rows, start, end, final, final_ns, ekf.slots_per_message)
             if status == DONE:
                 return
@@ -559,7 +565,8 @@ def output_records(stream: JudgeStream, filtered_topic: str, gps_topic: str) -> 
 
     def checked(record):
         if last[0] is not None and record[0] < last[0]:
-            raise UserError(f"topic {run.judge.gps_topic}: fix stamps go back more than {HOLDBACK_NS / 1e9:.0f} s: "
+            raise UserError(f"topic {run.judge.gps_topic}: fix stamps go back more than "
+                            f"{HOLDBACK_NS / 1e9:.0f} s: "
                             "the judge's outputs cannot be written in time order")
         last[0] = record[0]
         return record
@@ -578,8 +585,8 @@ def output_records(stream: JudgeStream, filtered_topic: str, gps_topic: str) -> 
                 break
             # a gps message: no filtered message (stamps > the last one) nor gps message may precede it
             stamp = pending_g[0][0]
-            if (run.last_filtered_stamp is not None and stamp <= run.last_filtered_stamp and bound_g is not None
-                    and stamp <= bound_g):
+            if (run.last_filtered_stamp is not None and stamp <= run.last_filtered_stamp
+                    and bound_g is not None and stamp <= bound_g):
                 yield checked(pending_g.popleft())
                 continue
             break

@@ -111,7 +111,8 @@ FILTER_STATE = np.dtype(_FILTER_STATE, align=True)
 # since the last predict): a different record type, so the EKF's compiled code never contains the UKF's
 # (its own fields first: a record type with the EKF's fields at the same offsets would count as a subtype
 # of the EKF's, and numba could call the EKF's compiled code for it)
-FILTER_STATE_UKF = np.dtype([("sigma", "f8", (31, STATE_SIZE)), ("uncorrected", "?")] + _FILTER_STATE, align=True)
+FILTER_STATE_UKF = np.dtype([("sigma", "f8", (31, STATE_SIZE)), ("uncorrected", "?")] + _FILTER_STATE,
+                            align=True)
 
 QUEUE_SLOT = np.dtype([
     ("threshold", "f8"), ("topic", "i8"), ("index", "i8"),  # source: topic code, message index
@@ -128,12 +129,14 @@ NODE_CONFIG = np.dtype([
 
 PART = np.dtype([
     # configuration (ros_filter.cpp's per-callback update vectors, keyed by topic and part)
-    ("kind", "i8"), ("update", "u1", STATE_SIZE), ("threshold", "f8"), ("differential", "?"), ("relative", "?"),
+    ("kind", "i8"), ("update", "u1", STATE_SIZE), ("threshold", "f8"), ("differential", "?"),
+    ("relative", "?"),
     ("imu", "?"),  # the input is an IMU: its message layout, preparePose's imu_data
     ("remove_gravity", "?"), ("target", "i8"),  # frame code of the target frame (world or base_link)
     # memory of the callbacks: stale-stamp gate, toSec of the last stamp, differential / relative poses
     ("has_last", "?"), ("has_previous", "?"), ("has_initial", "?"), ("last_ns", "i8"), ("last_seconds", "f8"),
-    ("previous_rotation", "f8", (3, 3)), ("previous_translation", "f8", 3), ("previous_covariance", "f8", (6, 6)),
+    ("previous_rotation", "f8", (3, 3)), ("previous_translation", "f8", 3),
+    ("previous_covariance", "f8", (6, 6)),
     ("initial_rotation", "f8", (3, 3)), ("initial_translation", "f8", 3),
 ], align=True)
 
@@ -143,7 +146,8 @@ INPUT = np.dtype([("kind", "i8"), ("pose", "i8"), ("twist", "i8"), ("acceleratio
 _V3, _M3, _M6 = ("f8", 3), ("f8", (3, 3)), ("f8", (6, 6))
 PREPARE = np.dtype([
     ("covariance6", *_M6), ("position", *_V3), ("quaternion", "f8", 4), ("linear", *_V3), ("angular", *_V3),
-    ("pose_rotation", *_M3), ("pose_translation", *_V3), ("target_rotation", *_M3), ("target_translation", *_V3),
+    ("pose_rotation", *_M3), ("pose_translation", *_V3), ("target_rotation", *_M3),
+    ("target_translation", *_V3),
     ("yaw_rotation", *_M3), ("rotated", *_M6), ("turned", *_V3), ("angles", *_V3), ("moved", *_V3),
     ("delta_rotation", *_M3), ("delta_translation", *_V3), ("previous6", *_M6), ("twist6", *_M6),
     ("twist_rotation", *_M3), ("twist_translation", *_V3),
@@ -153,7 +157,8 @@ PREPARE = np.dtype([
 
 LOOKUP = np.dtype([
     ("kind", "i8"), ("a_identity", "?"), ("b_identity", "?"),
-    ("a_rotation", "f8", (3, 3)), ("a_translation", "f8", 3), ("b_rotation", "f8", (3, 3)), ("b_translation", "f8", 3),
+    ("a_rotation", "f8", (3, 3)), ("a_translation", "f8", 3),
+    ("b_rotation", "f8", (3, 3)), ("b_translation", "f8", 3),
 ], align=True)
 EDGE_SAMPLE = np.dtype([("stamp", "i8"), ("quaternion", "f8", 4), ("translation", "f8", 3)], align=True)
 EDGE = np.dtype([("start", "i8"), ("count", "i8"), ("cache_ns", "i8")], align=True)  # ring buffer head
@@ -190,7 +195,8 @@ NAVSAT_STATE = np.dtype([
     ("robot_translation", "f8", 3),
 ], align=True)
 
-TOPIC = np.dtype([("inputs", "i8", MAX_INPUTS_PER_TOPIC), ("fix", "?"), ("navsat_imu", "?"), ("cmd_vel", "?")],
+TOPIC = np.dtype([("inputs", "i8", MAX_INPUTS_PER_TOPIC), ("fix", "?"), ("navsat_imu", "?"),
+                  ("cmd_vel", "?")],
                  align=True)
 
 INPUT_ROW = np.dtype([("recv", "i8"), ("topic", "i8"), ("index", "i8"), ("stamp", "i8"), ("frame", "i8"),

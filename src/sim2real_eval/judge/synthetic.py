@@ -126,8 +126,9 @@ def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
     from ..bags import messages as bag_messages
 
     imu, gps = art_like_samples(**kwargs)
-    out = [(recv, topic, msg) for recv, topic, _type, msg in bag_messages.imu_messages(imu, art.TOPICS["imu"])]
-    out += [(recv, topic, msg) for recv, topic, _type, msg in bag_messages.navsatfix_messages(gps, art.TOPICS["gps"])]
+    messages = bag_messages.imu_messages(imu, art.TOPICS["imu"])
+    messages += bag_messages.navsatfix_messages(gps, art.TOPICS["gps"])
+    out = [(recv, topic, msg) for recv, topic, _type, msg in messages]
     out.sort(key=lambda item: item[0])  # stable: IMU before GPS at equal receive times
     return out
 
@@ -137,6 +138,7 @@ def art_like_records(**kwargs) -> list:
     from ..bags import messages as bag_messages
 
     imu, gps = art_like_samples(**kwargs)
-    out = list(bag_messages.imu_cdr(imu, art.TOPICS["imu"])) + list(bag_messages.navsatfix_cdr(gps, art.TOPICS["gps"]))
+    out = list(bag_messages.imu_cdr(imu, art.TOPICS["imu"]))
+    out += bag_messages.navsatfix_cdr(gps, art.TOPICS["gps"])
     out.sort(key=lambda item: item[0])
     return out

@@ -96,7 +96,8 @@ class StaticTransform:
     def transform(self) -> Transform:
         """T(parent←child)."""
         q = quaternion_from_rpy(self.roll, self.pitch, self.yaw)
-        return Transform(matrix_from_quaternion(q[0], q[1], q[2], q[3]), np.array(self.translation, dtype=float))
+        rotation = matrix_from_quaternion(q[0], q[1], q[2], q[3])
+        return Transform(rotation, np.array(self.translation, dtype=float))
 
 
 def parse_static_tf(spec: str) -> StaticTransform:
