@@ -262,34 +262,3 @@ def test_file_sha256_follows_an_edited_file(tmp_path):
 
 
 # ------------------------------------------------------------------------------ ROS launch
-@pytest.mark.parametrize("mode, run", [
-    ("real", "real/real/line/1"),
-    ("sim_imu", "sim/sim_imu-chrono_paper_demo/line/1"),
-    ("sim_gps", "sim/sim_gps-ch_rw/line/1"),
-    ("sim_both", "sim/sim_gps-ch_rw_imu-chrono_paper_demo/line/1"),
-])
-def test_the_ros_launch_names_its_run_like_the_offline_replay(tmp_path, mode, run):
-    for name in ("run_00", "run_01"):
-        make_bag(tmp_path / "bags" / "line" / name)
-    bag = tmp_path / "bags" / "line" / "run_01"
-    recorded = runs.recorded_replay_run(bag, mode, "ch_rw", "chrono_paper_demo", 2024, EKF, NAVSAT,
-                                        ART_STATIC_TFS, storage="mcap", truth_source="gps",
-                                        overrides={"imu": {"mounting_rpy": ART_RPY}}, out=tmp_path / "runs")
-    assert recorded.directory == tmp_path / "runs" / run
-    record = yaml.safe_load(recorded.info.to_yaml())
-    assert RunInfo.from_dict(record, "run.yaml") == recorded.info
-    assert (record["side"], record["variant"], record["scenario"], record["k"]) == tuple(
-        part if i < 3 else int(part) for i, part in enumerate(run.split("/")))
-    assert record["source"] == str(bag.resolve()) and record["seed"] == 2024
-    assert record["storage"] == "mcap" and record["ground_truth_source"] == "gps"
-    assert record["judge"] == runs.judge_record(EKF, NAVSAT, ART_STATIC_TFS)
-    assert record["topics"]["gps_odometry"] == "/odometry/gps"
-    if "imu" in mode or mode == "sim_both":
-        assert record["imu"] == runs.model_parameters("imu", "chrono_paper_demo", mounting_rpy=ART_RPY)
-        assert record["imu"]["mounting_rpy"] == ART_RPY
-    else:
-        assert record["imu"] == "real"
-    assert record["gps"] == ("real" if mode in ("real", "sim_imu") else runs.model_parameters("gps", "ch_rw"))
-    assert record.get("replaced", []) == [s for s in ("gps", "imu") if s in mode or mode == "sim_both"]
-    with pytest.raises(UserError, match="mode:='sim_lidar'"):
-        runs.recorded_replay_run(bag, "sim_lidar", "ch_rw", "x", 0, EKF, NAVSAT, ART_STATIC_TFS)

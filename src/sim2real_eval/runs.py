@@ -12,7 +12,7 @@ All of them use this module for
   position among the bags of that folder (sorted by name);
 - the run.yaml record ``RunInfo`` (typed; ``to_dict``/``to_yaml`` write it in one key order,
   ``RunInfo.from_dict``/``read_run_info`` validate it) and the builders of its parts
-  (``judge_record``, ``model_parameters``, ``bag_run_info``, ``recorded_replay_run``);
+  (``judge_record``, ``model_parameters``, ``bag_run_info``);
 - resume: ``existing_run`` (a complete matching run is kept, a different one refused);
 - ``file_sha256``, the one file digest of the package.
 
@@ -499,47 +499,6 @@ def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[M
         recorded_by=recorded_by, version=__version__)
 
 
-# ------------------------------------------------------------------------------------- ROS launch
-ROS_MODES = {"real": (), "sim_imu": ("imu",), "sim_gps": ("gps",), "sim_both": ("gps", "imu")}
-
-
-@dataclass(frozen=True)
-class RecordedRun:
-    """Where the ROS recorder writes a run and what its run.yaml says (``info.to_yaml()``)."""
-
-    directory: Path
-    info: RunInfo
-
-
-def recorded_replay_run(bag, mode: str, gps_model: str, imu_model: str, seed: int, ekf: str, navsat: str,
-                        static_tfs: Sequence[str], *, storage: str = "sqlite3", truth_source: str = "auto",
-                        seed_keys: Optional[Sequence] = None, overrides: Optional[Mapping] = None,
-                        out="runs", scenario: Optional[str] = None, k: Optional[int] = None,
-                        recorded_by: str = "recorder_node (ros2 launch sim2real_eval evaluate.launch.py)"
-                        ) -> RecordedRun:
-    """The run a ROS launch (``evaluate.launch.py``) records from real bag ``bag``, named like the
-    offline replay of the same bag: ``OUT/real/real/<scenario>/<k>`` for ``mode`` real, else
-    ``OUT/sim/sim_<sensor>-<model>…/<scenario>/<k>`` (``replay_variant``), scenario and k by
-    ``name_real_bag``.  ``overrides``: {"gps" | "imu": {key: value}} the nodes apply to the models
-    (e.g. the IMU's ``mounting_rpy`` from the static TF); ``seed_keys``: the nodes' run key when it is
-    not ``run.seed_keys``.  ``out``: the folder the layout starts in (the launch's default ``./runs``).
-    """
-    if mode not in ROS_MODES:
-        raise UserError(f"launch argument mode:={mode!r}: expected one of {', '.join(ROS_MODES)}")
-    models = {"gps": gps_model, "imu": imu_model}
-    replace = {sensor: models[sensor] for sensor in ROS_MODES[mode]}
-    named = name_real_bag(bag, scenario, k)
-    run = bag_run_id(named, replace)
-    overrides = dict(overrides or {})
-    parameters = {sensor: model_parameters(sensor, spec, **dict(overrides.get(sensor) or {}))
-                  for sensor, spec in replace.items()}
-    info = bag_run_info(run, named.path, seed, judge_record(ekf, navsat, static_tfs), replace=replace,
-                        gps=parameters.get("gps", REAL), imu=parameters.get("imu", REAL),
-                        ground_truth_source=truth_source, storage=storage, seed_keys=seed_keys,
-                        recorded_by=recorded_by)
-    return RecordedRun(run.directory(out), info)
-
-
 # ------------------------------------------------------------------------------------------ resume
 def _comparable(record: dict) -> dict:
     """run.yaml fields that must match for an existing run to count as this run.
@@ -614,9 +573,9 @@ def remove_stale_temporaries(path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-__all__ = ["LAYOUT", "NAME_PATTERN", "OUTCOME_KEY", "REAL", "ROS_MODES", "RUN_FILE", "SENSORS", "SIDES",
-           "STORAGES", "RealBag", "RecordedRun", "RunId", "RunInfo", "bag_run_id", "bag_run_info", "bags_in",
+__all__ = ["LAYOUT", "NAME_PATTERN", "OUTCOME_KEY", "REAL", "RUN_FILE", "SENSORS", "SIDES",
+           "STORAGES", "RealBag", "RunId", "RunInfo", "bag_run_id", "bag_run_info", "bags_in",
            "check_name", "existing_run", "file_sha256", "find_real_bags", "find_runs", "first_difference",
            "is_bag", "judge_record", "model_label", "model_parameters", "name_real_bag", "plain",
-           "read_run_info", "recorded_replay_run", "remove_stale_temporaries", "replay_variant",
+           "read_run_info", "remove_stale_temporaries", "replay_variant",
            "run_directory", "run_topics"]
