@@ -299,7 +299,7 @@ def model_parameters(kind: str, spec: Any, **overrides) -> dict:
 # --------------------------------------------------------------------------------- the record
 # run.yaml keys after side, variant, scenario, k, in the order they are written; `judge_outcome` last.
 _ORDER = ("seed", "seed_keys", "source", "scenario_params", "replaced", "models", "gps", "imu", "window_ns",
-          "judge", "ground_truth_rate", "ground_truth_source", "storage", "input_topics", "topics",
+          "judge", "timing", "ground_truth_rate", "ground_truth_source", "storage", "input_topics", "topics",
           "recorded_by", "version")
 
 
@@ -316,7 +316,10 @@ class RunInfo:
       given (``models`` on a scenario run: the specs of both sensors);
     - ``gps`` / ``imu``: the effective model parameters (``model_parameters``), or ``"real"``;
     - ``window_ns``: [start, end] header stamps of the sensor messages judged (runs of a real bag);
-    - ``judge``: ``judge_record``; ``topics``: ``run_topics``; ``input_topics``: the real bag's
+    - ``judge``: ``judge_record``; ``timing``: the judge's timer timing (``pipeline.timing``: ``model``
+      fixed | random, ``ekf_phase_ns``, ``navsat_phase_ns``, ``tick_latency_ns``, for random its
+      ``seed`` and ``latency`` distribution), absent for the default (fixed 0 / 0 / 0);
+      ``topics``: ``run_topics``; ``input_topics``: the real bag's
       sensor topics; ``ground_truth_rate`` (Hz of /ground_truth/odom), ``ground_truth_source``,
       ``storage``, ``recorded_by`` (the ROS recorder), ``version`` (of the package);
     - ``judge_outcome``: what the judge did (inputs, drops by reason, outputs), written after it ran;
@@ -335,6 +338,7 @@ class RunInfo:
     imu: Any = None
     window_ns: Optional[list] = None
     judge: Optional[dict] = None
+    timing: Optional[dict] = None
     ground_truth_rate: Optional[float] = None
     ground_truth_source: Optional[str] = None
     storage: Optional[str] = None
@@ -424,11 +428,12 @@ class RunInfo:
                                        and window[0] <= window[1]):
             raise sec.error("window_ns", f"expected [start, end] integer ns with start <= end, "
                                          f"got {window!r}")
-        for key in ("scenario_params", "models", "judge", "judge_outcome"):
+        for key in ("scenario_params", "models", "judge", "timing", "judge_outcome"):
             value = data.get(key)
             if value is not None and not isinstance(value, Mapping):
                 raise sec.error(key, f"expected a mapping, got {value!r}")
             values[key] = value
+        _check_timing(sec.section("timing"))
         for key in SENSORS:
             value = data.get(key)
             if value is not None and value != REAL and not isinstance(value, Mapping):
@@ -460,6 +465,19 @@ class RunInfo:
         return cls(**values)
 
 
+TIMING_MODELS = ("fixed", "random")  # the judge's timing models (pipeline.timing)
+
+
+def _check_timing(timing) -> None:
+    """run.yaml ``timing`` (when present): the model and the run's values in ns."""
+    if not timing.data:
+        return
+    timing.string("model", required=True, choices=TIMING_MODELS)
+    for key in ("ekf_phase_ns", "navsat_phase_ns", "tick_latency_ns"):
+        timing.integer(key, required=True, minimum=0)
+    timing.integer("seed", minimum=0)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -476,14 +494,16 @@ def read_run_info(run_dir, run: Optional[RunId] = None) -> RunInfo:
 
 
 def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[Mapping] = None,
-                 gps: Any = REAL, imu: Any = REAL, window_ns=None, ground_truth_rate: Optional[float] = None,
+                 gps: Any = REAL, imu: Any = REAL, window_ns=None, timing: Optional[Mapping] = None,
+                 ground_truth_rate: Optional[float] = None,
                  ground_truth_source: Optional[str] = None, storage: Optional[str] = None,
                  input_topics: Optional[Mapping] = None, seed_keys: Optional[Sequence] = None,
                  recorded_by: Optional[str] = None) -> RunInfo:
     """The record of a run made from a real bag (offline replay, the demo, the ROS launch).
 
     ``replace``: {sensor: model spec} of the simulated streams (empty on the real run); ``gps`` /
-    ``imu``: their effective parameters (``model_parameters``), ``"real"`` for a real stream.
+    ``imu``: their effective parameters (``model_parameters``), ``"real"`` for a real stream; ``timing``:
+    the judge's timer timing record (None: the default).
     """
     from . import __version__
 
@@ -494,7 +514,8 @@ def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[M
         replaced=[s for s in SENSORS if s in (replace or {})] if simulated else None,
         models={sensor: plain(spec) for sensor, spec in (replace or {}).items()} if simulated else None,
         gps=gps, imu=imu, window_ns=None if window_ns is None else [int(v) for v in window_ns], judge=judge,
-        ground_truth_rate=ground_truth_rate, ground_truth_source=ground_truth_source, storage=storage,
+        timing=None if timing is None else dict(timing), ground_truth_rate=ground_truth_rate,
+        ground_truth_source=ground_truth_source, storage=storage,
         input_topics=None if input_topics is None else dict(input_topics), topics=run_topics(),
         recorded_by=recorded_by, version=__version__)
 

@@ -48,12 +48,15 @@ class JudgedBag:
 
 def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, filter_type: str | None = None,
               navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] = (),
-              remaps: dict | None = None, progress: Callable | None = None,
+              remaps: dict | None = None, timing=None, progress: Callable | None = None,
               allow_missing_sensor: bool = False, output=None, storage: str = "sqlite3",
               overwrite: bool = False) -> JudgedBag:
     """Run ekf_node (+ navsat_transform_node with ``navsat_config``) on the topics of ``bag`` that the
     configuration subscribes; every input topic is checked first (present, right type).  The judge
     reads the bag's raw CDR.
+
+    ``timing``: the timers' ``pipeline.timing.TimingModel`` (default: exact multiples, zero latency;
+    random draws with its seed, default 0).
 
     ``progress(start_ns, end_ns)``: a context manager around the run that yields a callable
     ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
@@ -70,12 +73,19 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         output_records,
         parse_static_tf,
     )
+    from .pipeline.timing import RunTiming, TimingModel, judge_timing, period_ns
     from .runs import file_sha256
 
     tfs = [parse_static_tf(spec) for spec in static_tfs]
     ekf_params = load_ekf_params(ekf_config, node, filter_type)
     navsat_params = load_navsat_params(navsat_config, navsat_node) if navsat_config else None
-    judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {})
+    timing = timing or TimingModel()
+    periods = (period_ns(ekf_params.frequency),
+               period_ns(navsat_params.frequency) if navsat_params is not None else None)
+    values = timing.run_timing(periods, 0)
+    timing_record = timing.record(values, 0) or {"model": "fixed", **RunTiming()._asdict()}
+    judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {},
+                  timing=judge_timing(values))
     state: dict = {}
 
     def finish(result) -> None:  # before anything is written: a refused run leaves no output
@@ -90,7 +100,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
                              hint=" (--allow-missing-sensor judges it anyway)")
         state["result"] = result
         state["summary"] = _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_params,
-                                          static_tfs, remaps, file_sha256)
+                                          static_tfs, remaps, file_sha256, timing_record)
 
     with open_bag(bag) as reader:
         if reader.message_count == 0:
@@ -123,7 +133,7 @@ def _no_progress():
 
 
 def _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_params, static_tfs, remaps,
-                   file_sha256) -> dict:
+                   file_sha256, timing: dict) -> dict:
     summary = {
         "bag": str(bag),
         "config": {
@@ -141,6 +151,7 @@ def _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_pa
         "warnings": result.warnings,
         "static_tfs": list(static_tfs),
         "remaps": dict(remaps or {}),
+        "timing": timing,
     }
     if navsat_params is not None:
         summary["config"].update({"navsat": str(navsat_config),
@@ -227,12 +238,17 @@ def simulate_runs(tasks: Sequence, out, *, workers: int | None = None, ray_addre
 
 
 def simulate_study(study, out, *, storage: str | None = None, workers: int | None = None,
-                   ray_address: str | None = None, progress: bool = True) -> SimulatedRuns:
-    """Every run of a study (a ``pipeline.study.Study`` or a study file) into ``out/sim/…``."""
+                   ray_address: str | None = None, progress: bool = True, timing=None) -> SimulatedRuns:
+    """Every run of a study (a ``pipeline.study.Study`` or a study file) into ``out/sim/…``; ``timing``
+    (a ``pipeline.timing.TimingModel``) replaces the study's judge timing."""
+    import dataclasses
+
     from .pipeline.study import load_study
 
     if not hasattr(study, "runs"):
         study = load_study(study)
+    if timing is not None:
+        study = dataclasses.replace(study, judge=dataclasses.replace(study.judge, timing=timing))
     tasks = study.runs(storage=storage)
     files = [p for t in tasks for p in (t.judge.ekf, t.judge.navsat, t.gps, t.imu)]
     check_paths({"STUDY": study.source, "(files of the study)": _existing_files(files)},

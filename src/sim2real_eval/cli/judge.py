@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from ..pipeline import timing  # standard library only: --help stays cheap
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("bag", type=Path, nargs="?", help="ROS 1 .bag or rosbag2 directory / .db3 / .mcap")
@@ -56,6 +58,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-missing-sensor", action="store_true",
                         help="write the output even when a whole input was lost (e.g. every /imu dropped "
                              "for a missing TF, every fix NO_FIX); default: an error")
+    timing.add_arguments(parser, seed_help="0")
 
 
 def parse_remaps(items) -> dict:
@@ -100,7 +103,8 @@ def run(args) -> int:
                 {"--output": args.output}, overwrite=args.overwrite)  # before the (long) judging
     judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
                        navsat_node=args.navsat_node, gps_topic=args.gps_topic, static_tfs=args.static_tf,
-                       remaps=remaps, progress=None if args.no_progress else _progress,
+                       remaps=remaps, timing=timing.from_args(args),
+                       progress=None if args.no_progress else _progress,
                        allow_missing_sensor=args.allow_missing_sensor,  # written while judged:
                        output=args.output, storage=args.storage, overwrite=args.overwrite)
     result = judged.result

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..art import TOPICS  # standard library only: --help stays cheap
+from ..pipeline import timing
 
 
 def add_arguments(parser) -> None:
@@ -42,6 +43,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=None,
                         help="bags replayed at once in local processes (default: all cores)")
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
+    timing.add_arguments(parser, seed_help="--seed")
 
 
 def run(args) -> int:
@@ -70,7 +72,8 @@ def run(args) -> int:
     tfs = tuple(parse_static_tf_text(t, f"--static-tf {t!r}") for t in args.static_tf) if args.static_tf \
         else ART_STATIC_TFS
     judge = JudgeConfig(config_file(args.config, EKF_CONFIG, "--config"),
-                        config_file(args.navsat, NAVSAT_CONFIG, "--navsat"), tfs)
+                        config_file(args.navsat, NAVSAT_CONFIG, "--navsat"), tfs,
+                        timing.from_args(args, timing.TimingModel()))
     if args.seed < 0:
         raise UserError("--k and --seed must be >= 0")
     rate = DEFAULT_GROUND_TRUTH_RATE if args.ground_truth_rate is None else args.ground_truth_rate

@@ -5,6 +5,8 @@ skips complete runs; a run directory that differs from the study is refused.
 """
 from __future__ import annotations
 
+from ..pipeline import timing  # standard library only: --help stays cheap
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("study", help="study file (config/studies/*.yaml)")
@@ -16,13 +18,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default=None,
                         help="bag storage (default: the study's, sqlite3)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    timing.add_arguments(parser, seed_help="the study's seed")
 
 
 def run(args) -> int:
     from ..service import simulate_study
 
     done = simulate_study(args.study, args.out, storage=args.storage, workers=args.workers,
-                          ray_address=args.ray, progress=not args.no_progress)
+                          ray_address=args.ray, progress=not args.no_progress, timing=timing.from_args(args))
     done.report.raise_on_failure()
     report = done.report
     print(f"{done.study.name}: {report.written} runs written, {report.skipped} already complete "

@@ -141,15 +141,23 @@ class ReplaySpec:
         bag = RealBag(self.bag, self.scenario, self.k)
         return bag_run_id(bag, {}) if sim is None else bag_run_id(bag, sim.replace, sim.variant)
 
+    @property
+    def timing(self):
+        """The judge timing of every run of this bag (``pipeline.timing``: the real run and each sim run
+        share it — common random numbers)."""
+        return self.judge.run_timing(self.seed, self.scenario, self.k)
+
     def run_info(self, streams: RealStreams, sim: Replacement | None = None) -> RunInfo:
         """run.yaml of the real run (``sim`` None) or of the sim run of ``sim``, from the bag's streams:
-        every run records the bag's ``window_ns``; a replaced GPS runs at the bag's datum and rate."""
+        every run records the bag's ``window_ns`` and judge timing; a replaced GPS runs at the bag's
+        datum and rate."""
         replace = {} if sim is None else sim.replace
         gps = (model_parameters("gps", replace["gps"], datum=streams.datum, rate=streams.gps_rate)
                if "gps" in replace else "real")
         imu = model_parameters("imu", replace["imu"], self.judge) if "imu" in replace else "real"
         return bag_run_info(self.run_id(sim), self.bag, self.seed, self.judge.record(), replace=replace,
                             gps=gps, imu=imu, window_ns=streams.window_ns,
+                            timing=self.judge.timing_record(self.timing, self.seed),
                             ground_truth_rate=self.ground_truth_rate, ground_truth_source=self.truth_source,
                             storage=self.storage, input_topics={"gps": self.gps_topic, "imu": self.imu_topic})
 
@@ -329,7 +337,7 @@ def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
     sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml."""
     sensors = in_receive_order(sensors)
     bag_sensors = [bag_record(r) for r in sensors]  # CDR bytes where known: the judge decodes them in bulk
-    result = judge_run(spec.judge, bag_sensors)
+    result = judge_run(spec.judge, bag_sensors, spec.timing)
     result.check_sensors(str(path))  # e.g. a "real" run judged without GPS is not written
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)

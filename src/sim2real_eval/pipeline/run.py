@@ -33,6 +33,7 @@ from ..runs import (
     remove_stale_temporaries,
     run_topics,
 )
+from .timing import RunTiming, TimingModel, judge_timing, period_ns
 
 DEFAULT_GROUND_TRUTH_RATE = 50.0  # Hz: plenty for speed metrics, 2× fewer messages than a 100 Hz truth
 
@@ -43,14 +44,32 @@ ODOMETRY = "nav_msgs/msg/Odometry"
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """The judge of a run: robot_localization YAML files and the static TFs of the launch."""
+    """The judge of a run: robot_localization YAML files, the static TFs of the launch and the timing
+    model of its timers (``pipeline.timing``; default: ticks on exact multiples, zero latency)."""
 
     ekf: str
     navsat: str
     static_tfs: tuple = ART_STATIC_TFS
+    timing: TimingModel = TimingModel()
 
     def record(self) -> dict:
         return judge_record(self.ekf, self.navsat, self.static_tfs)
+
+    def periods(self) -> tuple:
+        """(EKF, navsat) timer periods in ns, from the two parameter files."""
+        ekf, navsat, _tfs = _judge_parts(self.ekf, self.navsat, tuple(self.static_tfs))
+        return period_ns(ekf.frequency), period_ns(navsat.frequency)
+
+    def run_timing(self, seed: int, scenario: str, k: int) -> RunTiming:
+        """The timing of run ``k`` of ``scenario``: the same for every variant of it (common random
+        numbers; ``pipeline.timing``)."""
+        if self.timing.is_default:
+            return RunTiming()
+        return self.timing.run_timing(self.periods(), seed, scenario, int(k))
+
+    def timing_record(self, values: RunTiming, seed: int) -> dict | None:
+        """run.yaml ``timing`` (None for the default model)."""
+        return self.timing.record(values, seed)
 
     def mounting_rpy(self, child_frame: str = IMU_FRAME) -> list | None:
         """(roll, pitch, yaw) rad of the static TF base_link→``child_frame`` (None when there is none).
@@ -111,6 +130,11 @@ class SimRunSpec:
     def directory(self, out) -> Path:
         return self.run_id.directory(out)
 
+    @property
+    def timing(self) -> RunTiming:
+        """The judge timing of this run (``JudgeConfig.run_timing``: shared by every variant)."""
+        return self.judge.run_timing(self.seed, self.scenario, self.k)
+
     def info(self) -> RunInfo:
         """The typed run.yaml (see ``runs.RunInfo``)."""
         from .. import __version__
@@ -119,8 +143,9 @@ class SimRunSpec:
             self.run_id, seed=self.seed, source=self.scenario, scenario_params=self.scenario_params,
             from_scenario=True, models={"gps": plain(self.gps), "imu": plain(self.imu)},
             gps=model_parameters("gps", self.gps), imu=model_parameters("imu", self.imu, self.judge),
-            judge=self.judge.record(), ground_truth_rate=self.ground_truth_rate, storage=self.storage,
-            topics=run_topics(), version=__version__)
+            judge=self.judge.record(), timing=self.judge.timing_record(self.timing, self.seed),
+            ground_truth_rate=self.ground_truth_rate, storage=self.storage, topics=run_topics(),
+            version=__version__)
 
     def record(self) -> dict:
         """The run.yaml content (see docs/architecture.md)."""
@@ -232,16 +257,18 @@ def _judge_parts(ekf: str, navsat: str, static_tfs: tuple):
     return load_ekf_params(ekf), load_navsat_params(navsat), tuple(parse_static_tf(t) for t in static_tfs)
 
 
-def judge_run(judge: JudgeConfig, messages: Iterable):
+def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None = None):
     """Run the embedded robot_localization on ``(recv_ns, topic, msg)`` or ``(recv_ns, topic, msgtype, msg)``
-    records in receive order (``msg`` an object or CDR bytes: decoded in bulk) → JudgeResult.
+    records in receive order (``msg`` an object or CDR bytes: decoded in bulk) → JudgeResult, its timers
+    ticking as ``timing`` says (default: exact multiples of the periods, zero latency).
 
     The only place the pipeline calls the judge.
     """
     from ..judge import Judge
 
     ekf, navsat, tfs = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
-    return Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"]).run(messages)
+    judge = Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"], timing=judge_timing(timing))
+    return judge.run(messages)
 
 
 def truth_records(truth, rate: float) -> list:
@@ -349,7 +376,7 @@ def simulate_run(spec: SimRunSpec, out, truths: TruthCache | None = None) -> Run
     imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     # The sensor messages serialised in bulk: the judge decodes these bytes, the bag stores them.
     sensors = in_receive_order(sensor_bag_records(gps, imu))
-    result = judge_run(spec.judge, sensors)
+    result = judge_run(spec.judge, sensors, spec.timing)
     result.check_sensors(str(path))  # a run that lost a whole sensor is not written
     records = in_receive_order(sensors + judge_records(result) + truth_messages)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)

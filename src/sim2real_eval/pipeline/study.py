@@ -17,6 +17,9 @@ A study file, every key checked (unknown keys are errors naming the file and key
       static_tfs:                   # "PARENT CHILD x y z yaw pitch roll" (static_transform_publisher)
         - base_link imu 0 0 0 3.1416 -1.5708 0
         - base_link gps 0 0 0 0 0 0
+      timing: {model: random}       # the timers' timing (pipeline.timing): random draws per run (seed:
+                                    # the study's, or `seed: S`); or {model: fixed, ekf_phase_ms: 12,
+                                    # navsat_phase_ms: 9, tick_latency_ms: 0}; default fixed 0/0/0
     ground_truth_rate: 50           # Hz of /ground_truth/odom in the run bags
     storage: sqlite3                # or mcap
 
@@ -35,10 +38,11 @@ from ..resources import config_path
 from ..runs import NAME_PATTERN, NAME_RULE, STORAGES
 from ..yamlio import Section, load_yaml
 from .run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, SimRunSpec
+from .timing import TimingModel
 
 TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate",
             "storage")
-JUDGE_KEYS = ("ekf", "navsat", "static_tfs")
+JUDGE_KEYS = ("ekf", "navsat", "static_tfs", "timing")
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,8 @@ def load_judge_config(section: Section, base_dir: Path) -> JudgeConfig:
         raise section.error("static_tfs", f"expected a list of strings, got {raw_tfs!r}")
     tfs = tuple(parse_static_tf_text(tf, f"{section.source}: {section.name('static_tfs')}[{i}]")
                 for i, tf in enumerate(raw_tfs))
-    return JudgeConfig(ekf=str(ekf), navsat=str(navsat), static_tfs=tfs)
+    timing = TimingModel.from_section(section.section("timing")) if section.has("timing") else TimingModel()
+    return JudgeConfig(ekf=str(ekf), navsat=str(navsat), static_tfs=tfs, timing=timing)
 
 
 def _model_spec(section: Section, key: str, value: Any) -> Any:
