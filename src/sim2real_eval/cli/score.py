@@ -41,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="runs whose velocity traces are plotted (default: first run of each scenario)")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes reading runs (default: CPU count)")
+    parser.add_argument("--window", metavar="START:END",
+                        help="time window (header stamps, integer ns) of the bag runs that record none "
+                             "(default: each run's ground-truth span; replayed runs keep their run.yaml "
+                             "window_ns)")
     pre = parser.add_argument_group("preprocessing (defaults = the reference computeEPD.py)")
     pre.add_argument("--rate", type=float, default=15.0, metavar="HZ",
                      help="common timeline rate (default 15)")
@@ -78,6 +82,10 @@ def run(args) -> int:
     if Path(args.out).exists() and not args.overwrite:
         raise UserError(f"{args.out}: already exists (choose another --out or add --overwrite)")
     kind, source, specs = find_runs_to_score(options, args.runs_dir, args.manifest, args.csv_dir)
+    if args.window:
+        from ..metrics.inputs import parse_window, with_window
+
+        specs = with_window(specs, parse_window(args.window))
     label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
     check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out},
                 overwrite=args.overwrite)
@@ -104,6 +112,7 @@ def run(args) -> int:
         result = scored.result
         write_report(args.out, result, scored.series, source, trace_runs,
                      extra_options={"input": kind, "source": str(source),
+                                    **({"window_ns": list(parse_window(args.window))} if args.window else {}),
                                     **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
                      overwrite=args.overwrite, workers=args.workers or os.cpu_count() or 1,
                      provenance=collect_provenance(result, kind, str(source)))

@@ -3,6 +3,15 @@
 Every source is first turned into a list of ``RunSpec`` (cheap: directory listing and YAML only),
 then each spec is loaded into a ``RunSeries`` (two speed series on one time origin) and scored, in
 parallel worker processes (``load_and_score_all``).
+
+**The time window of a bag run** (issue 12): ``[start, end]`` header stamps, ns.  Both series are
+cropped to it, the time origin is its start and the common timeline ends where the truth ends inside
+it — so identical truth always gives an identical timeline and S_gt, whatever the estimate (before,
+the origin was the earliest stamp of the two series, and the same truth gave S_gt 0.026-0.053 on ROS
+recordings of one bag, whose estimates start with the bag, not with the INS).  The window is the one
+recorded in run.yaml (``window_ns``: replayed real bags), else a manifest entry's ``window_ns``, else an
+explicit one (``score --window``), else the truth topic's stamp span.  The reference CSV layout keeps
+the authors' times as written: their origin is already their truth's start (t = 0).
 """
 from __future__ import annotations
 
@@ -43,6 +52,7 @@ class RunSpec:
     estimate_topic: str = DEFAULT_TOPICS["estimate"]
     truth_topic: str = DEFAULT_TOPICS["ground_truth"]
     speed: tuple = ("horizontal", "horizontal")
+    window_ns: tuple | None = None  # bag runs: [start, end] stamps judged (None: the truth's span)
 
     @property
     def key(self):
@@ -51,13 +61,15 @@ class RunSpec:
 
 @dataclass
 class RunSeries:
-    """Speeds (m/s) of one run on times (s) from one origin: estimate (t_est, v_est), truth (t_gt, v_gt)."""
+    """Speeds (m/s) of one run on times (s) from one origin: estimate (t_est, v_est), truth (t_gt, v_gt);
+    ``timeline_end`` (s) for a windowed bag run (None: the reference's rule, ``per_run.common_timeline``)."""
 
     spec: RunSpec
     t_est: np.ndarray
     v_est: np.ndarray
     t_gt: np.ndarray
     v_gt: np.ndarray
+    timeline_end: float | None = None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,8 +158,31 @@ def discover_runs_dir(root, options: ScoreOptions) -> list:
             run.side, run.variant, run.scenario, run.k, str(run_dir), "bag",
             estimate_topic=info.topic("estimate"), truth_topic=info.topic("ground_truth"),
             speed=resolve_speed(options.speed, run.side, f"{run_dir}: speed"),
+            window_ns=None if info.window_ns is None else tuple(int(v) for v in info.window_ns),
         ))
     return specs
+
+
+def parse_window(text: str, where: str = "--window") -> tuple:
+    """``START:END`` header stamps in integer ns → (start, end)."""
+    start, sep, end = str(text).partition(":")
+    try:
+        window = (int(start), int(end))
+    except ValueError:
+        window = None
+    if not sep or window is None or window[0] >= window[1] or window[0] < 0:
+        raise UserError(f"{where} {text!r}: expected START:END header stamps in integer ns, START < END")
+    return window
+
+
+def with_window(specs: list, window: tuple | None) -> list:
+    """``window`` for every bag run that has none recorded (``score --window``)."""
+    import dataclasses
+
+    if window is None:
+        return specs
+    return [dataclasses.replace(s, window_ns=tuple(window)) if s.kind == "bag" and s.window_ns is None else s
+            for s in specs]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -158,7 +193,7 @@ def discover_runs_dir(root, options: ScoreOptions) -> list:
 #     - {path: ..., side: sim, variant: gauss, scenario: line, topics: {...}, speed: paper-sim}
 # Paths are relative to the manifest's folder.  k defaults to the order within (side, variant, scenario).
 
-RUN_KEYS = ("path", "side", "variant", "scenario", "k", "topics", "speed")
+RUN_KEYS = ("path", "side", "variant", "scenario", "k", "topics", "speed", "window_ns")
 
 
 def read_manifest(path, options: ScoreOptions) -> list:
@@ -188,6 +223,13 @@ def read_manifest(path, options: ScoreOptions) -> list:
         topics = run.section("topics")
         topics.unknown_keys(DEFAULT_TOPICS)
         speed = run.data.get("speed", defaults.data.get("speed", options.speed))
+        window = run.data.get("window_ns")
+        if window is not None:
+            integers = isinstance(window, list) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                        for v in window)
+            if not (integers and len(window) == 2 and window[0] < window[1]):
+                raise run.error("window_ns", f"expected [start, end] stamps (integer ns), got {window!r}")
+            window = (int(window[0]), int(window[1]))
         specs.append(RunSpec(
             side, variant, scenario, k, str(bag), "bag",
             estimate_topic=topics.string(
@@ -195,6 +237,7 @@ def read_manifest(path, options: ScoreOptions) -> list:
             truth_topic=topics.string(
                 "ground_truth", default_topics.string("ground_truth", DEFAULT_TOPICS["ground_truth"])),
             speed=resolve_speed(speed, side, f"{path}: runs[{index}].speed"),
+            window_ns=window,
         ))
     return specs
 
@@ -254,7 +297,8 @@ def _speed_columns(msgtype: str) -> tuple:
 
 
 def series_from_arrays(spec: RunSpec, arrays: dict) -> RunSeries:
-    """RunSeries from {topic: (stamp_ns (N,), velocity (N, 3), orientation (N, 4) or empty)}."""
+    """RunSeries from {topic: (stamp_ns (N,), velocity (N, 3), orientation (N, 4) or empty)}, on the run's
+    window (the module docstring): cropped to it, times from its start, timeline to the truth's end."""
     where = spec.source
     result = []
     for role, topic, expression in (("estimate", spec.estimate_topic, spec.speed[0]),
@@ -267,9 +311,18 @@ def series_from_arrays(spec: RunSpec, arrays: dict) -> RunSeries:
         speed = speed_from_velocity(velocity.reshape(-1, 3)[order], expression, orientation,
                                     f"{where}: {role} topic {topic}")
         result.append((np.asarray(stamps, dtype=np.int64)[order], speed))
-    origin = min(result[0][0][0], result[1][0][0])
     (est_ns, v_est), (gt_ns, v_gt) = result
-    return RunSeries(spec, (est_ns - origin) * 1e-9, v_est, (gt_ns - origin) * 1e-9, v_gt)
+    start, end = spec.window_ns if spec.window_ns is not None else (int(gt_ns[0]), int(gt_ns[-1]))
+    inside_est = (est_ns >= start) & (est_ns <= end)
+    inside_gt = (gt_ns >= start) & (gt_ns <= end)
+    for role, topic, inside, stamps in (("estimate", spec.estimate_topic, inside_est, est_ns),
+                                        ("ground truth", spec.truth_topic, inside_gt, gt_ns)):
+        if not inside.any():
+            raise UserError(f"{where}: {role} topic {topic}: no message inside the run's window "
+                            f"[{start}, {end}] ns (its stamps: {stamps[0]}..{stamps[-1]})")
+    est_ns, v_est, gt_ns, v_gt = est_ns[inside_est], v_est[inside_est], gt_ns[inside_gt], v_gt[inside_gt]
+    t_gt = (gt_ns - start) * 1e-9
+    return RunSeries(spec, (est_ns - start) * 1e-9, v_est, t_gt, v_gt, float(t_gt[-1]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -289,7 +342,8 @@ def load_and_score(spec: RunSpec, options: ScoreOptions):
     """(RunRecord, RunSeries) or (None, error message) for a per-run defect."""
     try:
         series = load_series(spec)
-        score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options)
+        score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options,
+                          series.timeline_end)
     except UserError as exc:
         return None, str(exc)
     record = RunRecord(spec.side, spec.variant, spec.scenario, spec.k, spec.source, score)

@@ -15,6 +15,7 @@ from ..errors import UserError
 from .options import ScoreOptions
 
 MIN_DURATION_S = 1.0
+MAX_HOLD_S = 1.0  # a windowed run's estimate may stop this much before its truth (its last value is held)
 
 
 @dataclass(frozen=True)
@@ -33,23 +34,26 @@ def moving_average(x: np.ndarray, window: int) -> np.ndarray:
     return np.convolve(x, kernel, "valid")
 
 
-def common_timeline(t_est: np.ndarray, t_gt: np.ndarray, rate_hz: float) -> np.ndarray:
-    """t = 0, 1/rate, 2/rate, ... < min(t_gt[-1], t_est[-1]) (np.arange, as the reference).
+def common_timeline(t_est: np.ndarray, t_gt: np.ndarray, rate_hz: float,
+                    end: float | None = None) -> np.ndarray:
+    """t = 0, 1/rate, 2/rate, ... < min(t_gt[-1], t_est[-1]) (np.arange, as the reference), or < ``end``
+    when the run has a time window (``metrics.inputs``: the truth's end inside it, so identical truth
+    gives an identical timeline whatever the estimate).
 
     The last *written* times are used, not the maxima, as in the reference; inputs are checked to
     be non-decreasing before this is called.
     """
-    return np.arange(0, min(t_gt[-1], t_est[-1]), 1 / rate_hz)
+    return np.arange(0, min(t_gt[-1], t_est[-1]) if end is None else end, 1 / rate_hz)
 
 
-def resample_run(t_est, v_est, t_gt, v_gt, options: ScoreOptions):
-    """(t, v_est(t), v_gt(t)) on the common timeline.
+def resample_run(t_est, v_est, t_gt, v_gt, options: ScoreOptions, end: float | None = None):
+    """(t, v_est(t), v_gt(t)) on the common timeline (``end``: see ``common_timeline``).
 
     v_gt is interpolated linearly; the estimate is first smoothed by a moving average of
     ``options.smoothing_window`` samples applied to *both* its speeds and its times (reference),
     then interpolated.  np.interp holds the end values outside a series (reference behaviour).
     """
-    t = common_timeline(t_est, t_gt, options.rate_hz)
+    t = common_timeline(t_est, t_gt, options.rate_hz, end)
     v_gt_t = np.interp(t, t_gt, v_gt)
     if options.smoothing_window > 1:
         v_est = moving_average(v_est, options.smoothing_window)
@@ -116,16 +120,21 @@ def check_series(name: str, t_est, v_est, t_gt, v_gt) -> None:
                         f"(need >= {MIN_DURATION_S:g} s)")
 
 
-def score_run(name: str, t_est, v_est, t_gt, v_gt, options: ScoreOptions) -> RunScore:
-    """E, S_est, S_gt and D of one run (eqs. 1-3) after checking it; ``name`` appears in errors."""
+def score_run(name: str, t_est, v_est, t_gt, v_gt, options: ScoreOptions,
+              end: float | None = None) -> RunScore:
+    """E, S_est, S_gt and D of one run (eqs. 1-3) after checking it; ``name`` appears in errors.
+    ``end``: the timeline's end of a windowed run (``common_timeline``)."""
     t_est, v_est, t_gt, v_gt = (np.asarray(a, dtype=float) for a in (t_est, v_est, t_gt, v_gt))
     check_series(name, t_est, v_est, t_gt, v_gt)
+    if end is not None and end - t_est[-1] > MAX_HOLD_S:
+        raise UserError(f"{name}: the estimate stops {end - t_est[-1]:.3f} s before the ground truth of the "
+                        f"run's window ends (at most {MAX_HOLD_S:g} s)")
     if len(t_est) < options.smoothing_window + 1:
         raise UserError(f"{name}: only {len(t_est)} estimate samples (smoothing window "
                         f"{options.smoothing_window} needs more)")
     # Overflow (speeds near 1e308) is detected below and named; numpy's warnings would only confuse.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        _, v_est_t, v_gt_t = resample_run(t_est, v_est, t_gt, v_gt, options)
+        _, v_est_t, v_gt_t = resample_run(t_est, v_est, t_gt, v_gt, options, end)
         s_est = wiener_entropy(v_est_t, options.spectrum, options.log_floor, options.rate_hz)
         s_gt = wiener_entropy(v_gt_t, options.spectrum, options.log_floor, options.rate_hz)
         error = rmse(v_gt_t, v_est_t)
