@@ -14,8 +14,11 @@ Steps (``run_demo``):
      (``pipeline.replay`` with both streams replaced; variant directory = the GPS preset name);
    - on the IMU study's scenario: real GPS + simulated IMU (``sim_imu-<preset>``).
    Every judgement is the embedded robot_localization with the ART configuration.
+   With the judge-noise floor on (``--noise-floor``), each real bag is also judged twice with independent
+   random judge timing (``metrics.noise_floor``; nothing written to ``runs/``).
 3. Scores (the scorer's pieces, unchanged): the GPS study → ``OUT/`` (vepd.json, statistics.json,
-   runs.csv, tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files).
+   runs.csv, tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files);
+   statistics.json, tables.md and report.html carry each study's ``judge_noise_floor``.
 4. ``OUT/demo.json``: wall time per step, K, inputs, and the paper's qualitative ordering checks.
 
 The report files are built in a staging folder by ``report.write_report`` (atomic) and moved into
@@ -194,9 +197,10 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
 
 
 # ------------------------------------------------------------------------------------ runs
-def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None) -> list:
+def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, noise_floor=None) -> list:
     """One ``pipeline.replay.BagReplay`` per real bag (k = position of the bag in its scenario's sorted
-    list): the real run, one run per GPS variant (directory = the GPS preset), the IMU study's run."""
+    list): the real run, one run per GPS variant (directory = the GPS preset), the IMU study's run;
+    with ``noise_floor`` (ScoreOptions) the bag's noise-floor judgements too."""
     from .pipeline.replay import Replacement
     from .runs import RealBag
     from .service import plan_replays
@@ -208,7 +212,7 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None) -> lis
     for scenario, paths in bags.items():
         sims = gps_study + (imu_study if scenario == imu_scenario else [])
         named = [RealBag(str(bag), scenario, k) for k, bag in enumerate(paths)]
-        groups += plan_replays(named, sims, config.judge, seed=config.seed,
+        groups += plan_replays(named, sims, config.judge, seed=config.seed, noise_floor=noise_floor,
                                ground_truth_rate=config.ground_truth_rate)
     return groups
 
@@ -260,14 +264,20 @@ class DemoResult:
     real_source: str
     runs_written: int = 0
     runs_total: int = 0
+    noise_floor: dict | None = None  # {"gps_study" | "imu_study": pooled floor VEPD}
 
 
 def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
              config_path=None, progress: bool = True, imu_scenario: str | None = None,
-             ray_address: str | None = None) -> DemoResult:
-    """The whole demo (see the module docstring); returns what the CLI prints."""
+             ray_address: str | None = None, timing=None, noise_floor: bool = False) -> DemoResult:
+    """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
+    ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: also
+    measure the judge-noise floor (``metrics.noise_floor``)."""
+    import dataclasses
+
     from . import reference as ref
     from .metrics import ScoreOptions
+    from .metrics.noise_floor import judge_noise_floor
     from .pipeline.batch import available_cores
     from .report import Study, tables, write_report
     from .report.provenance import collect as collect_provenance
@@ -276,6 +286,10 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     timings = {}
     t_start = time.perf_counter()
     config = load_demo_config(config_path)
+    if timing is not None:
+        config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
+    options = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
+                           seed=config.score_seed, exclude_scenarios=()).validate()
     if k is None:
         k = config.quick_repeats if quick else config.repeats
     if k < 1:
@@ -309,18 +323,17 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
 
     # 2. runs
     t = time.perf_counter()
-    groups = plan_groups(config, bags, imu_scenario)
+    groups = plan_groups(config, bags, imu_scenario, options if noise_floor else None)
     runs_dir = out / RUNS
-    report = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
-                         description=f"judging {len(groups)} real bags and their simulations").report
+    replayed = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
+                           description=f"judging {len(groups)} real bags and their simulations")
+    report = replayed.report
     report.raise_on_failure()
     timings["runs"] = time.perf_counter() - t
     runs_total = sum(1 + len(g.sims) for g in groups)
 
     # 3. scores
     t = time.perf_counter()
-    options = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
-                           seed=config.score_seed, exclude_scenarios=()).validate()
     gps_names = set(config.gps_variants)
     imu_name = imu_variant(config)
     gps_result, gps_series = score_runs(runs_dir, lambda s: s.side == "real" or s.variant in gps_names,
@@ -328,6 +341,13 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     imu_result, imu_series = score_runs(
         runs_dir, lambda s: s.scenario == imu_scenario and (s.side == "real" or s.variant == imu_name),
         options, workers)
+    floors = None
+    if noise_floor:
+        draws = replayed.noise_floor_draws()
+        for result in (gps_result, imu_result):
+            result.judge_noise_floor = judge_noise_floor(draws, result.variants, result.scenarios)
+        floors = {name: next(iter(result.judge_noise_floor["combined"].values()))["VEPD"]
+                  for name, result in (("gps_study", gps_result), ("imu_study", imu_result))}
     timings["score"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -355,11 +375,12 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         "runs": {"groups": len(groups), "groups_with_new_runs": report.written, "total": runs_total},
         "wall_time_s": {name: round(value, 3) for name, value in timings.items()},
         "workers": workers, "ordering": ordering, "config": config.source,
+        "judge_timing": config.judge.timing.describe(), "judge_noise_floor_vepd": floors,
     }
     (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     _publish(staging, out)
     return DemoResult(out, k, list(bags), timings, gps_doc, imu_doc, ordering, real_source,
-                      report.written, runs_total)
+                      report.written, runs_total, floors)
 
 
 def _publish(staging: Path, out: Path) -> None:
@@ -395,6 +416,11 @@ def summary_table(result: DemoResult) -> str:
     marks = ", ".join(f"{names[key]}: {'yes' if value else ('n/a' if value is None else 'no')}"
                       for key, value in checks.items())
     lines.append(f"paper's ordering — {marks}")
+    if result.noise_floor:
+        floor = ", ".join(f"{name.replace('_', ' ')} {value:.4f}"
+                          for name, value in result.noise_floor.items())
+        lines.append(f"judge-noise floor (VEPD from judge timing alone; differences below it are not "
+                     f"meaningful): {floor}")
     lines.append(f"wall time {result.timings['total']:.1f} s (real bags {result.timings['real_bags']:.1f}, "
                  f"runs {result.timings['runs']:.1f}, score {result.timings['score']:.1f}, "
                  f"report {result.timings['report']:.1f}); report: {result.out / 'report.html'}")

@@ -278,6 +278,14 @@ class ReplayedBags:
         """The RunOutcome of every run (written or already complete), bag by bag."""
         return [run for outcome in self.report.outcomes if outcome is not None for run in outcome.runs]
 
+    def noise_floor_draws(self) -> list:
+        """The noise-floor judgements of the bags, as one list of ``RunRecord`` per timing draw."""
+        draws: dict = {}
+        for outcome in self.report.outcomes:
+            for draw, record in (outcome.scores if outcome is not None else ()):
+                draws.setdefault(draw, []).append(record)
+        return [draws[draw] for draw in sorted(draws)]
+
     def raise_on_failure(self) -> None:
         """A UserError when a bag failed: its own message when it was the only bag."""
         if len(self.tasks) == 1 and self.report.failures:
@@ -285,13 +293,17 @@ class ReplayedBags:
         self.report.raise_on_failure()
 
 
-def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = True, **options) -> list:
+def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = True, noise_floor=None,
+                 **options) -> list:
     """One ``pipeline.replay.BagReplay`` per real bag (``runs.RealBag``): its real run (``real``) and
-    one sim run per ``pipeline.replay.Replacement``.  ``options``: ``ReplaySpec`` fields (seed,
-    storage, ground_truth_rate, truth_source, msg_path, imu_topic, gps_topic)."""
+    one sim run per ``pipeline.replay.Replacement``; with ``noise_floor`` (the ``metrics.ScoreOptions``
+    to score with) also the judge-noise floor's judgements of the real streams (``metrics.noise_floor``).
+    ``options``: ``ReplaySpec`` fields (seed, storage, ground_truth_rate, truth_source, msg_path,
+    imu_topic, gps_topic)."""
     from .pipeline.replay import BagReplay, ReplaySpec
 
-    return [BagReplay(ReplaySpec.of(bag, judge, **options), tuple(replacements), real) for bag in bags]
+    return [BagReplay(ReplaySpec.of(bag, judge, **options), tuple(replacements), real, noise_floor)
+            for bag in bags]
 
 
 def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,

@@ -345,6 +345,52 @@ def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
     return RunOutcome(info.run.label, str(path), False, counts, streams.truth.duration)
 
 
+def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> list:
+    """The bag's real /fix + /imu judged once per ``timings`` (``pipeline.timing.RunTiming``), each scored
+    on the bag's window exactly as the scorer scores the real run's bag (``metrics.inputs``: the same
+    /ground_truth/odom records, the estimate's values, the window) → [RunScore]."""
+    from ..bags import get_typestore
+    from ..bags.columns import decode_messages
+    from ..message_fields import ODOMETRY as ODOMETRY_FIELDS
+    from ..metrics.inputs import RunSpec, series_from_arrays
+    from ..metrics.options import resolve_speed
+    from ..metrics.per_run import score_run
+
+    sensors = in_receive_order(streams.gps + streams.imu)
+    run = RunSpec("real", "real", spec.scenario, spec.k, spec.bag, "bag", TOPICS["estimate"],
+                  TOPICS["ground_truth"], resolve_speed(options.speed, "real", "speed"),
+                  tuple(streams.window_ns))
+    columns = ("stamp_ns", "linear_velocity", "orientation")
+    decoded = decode_messages(get_typestore(), ODOMETRY_FIELDS,
+                              [r[3] for r in streams.truth_records(spec.ground_truth_rate)], columns)
+    truth = tuple(decoded[name] for name in columns)
+    scores = []
+    for timing in timings:
+        result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors), timing)
+        estimate = result.filtered
+        series = series_from_arrays(run, {run.estimate_topic: (estimate.stamp_ns, estimate.linear_velocity,
+                                                               estimate.orientation),
+                                          run.truth_topic: truth})
+        scores.append(score_run(f"{spec.bag} (judged with timing {tuple(timing)})", series.t_est,
+                                series.v_est, series.t_gt, series.v_gt, options, series.timeline_end))
+    return scores
+
+
+def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options) -> tuple:
+    """The judge-noise floor's judgements of this bag (``metrics.noise_floor``): its real run judged with
+    ``DRAWS`` independent random timings, seeded (seed, "timing", scenario, k, "noise-floor", draw) →
+    ((draw, RunRecord), ...)."""
+    from ..metrics.noise_floor import DRAWS, SEED_KEY, floor_record
+    from .timing import TimingModel
+
+    periods = spec.judge.periods()
+    timings = [TimingModel("random").run_timing(periods, spec.seed, spec.scenario, spec.k, SEED_KEY, draw)
+               for draw in range(DRAWS)]
+    scores = judged_scores(spec, streams, options, timings)
+    return tuple((draw, floor_record(spec.scenario, spec.k, f"{spec.bag} (noise floor, timing draw {draw})",
+                                     score)) for draw, score in enumerate(scores))
+
+
 @dataclass(frozen=True)
 class BagReplay:
     """The one replay unit: every run made from one real bag — its real run (``real``) and one
@@ -359,6 +405,7 @@ class BagReplay:
     spec: ReplaySpec
     sims: tuple = ()  # Replacement
     real: bool = True
+    noise_floor: Any = None  # metrics.ScoreOptions: also judge the real streams for the noise floor
 
     @property
     def label(self) -> str:
@@ -390,5 +437,6 @@ class BagReplay:
             for topic, count in outcome.messages.items():
                 counts[topic] = counts.get(topic, 0) + count
         written = [o for o in outcomes if not o.skipped]
+        floor = () if self.noise_floor is None else noise_floor_scores(self.spec, streams, self.noise_floor)
         return RunOutcome(self.label, str(self.spec.run_id().directory(out)), not written, counts,
-                          sum(o.sim_seconds for o in written), tuple(outcomes))
+                          sum(o.sim_seconds for o in written), tuple(outcomes), floor)

@@ -163,6 +163,7 @@ class RunOutcome:
     messages: dict  # topic -> count written (empty when skipped)
     sim_seconds: float = 0.0
     runs: tuple = ()  # a task that makes several runs (one real bag's): the RunOutcome of each
+    scores: tuple = ()  # a real bag's noise-floor judgements (draw, RunRecord): replay.noise_floor_scores
 
 
 def load_gps(spec: Any, seed_sequence=None, datum=None, rate: float | None = None):

@@ -11,7 +11,7 @@ import base64
 import html
 
 from ..metrics.study import StudyResult
-from . import tables
+from . import noise_floor, tables
 from .paper import CITATION
 
 CSS = """
@@ -129,6 +129,7 @@ def study_section(result: StudyResult, provenance: dict, figures: dict, level: i
                   _table(tables.table_two_header(result), tables.table_two_rows(result))]
     parts += ["<details><summary>Per-scenario W1, W2, intervals and p-values</summary>",
               _table(tables.TABLE_TWO_DETAIL_HEADER, tables.table_two_detail_rows(result)), "</details>"]
+    parts += noise_floor.html_parts(result, _table, h)
     for title, png in figures.items():
         parts += [f"<{h3}>{html.escape(title)}</{h3}>", _image(png, title)]
     if result.skipped:

@@ -7,6 +7,7 @@ import json
 
 from .. import __version__
 from ..metrics.study import StudyResult
+from . import noise_floor
 from .paper import paper_vepd
 
 RUN_COLUMNS = ("side", "variant", "scenario", "k", "rmse", "S_est", "S_gt", "D")
@@ -44,6 +45,7 @@ def statistics_document(result: StudyResult) -> dict:
         "combined": result.statistics["combined"],
         "per_scenario": result.statistics["per_scenario"],
         "resampling": result.statistics.get("resampling", {}),
+        **noise_floor.statistics(result),
     }
 
 
@@ -194,6 +196,7 @@ def tables_markdown(result: StudyResult) -> str:
         markdown_table(TABLE_TWO_DETAIL_HEADER, table_two_detail_rows(result)),
         "",
     ]
+    parts += noise_floor.markdown(result)
     if result.skipped:
         parts += ["## Skipped runs", ""] + [f"- `{run}`: {reason}" for run, reason in result.skipped] + [""]
     return "\n".join(parts)
