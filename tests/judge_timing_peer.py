@@ -263,6 +263,144 @@ def latency_fits(facts) -> list:
     return [fit_latency(name, members) for name, members in groups.items() if members]
 
 
+# ------------------------------------------------------------------------------ the embedded judge
+# The acceptance of issue 12: the embedded judge with the timing model against the real runs, every run
+# scored the same way (the scorer on the reference bag's window, its INS truth).
+REFERENCE = Path(__file__).resolve().parents[1] / "bags" / "reference"
+QUARTER = "quarter_speed"
+
+
+@lru_cache(maxsize=None)
+def bag_streams(scenario: str):
+    """(ReplaySpec, RealStreams) of the reference run the real runs were fed (run_00: its INS truth and
+    window), and the uncropped /fix + /imu of the input bag (ROS got all of them)."""
+    from sim2real_eval.bags import open_bag
+    from sim2real_eval.pipeline.replay import ReplaySpec, read_real_streams
+    from sim2real_eval.pipeline.run import JudgeConfig
+    from sim2real_eval.resources import config_path
+
+    judge = JudgeConfig(str(config_path("ekf_art_iros2024.yaml")),
+                        str(config_path("navsat_art_iros2024.yaml")))
+    spec = ReplaySpec(str(REFERENCE / scenario / "run_00"), judge, scenario)
+    with open_bag(spec.bag) as reader:
+        sensors = [(m.recv_ns, m.topic, m.msg) for m in reader.messages(["/fix", "/imu"])]
+    return spec, read_real_streams(spec), sensors
+
+
+class Estimate:
+    """An /odometry/filtered series as the scorer needs it (stamps, velocities, orientations)."""
+
+    def __init__(self, stamp_ns, linear_velocity):
+        self.stamp_ns = np.asarray(stamp_ns, dtype=np.int64)
+        self.linear_velocity = np.asarray(linear_velocity, dtype=float)
+        self.orientation = np.tile([0.0, 0.0, 0.0, 1.0], (len(self.stamp_ns), 1))
+
+
+def real_estimate(path) -> Estimate:
+    stamps, velocity = [], []
+    with gzip.open(path, "rt", newline="") as stream:
+        for row in csv.DictReader(stream):
+            if row["topic"] == FILTERED:
+                stamps.append(int(row["stamp_ns"]))
+                velocity.append((float(row["vx"]), float(row["vy"]), float(row["vz"])))
+    return Estimate(stamps, velocity)
+
+
+@dataclass
+class Judged:
+    E: float
+    S_est: float
+    gps_odometry: int
+    speed: tuple  # (stamp_ns, horizontal speed)
+
+
+def judged(scenario: str, timing) -> Judged:
+    """The embedded judge on the input the real runs got, with ``timing`` (pipeline.timing.RunTiming)."""
+    from sim2real_eval.metrics import ScoreOptions
+    from sim2real_eval.pipeline.replay import estimate_score
+    from sim2real_eval.pipeline.run import judge_run
+
+    spec, streams, sensors = bag_streams(scenario)
+    result = judge_run(spec.judge, sensors, timing)
+    score = estimate_score(spec, streams, ScoreOptions(), result.filtered, f"{scenario} judged")
+    v = result.filtered.linear_velocity
+    return Judged(score.rmse, score.S_est, len(result.gps_odometry.stamp_ns),
+                  (result.filtered.stamp_ns, np.hypot(v[:, 0], v[:, 1])))
+
+
+def real_scored(scenario: str, path) -> Judged:
+    from sim2real_eval.metrics import ScoreOptions
+    from sim2real_eval.pipeline.replay import estimate_score
+
+    spec, streams, _sensors = bag_streams(scenario)
+    estimate = real_estimate(path)
+    score = estimate_score(spec, streams, ScoreOptions(), estimate, str(path))
+    v = estimate.linear_velocity
+    return Judged(score.rmse, score.S_est, len(read_outputs(path)[GPS_ODOMETRY][0]),
+                  (estimate.stamp_ns, np.hypot(v[:, 0], v[:, 1])))
+
+
+def speed_rms(judge: Judged, real: Judged) -> float:
+    """RMS of the judge's horizontal speed (interpolated) minus the real run's, at the real run's stamps
+    inside both series."""
+    (tj, vj), (tr, vr) = judge.speed, real.speed
+    inside = (tr >= max(tj[0], tr[0])) & (tr <= min(tj[-1], tr[-1]))
+    return float(np.sqrt(np.mean((np.interp(tr[inside], tj, vj) - vr[inside]) ** 2)))
+
+
+def quarter_speed_timing(facts):
+    """The quarter-speed run's timing as the model's fixed values: each timer's execution phase (where
+    ROS ran its ticks), latency 0 — ROS integrates up to the execution time, so that is the phase."""
+    from sim2real_eval.pipeline.timing import RunTiming
+
+    return RunTiming(int(round(facts.ekf.exec_phase_ms * 1e6)), int(round(facts.navsat.exec_phase_ms * 1e6)),
+                     0)
+
+
+def acceptance_fixed(scenario: str) -> dict:
+    facts = next(f for f in all_facts() if f.run == f"{scenario}_run_00_{QUARTER}")
+    timing = quarter_speed_timing(facts)
+    real = real_scored(scenario, ROS1 / f"{facts.run}.csv.gz")
+    ours = judged(scenario, timing)
+    return {"scenario": scenario, "timing": timing, "speed_rms": speed_rms(ours, real),
+            "E_error": ours.E / real.E - 1, "S_est_error": ours.S_est / real.S_est - 1,
+            "gps_odometry": (ours.gps_odometry, real.gps_odometry)}
+
+
+def acceptance_random(scenario: str, seeds: int) -> dict:
+    from sim2real_eval.pipeline.timing import TimingModel
+
+    spec, _streams, _sensors = bag_streams(scenario)
+    periods = spec.judge.periods()
+    model = TimingModel("random")
+    ours = [judged(scenario, model.run_timing(periods, seed, scenario, 0)) for seed in range(seeds)]
+    real = [real_scored(scenario, path) for _source, name, _run, path in real_runs() if name == scenario]
+    return {"scenario": scenario, "seeds": seeds, "E": [j.E for j in ours], "real_E": [j.E for j in real],
+            "gps": [j.gps_odometry for j in ours], "real_gps": [j.gps_odometry for j in real]}
+
+
+def _acceptance(seeds: int) -> None:
+    print("| scenario | quarter-speed timing (EKF, navsat ms) | speed RMS m/s | E error | S_est error | "
+          "/odometry/gps judge / real |")
+    print("|---|---|---|---|---|---|")
+    for scenario in SCENARIOS:
+        a = acceptance_fixed(scenario)
+        t = a["timing"]
+        print(f"| {scenario} | {t.ekf_phase_ns / 1e6:.1f}, {t.navsat_phase_ns / 1e6:.1f} | "
+              f"{a['speed_rms']:.4f} | {100 * a['E_error']:+.1f} % | {100 * a['S_est_error']:+.1f} % | "
+              f"{a['gps_odometry'][0]} / {a['gps_odometry'][1]} |")
+    print()
+    print(f"| scenario | real E range | random E range ({seeds} seeds) | real /odometry/gps range | "
+          "random range | random draws losing >= 15 % of /odometry/gps |")
+    print("|---|---|---|---|---|---|")
+    for scenario in SCENARIOS:
+        r = acceptance_random(scenario, seeds)
+        lost = sum(1 for g in r["gps"] if g < 0.85 * max(r["gps"]))
+        print(f"| {scenario} | {min(r['real_E']):.4f}–{max(r['real_E']):.4f} | "
+              f"{min(r['E']):.4f}–{max(r['E']):.4f} | {min(r['real_gps'])}–{max(r['real_gps'])} | "
+              f"{min(r['gps'])}–{max(r['gps'])} | {lost} |")
+
+
 # ------------------------------------------------------------------------------------------ main
 def _table(facts) -> str:
     lines = ["| run | /odometry/gps | fixes lost | EKF exec phase | EKF stamp plateau (consistency) | "
@@ -283,6 +421,9 @@ def _table(facts) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="OUT", help="also write every number (per-tick latencies too)")
+    parser.add_argument("--acceptance", type=int, metavar="SEEDS", default=0,
+                        help="also run the embedded judge: the quarter-speed runs' timing (fixed) and SEEDS "
+                             "random draws per scenario, against the real runs")
     args = parser.parse_args(argv)
     if not available():
         print(f"peer data not found in {ROS1}: nothing to analyse")
@@ -301,6 +442,9 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": [asdict(f) for f in facts],
                                                "latency": [asdict(f) for f in fits]}) + "\n")
+    if args.acceptance:
+        print()
+        _acceptance(args.acceptance)
     return 0
 
 

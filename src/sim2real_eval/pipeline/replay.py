@@ -345,10 +345,10 @@ def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
     return RunOutcome(info.run.label, str(path), False, counts, streams.truth.duration)
 
 
-def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> list:
-    """The bag's real /fix + /imu judged once per ``timings`` (``pipeline.timing.RunTiming``), each scored
-    on the bag's window exactly as the scorer scores the real run's bag (``metrics.inputs``: the same
-    /ground_truth/odom records, the estimate's values, the window) → [RunScore]."""
+def estimate_score(spec: ReplaySpec, streams: RealStreams, options, estimate, name: str):
+    """RunScore of an estimate (``judge.OdometrySeries``: stamp_ns, linear_velocity, orientation) of this
+    bag, scored exactly as the scorer scores the bag's real run (``metrics.inputs``: the bag's
+    /ground_truth/odom records, the estimate's values, the bag's window)."""
     from ..bags import get_typestore
     from ..bags.columns import decode_messages
     from ..message_fields import ODOMETRY as ODOMETRY_FIELDS
@@ -356,23 +356,27 @@ def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> l
     from ..metrics.options import resolve_speed
     from ..metrics.per_run import score_run
 
-    sensors = in_receive_order(streams.gps + streams.imu)
     run = RunSpec("real", "real", spec.scenario, spec.k, spec.bag, "bag", TOPICS["estimate"],
                   TOPICS["ground_truth"], resolve_speed(options.speed, "real", "speed"),
                   tuple(streams.window_ns))
     columns = ("stamp_ns", "linear_velocity", "orientation")
     decoded = decode_messages(get_typestore(), ODOMETRY_FIELDS,
                               [r[3] for r in streams.truth_records(spec.ground_truth_rate)], columns)
-    truth = tuple(decoded[name] for name in columns)
+    series = series_from_arrays(run, {run.estimate_topic: (estimate.stamp_ns, estimate.linear_velocity,
+                                                           estimate.orientation),
+                                      run.truth_topic: tuple(decoded[name] for name in columns)})
+    return score_run(name, series.t_est, series.v_est, series.t_gt, series.v_gt, options, series.timeline_end)
+
+
+def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> list:
+    """The bag's real /fix + /imu judged once per ``timings`` (``pipeline.timing.RunTiming``), each scored
+    as the scorer scores the real run's bag (``estimate_score``) → [RunScore]."""
+    sensors = in_receive_order(streams.gps + streams.imu)
     scores = []
     for timing in timings:
         result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors), timing)
-        estimate = result.filtered
-        series = series_from_arrays(run, {run.estimate_topic: (estimate.stamp_ns, estimate.linear_velocity,
-                                                               estimate.orientation),
-                                          run.truth_topic: truth})
-        scores.append(score_run(f"{spec.bag} (judged with timing {tuple(timing)})", series.t_est,
-                                series.v_est, series.t_gt, series.v_gt, options, series.timeline_end))
+        scores.append(estimate_score(spec, streams, options, result.filtered,
+                                     f"{spec.bag} (judged with timing {tuple(timing)})"))
     return scores
 
 
