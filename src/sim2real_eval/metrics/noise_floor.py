@@ -12,7 +12,7 @@ it are not meaningful.
 """
 from __future__ import annotations
 
-from .study import REAL, RunRecord, _groups, _stack, distances
+from .study import REAL, RunRecord, distances
 
 DRAWS = 2
 SEED_KEY = "noise-floor"
@@ -27,8 +27,7 @@ def judge_noise_floor(draws: list, variants, scenarios) -> dict:
     {W1, W2, VEPD, n}}}} from ``draws``: [records of draw 0, records of draw 1] (``RunRecord`` of the
     real runs).  Every variant of a study has the study's scenarios, so their floors are equal; they are
     listed per variant as the tables are."""
-    first, second = ([r for r in records if r.scenario in scenarios] for records in draws[:2])
-    a, b = _groups(first, scenarios), _groups(second, scenarios)
+    a, b = draws[:2]
     pooled = _cell(a, b, scenarios)
     per_scenario = {scenario: _cell(a, b, [scenario]) for scenario in scenarios}
     return {"definition": DEFINITION,
@@ -37,9 +36,13 @@ def judge_noise_floor(draws: list, variants, scenarios) -> dict:
                              for variant in variants}}
 
 
-def _cell(a: dict, b: dict, scenarios) -> dict:
-    w1, w2, v = distances(*_stack([a[s] for s in scenarios]), *_stack([b[s] for s in scenarios]))
-    return {"W1": w1, "W2": w2, "VEPD": v, "n": int(sum(len(a[s]) for s in scenarios))}
+def _cell(a: list, b: list, scenarios) -> dict:
+    """W1, W2, VEPD between the E and D of the records of ``scenarios`` in draw a and in draw b."""
+    first = [r.score for r in a if r.scenario in scenarios]
+    second = [r.score for r in b if r.scenario in scenarios]
+    w1, w2, v = distances([s.rmse for s in first], [s.D for s in first], [s.rmse for s in second],
+                          [s.D for s in second])
+    return {"W1": w1, "W2": w2, "VEPD": v, "n": len(first)}
 
 
 def floor_record(scenario: str, k: int, source: str, score) -> RunRecord:
