@@ -3,18 +3,24 @@ numbers across variants, run.yaml records and resume."""
 from __future__ import annotations
 
 import argparse
+import json
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim2real_eval.bags import open_bag
+from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 from sim2real_eval.pipeline import timing
 from sim2real_eval.pipeline.run import existing_run
 from sim2real_eval.pipeline.study import load_study
 from sim2real_eval.pipeline.timing import LATENCY_HIGH_NS, RunTiming, TimingModel
+from sim2real_eval.resources import config_path
 from sim2real_eval.runs import RunInfo
 from sim2real_eval.yamlio import Section
 
@@ -179,3 +185,64 @@ def test_run_yaml_timing_is_validated(timing_value, text):
     data = {"side": "sim", "variant": "a", "scenario": "line", "k": 0, "timing": timing_value}
     with pytest.raises(UserError, match=text):
         RunInfo.from_dict(data, "run.yaml")
+
+
+# ------------------------------------------------------------------------------ end to end
+REFERENCE = Path(__file__).resolve().parents[1] / "bags" / "reference"
+ART_TFS = ["--static-tf", "base_link imu 0 0 0 3.1416 -1.5708 0", "--static-tf", "base_link gps 0 0 0 0 0 0"]
+
+
+def judge_cli(out, *timing_args):
+    config = [str(config_path(name)) for name in ("ekf_art_iros2024.yaml", "navsat_art_iros2024.yaml")]
+    code = main(["judge", str(REFERENCE / "line" / "run_00"), "--config", config[0], "--navsat", config[1],
+                 *ART_TFS, "--output", str(out), "--no-progress", *timing_args])
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    with open_bag(out) as reader:
+        messages = [(m.recv_ns, m.topic, bytes(m.data)) for m in reader.raw_messages()]
+    return summary, messages
+
+
+def test_judge_command_timing(tmp_path):
+    default, default_messages = judge_cli(tmp_path / "a")
+    assert default["timing"] == {"model": "fixed", **dict.fromkeys(RunTiming._fields, 0)}
+    zero, zero_messages = judge_cli(tmp_path / "b", "--timer-phase-ms", "0,0", "--tick-latency-ms", "0")
+    assert zero_messages == default_messages  # fixed 0/0/0 is the historical judge, bit for bit
+    shifted, shifted_messages = judge_cli(tmp_path / "c", "--timer-phase-ms", "12.5,9")
+    assert shifted["timing"] == {"model": "fixed", "ekf_phase_ns": 12_500_000, "navsat_phase_ns": 9_000_000,
+                                 "tick_latency_ns": 0}
+    assert shifted_messages != default_messages
+    stamps = [r for r, topic, _d in shifted_messages if topic == "/odometry/filtered"]
+    assert len(stamps) > 1000
+    drawn, _ = judge_cli(tmp_path / "d", "--timing", "random", "--timing-seed", "3")
+    assert drawn["timing"]["model"] == "random" and drawn["timing"]["seed"] == 3
+    expected = TimingModel("random", seed=3).run_timing(PERIODS, 0)
+    assert [drawn["timing"][k] for k in RunTiming._fields] == list(expected)
+
+
+def test_replay_judges_the_real_run_and_its_variants_with_one_timing(tmp_path, capsys):
+    out = tmp_path / "runs"
+    bag = str(REFERENCE / "line" / "run_00")
+    args = ["replay", bag, "--replace", "imu=chrono_paper_demo", "--out", str(out), "--timing", "random",
+            "--no-progress"]
+    assert main(args) == 0
+    real = yaml.safe_load((out / "real" / "real" / "line" / "0" / "run.yaml").read_text())
+    sim = yaml.safe_load((out / "sim" / "sim_imu-chrono_paper_demo" / "line" / "0" / "run.yaml").read_text())
+    assert real["timing"] == sim["timing"]
+    assert real["timing"]["model"] == "random" and real["timing"]["seed"] == 0
+    assert main(args) == 0  # resume: the same timing
+    assert "already complete" in capsys.readouterr().out
+    assert main([*args, "--timing-seed", "1"]) == 2
+    assert "differs from the requested one at 'timing." in capsys.readouterr().err
+
+
+def test_simulate_with_random_timing_shares_it_across_variants(tmp_path):
+    study = Path(__file__).resolve().parents[1] / "config" / "studies" / "tiny.yaml"
+    out = tmp_path / "out"
+    assert main(["simulate", str(study), "--out", str(out), "--workers", "1", "--no-progress",
+                 "--timing", "random"]) == 0
+    records = {f"{path.parents[2].name}/{path.parent.name}": yaml.safe_load(path.read_text())["timing"]
+               for path in sorted(out.glob("sim/*/line/*/run.yaml"))}
+    assert len(records) == 4  # 2 variants x K = 2
+    assert records["ch_gauss/0"] == records["ch_rw/0"] != records["ch_gauss/1"] == records["ch_rw/1"]
+    assert records["ch_gauss/0"]["seed"] == 7  # the study's seed

@@ -78,3 +78,40 @@ def test_circular_statistics():
     start, end = np.array([10, 50]), np.array([20, 70])
     counts = peer.explained(np.array([0, 15, 55, 75]), period, start, end)
     assert counts.tolist() == [0, 1, 1, 0]
+
+
+# ------------------------------------------------------------------------ the judge against them
+@pytest.mark.parametrize("scenario", peer.SCENARIOS)
+def test_quarter_speed_timing_reproduces_the_quarter_speed_run(scenario):
+    """Issue 12 acceptance: with the quarter-speed run's timing (its execution phases, latency 0) the
+    judge matches that real run to speed RMS <= 0.015 m/s, E within 3 %, S_est within 5 %."""
+    result = peer.acceptance_fixed(scenario)
+    assert result["speed_rms"] <= 0.015
+    assert abs(result["E_error"]) <= 0.03
+    assert abs(result["S_est_error"]) <= 0.05
+    assert result["gps_odometry"][0] == result["gps_odometry"][1]
+
+
+def test_zero_timing_matches_no_quarter_speed_run_as_well():
+    """The default timing (exact multiples) is one arbitrary point of the real spread: it misses the
+    quarter-speed runs by several times the tolerance (the test above can fail)."""
+    from sim2real_eval.pipeline.timing import RunTiming
+
+    real = peer.real_scored("line", peer.ROS1 / "line_run_00_quarter_speed.csv.gz")
+    assert peer.speed_rms(peer.judged("line", RunTiming()), real) > 0.03
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", peer.SCENARIOS)
+def test_random_timing_spreads_like_the_real_runs_gps_loss_mode_included(scenario):
+    """Random timing over 20 seeds spreads E over the real runs' range (to 2 % at either end; the full
+    acceptance, 100 seeds, is in docs/judge.md), and a navsat phase where the real runs' stamps pinned
+    the GPS-loss mode (line run 2: 45.9 ms) loses 18-26 % of /odometry/gps as they did."""
+    from sim2real_eval.pipeline.timing import RunTiming
+
+    result = peer.acceptance_random(scenario, 20)
+    low, high = min(result["real_E"]), max(result["real_E"])
+    assert min(result["E"]) <= low * 1.02 and max(result["E"]) >= high * 0.98
+    assert max(result["gps"]) >= max(result["real_gps"]) - 1
+    lost = peer.judged(scenario, RunTiming(12_000_000, 45_900_000, 0))
+    assert 0.18 <= 1 - lost.gps_odometry / max(result["gps"]) <= 0.26
