@@ -5,7 +5,8 @@ delivered at their receive time, in record order; the EKF timer ticks at k·roun
 ekf_phase, the navsat timer at k·round(1e9/navsat frequency) + navsat_phase; a tick at nominal time T
 sees the messages received up to T + tick_latency (``JudgeTiming``; all 0 by default: ticks on exact
 multiples, a message received at a tick time is seen by that tick).  Ticks run from the first tick
-that sees the first message until the first EKF tick that sees the last one.
+that sees the first message until the last message's receive time (a sim clock stops with the bag: no
+tick after it).
 
 Input is read in chunks in record order (``CHUNK`` messages): each chunk becomes columns
 (inputs.py), and the compiled loop (loop.advance) runs the callbacks and timers over it.  Outputs are
@@ -382,11 +383,10 @@ class _Run:
         return self._take()
 
     def finish(self):
-        """The ticks after the last message (up to the first EKF tick that sees it)."""
+        """The ticks after the last message that ROS can run: the sim clock stops with the bag (at the
+        last message), so only a tick whose T + latency is that time, none later."""
         if self.first_recv is not None:
-            final_ns = self._first_tick(self.last_recv, int(self.timing["ekf_period_ns"]),
-                                        int(self.timing["ekf_phase_ns"]))
-            self._advance(records(0, INPUT_ROW), True, final_ns)
+            self._advance(records(0, INPUT_ROW), True, self.last_recv - int(self.timing["latency_ns"]))
         return self._take()
 
     def _advance(self, rows: np.ndarray, final: bool, final_ns: int) -> None:
