@@ -42,7 +42,7 @@ def per_message_reference(params, static_tfs, stream):
     for recv, topic, msg in stream:
         ticks(recv, False)
         node.handle(topic, msg)
-    ticks(-(-stream[-1][0] // period) * period, True)
+    ticks(stream[-1][0], True)  # none after the last message (the sim clock stops with the bag)
     return outputs, node.dropped
 
 
