@@ -237,9 +237,9 @@ def run_index(setup: ReferenceSetup, scenario: str, k: int) -> int:
 def art_mounting_rpy() -> list:
     """(roll, pitch, yaw) of the ART base_link→imu static TF, as the judge's launch publishes it."""
     from .art import ART_STATIC_TFS, IMU_FRAME
-    from .pipeline.run import JudgeConfig
+    from .static_tf import mounting_rpy
 
-    return JudgeConfig("", "", ART_STATIC_TFS).mounting_rpy(IMU_FRAME)
+    return mounting_rpy(ART_STATIC_TFS, IMU_FRAME)
 
 
 def reference_truth(setup: ReferenceSetup, scenario: str, k: int):

@@ -77,13 +77,9 @@ class JudgeConfig:
         The IMU model gets the same rotation, so simulated IMU data is expressed in the frame the TF
         describes (static_transform_publisher order is x y z yaw pitch roll).
         """
-        from ..judge.tf import parse_static_tf
+        from ..static_tf import mounting_rpy
 
-        for text in self.static_tfs:
-            tf = parse_static_tf(text)
-            if tf.parent == "base_link" and tf.child == child_frame:
-                return [tf.roll, tf.pitch, tf.yaw]
-        return None
+        return mounting_rpy(self.static_tfs, child_frame)
 
     def imu_overrides(self) -> dict:
         """The IMU model's ``mounting_rpy`` from the judge's TF (none when the TF is absent)."""
