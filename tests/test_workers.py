@@ -140,3 +140,27 @@ def test_simulate_killed_leaves_no_worker_and_nothing_half_written(tmp_path, how
     assert leftovers(out) == [] if out.exists() else True
     for run in out.glob("sim/*/*/*"):  # every run directory that exists is complete
         assert (run / "run.yaml").is_file() and (run / "metadata.yaml").is_file()
+
+
+class _SignalsItselfWhenCollected:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs inside __del__: its exception is ignored
+        time.sleep(0.2)
+
+
+def _task_whose_stop_is_swallowed():
+    _SignalsItselfWhenCollected()  # collected at once
+    return "ran to the end"
+
+
+def test_a_stop_swallowed_inside_a_task_still_ends_the_worker():
+    # Python ignores an exception raised in __del__ (and in some callbacks): the WorkerStopped of
+    # a parent-death SIGTERM can vanish that way; the task then runs on, but the worker must not
+    # go back to waiting for work its dead parent will never send.
+    from concurrent.futures.process import BrokenProcessPool
+
+    from sim2real_eval.workers import WorkerPool
+
+    with WorkerPool(1) as pool:
+        with pytest.raises(BrokenProcessPool):
+            pool.submit(_task_whose_stop_is_swallowed).result(timeout=60)

@@ -53,7 +53,7 @@ class WorkerStopped(BaseException):
 
 
 _busy = False  # a task is running in this worker
-_stopping = False  # a stop signal was taken: the task is unwinding
+_stopping = 0  # the stop signal taken (0: none): the task is unwinding
 
 
 def _worker_signal(signum, frame):
@@ -61,12 +61,12 @@ def _worker_signal(signum, frame):
     # Linux can deliver the parent-death signal more than once (the orphan is first handed to
     # another thread of the dying parent, then to init): a second one must not interrupt the
     # clean-up the first one started.
+    if not _busy:
+        os._exit(128 + (_stopping or signum))
     if _stopping:
         return
-    _stopping = True
-    if _busy:
-        raise WorkerStopped(signum)
-    os._exit(128 + signum)
+    _stopping = signum
+    raise WorkerStopped(signum)
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -108,6 +108,8 @@ def _call(function, *args, **kwargs):
         os._exit(128 + stop.signum)
     finally:
         _busy = False
+        if _stopping:  # the WorkerStopped was swallowed (raised inside a __del__ or a callback that
+            os._exit(128 + _stopping)  # ignores errors): the task ran on, but the worker still stops
 
 
 class WorkerPool(cf.ProcessPoolExecutor):
