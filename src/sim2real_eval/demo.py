@@ -17,6 +17,10 @@ Steps (``run_demo``):
 3. Scores (the scorer's pieces, unchanged): the GPS study → ``OUT/`` (vepd.json, statistics.json,
    runs.csv, tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files).
 4. ``OUT/demo.json``: wall time per step, K, inputs, and the paper's qualitative ordering checks.
+5. The run bags (``OUT/runs``, ~3.5 MB per run: 674 MB for K = 10) are the scorer's input, not part of
+   the report: they are removed once the report is in place, unless ``keep_runs`` (``--keep-runs``).
+   Until then they make an interrupted demo resumable.  Measured alternative (not taken): MCAP with
+   zstd chunk compression shrinks a run bag 3.3x, still ~200 MB for K = 10 (see docs/demo.md).
 
 The report files are built in a staging folder by ``report.write_report`` (atomic) and moved into
 OUT only when every score is done, so OUT never holds a half-written report file.
@@ -260,12 +264,15 @@ class DemoResult:
     real_source: str
     runs_written: int = 0
     runs_total: int = 0
+    runs_bytes: int = 0       # size of the run bags (OUT/runs) when the report was written
+    runs_kept: bool = False   # False: OUT/runs was removed after the report
 
 
 def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
              config_path=None, progress: bool = True, imu_scenario: str | None = None,
-             ray_address: str | None = None) -> DemoResult:
-    """The whole demo (see the module docstring); returns what the CLI prints."""
+             ray_address: str | None = None, keep_runs: bool = False) -> DemoResult:
+    """The whole demo (see the module docstring); returns what the CLI prints.  ``keep_runs``: leave
+    the run bags in OUT/runs (default: removed once the report is written)."""
     from . import reference as ref
     from .metrics import ScoreOptions
     from .pipeline.batch import available_cores
@@ -311,9 +318,11 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     t = time.perf_counter()
     groups = plan_groups(config, bags, imu_scenario)
     runs_dir = out / RUNS
-    report = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
-                         description=f"judging {len(groups)} real bags and their simulations").report
+    replayed = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
+                           description=f"judging {len(groups)} real bags and their simulations")
+    report = replayed.report
     report.raise_on_failure()
+    run_paths = [Path(run.path) for run in replayed.runs]
     timings["runs"] = time.perf_counter() - t
     runs_total = sum(1 + len(g.sims) for g in groups)
 
@@ -350,16 +359,36 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     ordering = ordering_checks(gps_doc, imu_doc)
     timings["report"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
+    runs_bytes = sum(tree_bytes(path) for path in run_paths)
     summary = {
         "k": k, "scenarios": list(bags), "real_source": real_source, "imu_study_scenario": imu_scenario,
-        "runs": {"groups": len(groups), "groups_with_new_runs": report.written, "total": runs_total},
+        "runs": {"groups": len(groups), "groups_with_new_runs": report.written, "total": runs_total,
+                 "bag_bytes": runs_bytes, "kept": keep_runs},
         "wall_time_s": {name: round(value, 3) for name, value in timings.items()},
         "workers": workers, "ordering": ordering, "config": config.source,
     }
     (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     _publish(staging, out)
+    if not keep_runs:
+        remove_runs(run_paths, runs_dir)
     return DemoResult(out, k, list(bags), timings, gps_doc, imu_doc, ordering, real_source,
-                      report.written, runs_total)
+                      report.written, runs_total, runs_bytes, keep_runs)
+
+
+def remove_runs(paths: list, runs_dir: Path) -> None:
+    """Remove this demo's run directories, then the folders of OUT/runs they leave empty (anything
+    else a user keeps there stays)."""
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+    for folder in sorted((p for p in runs_dir.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
+                         reverse=True) + [runs_dir]:
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the files below ``path`` (what ``du --apparent-size`` counts)."""
+    return sum(entry.stat().st_size for entry in Path(path).rglob("*") if entry.is_file())
 
 
 def _publish(staging: Path, out: Path) -> None:
@@ -398,8 +427,11 @@ def summary_table(result: DemoResult) -> str:
     lines.append(f"wall time {result.timings['total']:.1f} s (real bags {result.timings['real_bags']:.1f}, "
                  f"runs {result.timings['runs']:.1f}, score {result.timings['score']:.1f}, "
                  f"report {result.timings['report']:.1f}); report: {result.out / 'report.html'}")
+    size = f"{result.runs_bytes / 1e6:.0f} MB"
+    lines.append(f"run bags: {result.out / RUNS} ({size})" if result.runs_kept else
+                 f"run bags ({size}) removed after scoring; --keep-runs keeps them in {result.out / RUNS}")
     return "\n".join(lines)
 
 
 __all__ = ["DemoConfig", "DemoResult", "find_real_bags", "load_demo_config", "ordering_checks", "plan_groups",
-           "run_demo", "summary_table"]
+           "remove_runs", "run_demo", "summary_table", "tree_bytes"]

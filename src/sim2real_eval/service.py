@@ -46,28 +46,35 @@ class JudgedBag:
 
 
 def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, filter_type: str | None = None,
-              navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] = (),
+              navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] | None = (),
               remaps: dict | None = None, progress: Callable | None = None,
               allow_missing_sensor: bool = False) -> JudgedBag:
     """Run ekf_node (+ navsat_transform_node with ``navsat_config``) on the topics of ``bag`` that the
     configuration subscribes; every input topic is checked first (present, right type).
 
+    ``static_tfs=None``: the ART static TFs (``art.ART_STATIC_TFS``, as ``replay`` applies) when the bag
+    is in the ART layout (``art_layout``), none otherwise; ``summary["static_tfs_default"]`` says which.
     ``progress(start_ns, end_ns)``: a context manager around the run that yields a callable
     ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
-    summary.json.
+    summary.json, with ``frames_without_transform``: sensor frames no static TF connects to base_link.
     """
     from .bags import open_bag
     from .judge import Judge, load_ekf_params, load_navsat_params, parse_static_tf
-    from .runs import file_sha256
 
-    tfs = [parse_static_tf(spec) for spec in static_tfs]
     ekf_params = load_ekf_params(ekf_config, node, filter_type)
     navsat_params = load_navsat_params(navsat_config, navsat_node) if navsat_config else None
-    judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {})
     with open_bag(bag) as reader:
         if reader.message_count == 0:
             raise UserError(f"{bag}: the bag is empty")
-        wanted = _judge_inputs(judge, ekf_params, navsat_params, reader.topics, bag, ekf_config)
+        probe = Judge(ekf_params, navsat_params, (), gps_topic=gps_topic, remaps=remaps or {})
+        wanted = _judge_inputs(probe, ekf_params, navsat_params, reader.topics, bag, ekf_config)
+        frames = sensor_frames(reader, probe, ekf_params, wanted)
+        default = static_tfs is None
+        if default:
+            static_tfs = _art_static_tfs() if art_layout(frames, ekf_params.base_link_frame) else ()
+        tfs = [parse_static_tf(spec) for spec in static_tfs]
+        unconnected = frames_without_transform(frames, ekf_params.base_link_frame, tfs)
+        judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {})
         stream = ((m.recv_ns, m.topic, m.msg) for m in reader.messages(wanted, allow_empty=True))
         if progress is None:
             result = judge.run(stream)
@@ -78,11 +85,77 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
             raise UserError(
                 f"{bag}: the filter never initialised (no usable measurement on "
                 f"{', '.join(wanted)}); dropped: {result.dropped}"
+                + (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}" if unconnected else "")
             )
     for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
         warnings.warn(text, DataWarning, stacklevel=2)
+    tf_hint = f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}" if unconnected else ""
     result.check_sensors(str(bag), allow_missing=allow_missing_sensor,  # a lost input is an error
-                         hint=" (--allow-missing-sensor judges it anyway)")
+                         hint=f"{tf_hint} (--allow-missing-sensor judges it anyway)")
+    summary = _judge_summary(bag, ekf_config, navsat_config, ekf_params, navsat_params, result,
+                             static_tfs, remaps)
+    summary["static_tfs_default"] = ("ART layout: art.ART_STATIC_TFS" if default and static_tfs
+                                     else "none" if default else "given")
+    summary["frames_without_transform"] = {frame: topics for frame, topics in unconnected.items()}
+    summary["config"]["base_link_frame"] = ekf_params.base_link_frame
+    return JudgedBag(result, judge, wanted, summary)
+
+
+def _art_static_tfs() -> tuple:
+    from .art import ART_STATIC_TFS
+
+    return ART_STATIC_TFS
+
+
+def sensor_frames(reader, judge, ekf_params, wanted: Sequence[str]) -> dict:
+    """{frame_id: [topics]} of the first message of each IMU input and navsat's GPS topic: the frames
+    the judge must transform into base_link (odometry/pose/twist inputs name world frames too and are
+    not surveyed)."""
+    topics = [t for t in wanted if t == judge.gps_topic or any(
+        judge.topic(s.topic) == t and s.kind == "imu" for s in ekf_params.sensors)]
+    frames: dict = {}
+    seen: set = set()
+    if topics:
+        for message in reader.messages(topics, allow_empty=True):
+            if message.topic in seen:
+                continue
+            seen.add(message.topic)
+            frames.setdefault(str(message.msg.header.frame_id), []).append(message.topic)
+            if len(seen) == len(topics):
+                break
+    return frames
+
+
+def art_layout(frames: dict, base_link_frame: str) -> bool:
+    """The ART vehicle's layout: the judge's robot frame is ``base_link`` and the sensors are in the
+    frames ``imu``/``gps`` that the ART static TFs mount on it (or in base_link itself)."""
+    from .art import BASE_FRAME, GPS_FRAME, IMU_FRAME
+
+    others = set(frames) - {BASE_FRAME, ""}  # an empty frame_id is base_link to robot_localization
+    return base_link_frame == BASE_FRAME and bool(others) and others <= {IMU_FRAME, GPS_FRAME}
+
+
+def frames_without_transform(frames: dict, base_link_frame: str, tfs: Sequence) -> dict:
+    """{frame: [topics]} of the sensor frames that no static transform connects to ``base_link_frame``."""
+    from .judge.tf import TfBuffer
+
+    buffer = TfBuffer(tfs)
+    return {frame: topics for frame, topics in sorted(frames.items())
+            if frame not in (base_link_frame, "") and buffer.lookup_safe(base_link_frame, frame, 0) is None}
+
+
+def missing_transform_hint(unconnected: dict, base_link_frame: str) -> str:
+    """One line naming the frames without a transform and the option that gives one."""
+    listed = ", ".join(f"{frame!r} ({', '.join(topics)})" for frame, topics in unconnected.items())
+    example = next(iter(unconnected))
+    return (f"no transform from {listed} to {base_link_frame!r}: give each with "
+            f"--static-tf \"{base_link_frame} {example} x y z yaw pitch roll\" (repeatable)")
+
+
+def _judge_summary(bag, ekf_config, navsat_config, ekf_params, navsat_params, result, static_tfs,
+                   remaps) -> dict:
+    from .runs import file_sha256
+
     summary = {
         "bag": str(bag),
         "config": {
@@ -105,7 +178,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         summary["config"].update({"navsat": str(navsat_config),
                                   "navsat_sha256": file_sha256(str(navsat_config)),
                                   "navsat_node": navsat_params.node})
-    return JudgedBag(result, judge, wanted, summary)
+    return summary
 
 
 def _judge_inputs(judge, ekf_params, navsat_params, topics: dict, bag, ekf_config) -> list:
@@ -255,13 +328,30 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
     if ray_address is None and workers > 1 and len(tasks) > 1:
         # The first bag is judged here: the judge's numba kernels are compiled (or loaded from numba's
         # cache) once in this process and inherited by the forked workers, not compiled in each.
-        first = run_batch(tasks[:1], out, workers=1, progress=False)
-        rest = run_batch(tasks[1:], out, workers=workers, progress=progress, description=description)
-        report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
+        with _status(progress, f"{description}: the first bag (the first judge run compiles its kernels)"):
+            first = run_batch(tasks[:1], out, workers=1, progress=False)
+        if first.failures:
+            rest = run_batch(tasks[1:], out, workers=workers, progress=progress, description=description)
+            report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
+        else:
+            # All bags again, so that the bar counts every bag (the first one as complete).
+            report = run_batch(tasks, out, workers=workers, progress=progress, description=description)
+            report.outcomes[0] = first.outcomes[0]
     else:
         report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
                            description=description)
     return ReplayedBags(tasks, report, time.perf_counter() - start)
+
+
+def _status(enabled: bool, text: str):
+    """A rich spinner with ``text`` on stderr while the block runs (nothing when disabled)."""
+    import contextlib
+
+    if not enabled:
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
 
 
 # ====================================================================== score a run tree

@@ -6,6 +6,10 @@ embedded robot_localization → VEPD report in OUT, a summary table and the wall
 """
 from __future__ import annotations
 
+# Measured costs (README "Costs": 2-core machine shared with other jobs, /usr/bin/time -v).
+COST = "PLACEHOLDER"
+QUICK_COST = "PLACEHOLDER"
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--real", metavar="DIR", default=None,
@@ -16,7 +20,11 @@ def add_arguments(parser) -> None:
                         help="runs per scenario (default 10; --quick: 3); reference runs beyond the shipped "
                              "ones are regenerated into OUT/reference")
     parser.add_argument("--out", default="report", help="output folder (default: report)")
-    parser.add_argument("--quick", action="store_true", help="K = 3: a smoke test in a few seconds")
+    parser.add_argument("--quick", action="store_true", help=f"K = 3 (57 runs): a smoke test; {QUICK_COST}")
+    parser.add_argument("--keep-runs", action="store_true",
+                        help="keep the run bags in OUT/runs (3.5 MB per run, 674 MB for K = 10; they can be "
+                             "re-scored with 'sim2real-eval score OUT/runs'); default: removed once the "
+                             "report is written")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (default: all cores; 1 = in this process)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
@@ -42,6 +50,6 @@ def run(args) -> int:
                 {"--out": written})
     result = run_demo(args.out, real=args.real, k=args.k, quick=args.quick, workers=args.workers,
                       config_path=args.config, progress=not args.no_progress, imu_scenario=args.imu_scenario,
-                      ray_address=args.ray)
+                      ray_address=args.ray, keep_runs=args.keep_runs)
     print(summary_table(result))
     return 0
