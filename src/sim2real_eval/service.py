@@ -85,7 +85,8 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
             raise UserError(
                 f"{bag}: the filter never initialised (no usable measurement on "
                 f"{', '.join(wanted)}); dropped: {result.dropped}"
-                + (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}" if unconnected else "")
+                + (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}"
+                   if unconnected else "")
             )
     for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
         warnings.warn(text, DataWarning, stacklevel=2)

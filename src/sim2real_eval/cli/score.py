@@ -91,12 +91,14 @@ def select_variants(specs: list, include, exclude) -> list:
     for option, globs in (("--variant", include or []), ("--exclude-variant", exclude or [])):
         for glob in globs:
             if not any(fnmatchcase(variant, glob) for variant in sim_variants):
-                raise UserError(f"{option} {glob!r} matches no sim variant (have: {', '.join(sim_variants)})")
+                raise UserError(f"{option} {glob!r} matches no sim variant "
+                                f"(have: {', '.join(sim_variants)})")
     chosen = {variant for variant in sim_variants
               if (not include or any(fnmatchcase(variant, glob) for glob in include))
               and not any(fnmatchcase(variant, glob) for glob in exclude or [])}
     if not chosen:
-        raise UserError(f"no sim variant left after --variant/--exclude-variant (have: {', '.join(sim_variants)})")
+        raise UserError("no sim variant left after --variant/--exclude-variant "
+                        f"(have: {', '.join(sim_variants)})")
     scenarios = {s.scenario for s in specs if s.side != "real" and s.variant in chosen}
     return [s for s in specs if (s.variant in chosen if s.side != "real" else s.scenario in scenarios)]
 
