@@ -85,8 +85,8 @@ def select_variants(specs: list, include, exclude) -> list:
             parts = [f"{', '.join(sorted(variants))} on {', '.join(sorted(scenarios))}"
                      for scenarios, variants in sorted(groups.items(), key=lambda item: sorted(item[1]))]
             raise UserError("scenario sets differ between sim variants (" + "; ".join(parts) + "): score "
-                            "each set alone with --variant GLOB or --exclude-variant GLOB, or add the missing "
-                            "runs")
+                            "each set alone with --variant GLOB or --exclude-variant GLOB, or add the "
+                            "missing runs")
         return list(specs)
     for option, globs in (("--variant", include or []), ("--exclude-variant", exclude or [])):
         for glob in globs:
