@@ -105,7 +105,8 @@ def test_vepd_json_schema(quick_demo):
     assert sorted(summary["ordering"]["ranking_best_first"]) == sorted(GPS_VARIANTS)
     assert set(summary["wall_time_s"]) == {"real_bags", "runs", "score", "report", "total"}
     assert summary["runs"]["kept"] is True
-    assert summary["runs"]["bag_bytes"] == sum(p.stat().st_size for p in (out / "runs").rglob("*") if p.is_file())
+    assert summary["runs"]["bag_bytes"] == sum(p.stat().st_size for p in (out / "runs").rglob("*")
+                                               if p.is_file())
 
 
 def test_every_run_of_a_bag_is_judged_on_the_same_window(quick_demo):

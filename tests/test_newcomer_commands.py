@@ -48,7 +48,8 @@ def test_judge_applies_the_art_static_tfs_to_an_art_bag(art_bags, monkeypatch, c
     monkeypatch.chdir(repo_root)
     assert judge(paths[0], tmp / "judged") == 0
     captured = capsys.readouterr()
-    assert "applied the ART static TFs" in captured.err and '"base_link imu 0 0 0 3.1416 -1.5708 0"' in captured.err
+    assert "applied the ART static TFs" in captured.err
+    assert '"base_link imu 0 0 0 3.1416 -1.5708 0"' in captured.err
     summary = json.loads((tmp / "judged" / "summary.json").read_text())
     assert summary["static_tfs"] == ["base_link imu 0 0 0 3.1416 -1.5708 0", "base_link gps 0 0 0 0 0 0"]
     assert summary["static_tfs_default"].startswith("ART layout")
@@ -117,7 +118,8 @@ def test_score_refuses_mixed_studies_and_names_the_filters(two_studies, tmp_path
     code, captured = score(capsys, two_studies, tmp_path / "all")
     err = captured.err.strip()
     assert code == 2 and "\n" not in err
-    assert "gauss on circle, line; sim_imu-x on line" in err and "--variant" in err and "--exclude-variant" in err
+    assert "gauss on circle, line; sim_imu-x on line" in err
+    assert "--variant" in err and "--exclude-variant" in err
 
 
 def test_score_variant_filters_split_the_tree(two_studies, tmp_path, capsys):
@@ -138,8 +140,10 @@ def test_score_variant_filters_split_the_tree(two_studies, tmp_path, capsys):
 
 def test_score_variant_filter_errors(two_studies, tmp_path, capsys):
     code, captured = score(capsys, two_studies, tmp_path / "x", "--variant", "nothing*")
-    assert code == 2 and "--variant 'nothing*' matches no sim variant (have: gauss, sim_imu-x)" in captured.err
-    code, captured = score(capsys, two_studies, tmp_path / "y", "--variant", "gauss", "--exclude-variant", "g*")
+    assert code == 2
+    assert "--variant 'nothing*' matches no sim variant (have: gauss, sim_imu-x)" in captured.err
+    code, captured = score(capsys, two_studies, tmp_path / "y", "--variant", "gauss",
+                           "--exclude-variant", "g*")
     assert code == 2 and "no sim variant left" in captured.err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
