@@ -17,10 +17,10 @@ Steps (``run_demo``):
 3. Scores (the scorer's pieces, unchanged): the GPS study → ``OUT/`` (vepd.json, statistics.json,
    runs.csv, tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files).
 4. ``OUT/demo.json``: wall time per step, K, inputs, and the paper's qualitative ordering checks.
-5. The run bags (``OUT/runs``, ~3.5 MB per run: 674 MB for K = 10) are the scorer's input, not part of
-   the report: they are removed once the report is in place, unless ``keep_runs`` (``--keep-runs``).
-   Until then they make an interrupted demo resumable.  Measured alternative (not taken): MCAP with
-   zstd chunk compression shrinks a run bag 3.3x, still ~200 MB for K = 10 (see docs/demo.md).
+5. The run bags (``OUT/runs``, 3.7 MB per run: 705 MB for K = 10) are the scorer's input, not part of
+   the report: this demo's runs are removed once the report is in place, unless ``keep_runs``
+   (``--keep-runs``).  Until then they make an interrupted demo resumable.  Measured alternative (not
+   taken): MCAP with zstd chunk compression shrinks them 3.9x, still 179 MB for K = 10 (README).
 
 The report files are built in a staging folder by ``report.write_report`` (atomic) and moved into
 OUT only when every score is done, so OUT never holds a half-written report file.
