@@ -27,8 +27,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help=f"K = 3 (57 runs): a smoke test; {QUICK_COST}")
     parser.add_argument("--keep-runs", action="store_true",
                         help="keep the run bags in OUT/runs (3.7 MB per run, 705 MB for K = 10; a rerun "
-                             "resumes them, and 'sim2real-eval score OUT/runs --exclude-variant \"sim_imu-*\"' "
-                             "scores them again); default: removed once the report is written")
+                             "resumes them, and 'sim2real-eval score OUT/runs --exclude-variant "
+                             "\"sim_imu-*\"' scores them again); default: removed once the report is written")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (default: all cores; 1 = in this process)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
