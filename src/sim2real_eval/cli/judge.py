@@ -41,8 +41,8 @@ def add_arguments(parser) -> None:
         metavar='"PARENT CHILD x y z yaw pitch roll"',
         help="a static transform (static_transform_publisher order); repeatable.  Default: none, except "
         "for a bag in the ART layout (IMU in frame 'imu', GPS in frame 'gps', config base_link_frame "
-        "'base_link'), which gets the ART static TFs as in 'replay': \"base_link imu 0 0 0 3.1416 -1.5708 0\" "
-        "and \"base_link gps 0 0 0 0 0 0\"",
+        "'base_link'), which gets the ART static TFs as in 'replay': "
+        "\"base_link imu 0 0 0 3.1416 -1.5708 0\" and \"base_link gps 0 0 0 0 0 0\"",
     )
     parser.add_argument(
         "--remap",
