@@ -287,22 +287,6 @@ def command_argv(example: Example, command: str, world: dict) -> list:
 
 
 # ---------------------------------------------------------------------------------------- inputs
-STUDY = """\
-name: docs_example
-seed: 7
-repeats: 2
-scenarios:
-  line:
-    phases:
-      - {duration: 0.5, speed: 0.0}
-      - {duration: 2.5, speed: 1.0, steer: 0.0}
-      - {duration: 0.5, speed: 0.0}
-variants:
-  ch_gauss: {gps: ch_gauss, imu: chrono_paper_demo}
-judge:
-  ekf: ekf_art_iros2024.yaml
-  navsat: navsat_art_iros2024.yaml
-"""
 
 
 @pytest.fixture(scope="module")
@@ -311,6 +295,7 @@ def world(tmp_path_factory):
     from test_calibrate_standstill import standstill_truth, write_standstill_bag
     from test_demo_quick import small_demo_config
     from test_metrics_reference import write_csv_study
+    from test_tune_search import STUDY  # one variant (as tune needs) on a 3.5-s line, K = 2
 
     from sim2real_eval import reference
     from sim2real_eval.cli import main
