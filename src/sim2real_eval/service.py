@@ -58,6 +58,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
     summary.json, with ``frames_without_transform``: sensor frames no static TF connects to base_link.
     """
+    from .art import ART_STATIC_TFS
     from .bags import open_bag
     from .judge import Judge, load_ekf_params, load_navsat_params, parse_static_tf
 
@@ -71,9 +72,11 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         frames = sensor_frames(reader, probe, ekf_params, wanted)
         default = static_tfs is None
         if default:
-            static_tfs = _art_static_tfs() if art_layout(frames, ekf_params.base_link_frame) else ()
+            static_tfs = ART_STATIC_TFS if art_layout(frames, ekf_params.base_link_frame) else ()
         tfs = [parse_static_tf(spec) for spec in static_tfs]
         unconnected = frames_without_transform(frames, ekf_params.base_link_frame, tfs)
+        tf_hint = (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}"
+                   if unconnected else "")
         judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {})
         stream = ((m.recv_ns, m.topic, m.msg) for m in reader.messages(wanted, allow_empty=True))
         if progress is None:
@@ -84,13 +87,10 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         if result.published == 0:
             raise UserError(
                 f"{bag}: the filter never initialised (no usable measurement on "
-                f"{', '.join(wanted)}); dropped: {result.dropped}"
-                + (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}"
-                   if unconnected else "")
+                f"{', '.join(wanted)}); dropped: {result.dropped}{tf_hint}"
             )
     for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
         warnings.warn(text, DataWarning, stacklevel=2)
-    tf_hint = f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}" if unconnected else ""
     result.check_sensors(str(bag), allow_missing=allow_missing_sensor,  # a lost input is an error
                          hint=f"{tf_hint} (--allow-missing-sensor judges it anyway)")
     summary = _judge_summary(bag, ekf_config, navsat_config, ekf_params, navsat_params, result,
@@ -100,12 +100,6 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     summary["frames_without_transform"] = {frame: topics for frame, topics in unconnected.items()}
     summary["config"]["base_link_frame"] = ekf_params.base_link_frame
     return JudgedBag(result, judge, wanted, summary)
-
-
-def _art_static_tfs() -> tuple:
-    from .art import ART_STATIC_TFS
-
-    return ART_STATIC_TFS
 
 
 def sensor_frames(reader, judge, ekf_params, wanted: Sequence[str]) -> dict:
