@@ -6,12 +6,12 @@ embedded robot_localization → VEPD report in OUT, a summary table and the wall
 """
 from __future__ import annotations
 
-# Measured costs (README "What it costs": /usr/bin/time -v on the 2-core development machine shared with
-# other jobs, 1-minute load average 6-9, 24 Nov 2026).
-COST = ("Measured on a 2-core machine shared with other jobs (load 6-9): the first demo 8 min wall, 175 s "
-        "CPU (includes compiling the judge's kernels); later ones 4 min 49 s, 90 s CPU.  OUT: 31 MB (the "
-        "report 2.8 MB + 27 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
-QUICK_COST = "measured 1 min 47 s wall, 34 s CPU on the shared machine below; 2.8 MB"
+# Measured costs (README "What it costs": /usr/bin/time -v on the 2-core development machine, 24 Nov 2026).
+COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 2 min 29 s wall, 164 s CPU "
+        "(includes compiling the judge's kernels; 8 min wall when the machine was shared, load 6-9); later "
+        "ones 1 min 28 s, 90 s CPU.  OUT: 31 MB (the report 3.5 MB + 27 MB of regenerated reference runs); "
+        "--keep-runs adds the 705 MB of run bags.")
+QUICK_COST = "measured 33 s wall, 35 s CPU (kernels cached), 3.5 MB"
 
 
 def add_arguments(parser) -> None:
