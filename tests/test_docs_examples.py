@@ -427,6 +427,21 @@ def test_install_examples_name_real_extras():
             assert set(found.split(",")) <= extras, f"{example.where}: unknown extras {found}"
 
 
+def test_demo_help_costs_are_the_readmes():
+    """The measured costs ``demo --help`` quotes are the README's "What it costs" figures (one
+    measurement, two places: re-measuring means updating both, and this fails until both agree)."""
+    from sim2real_eval.cli import demo
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### What it costs", 1)[1].split("\n### ", 1)[0]
+    keep_runs = next(a.help for a in parser_of("demo")._actions if "--keep-runs" in a.option_strings)
+    quoted = re.findall(r"\d+(?:\.\d+)? (?:min(?: \d+ s)?|s|MB|GB)\b", " ".join([demo.COST, demo.QUICK_COST,
+                                                                                keep_runs]))
+    assert len(quoted) >= 8, quoted
+    missing = [figure for figure in quoted if figure not in section]
+    assert not missing, f"demo --help quotes {missing}, which README 'What it costs' does not state"
+
+
 # ----------------------------------------------------------------------------------- ROS, Docker
 def _ros_missing() -> str:
     if shutil.which("ros2") is None:
