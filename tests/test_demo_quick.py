@@ -58,7 +58,8 @@ def quick_demo(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("demo")
     config = small_demo_config(tmp)
     out = tmp / "report"
-    args = ["demo", "--quick", "--config", str(config), "--out", str(out), "--workers", "2", "--no-progress"]
+    args = ["demo", "--quick", "--config", str(config), "--out", str(out), "--workers", "2", "--no-progress",
+            "--keep-runs"]
     return tmp, config, out, args, main(args)
 
 
@@ -103,6 +104,9 @@ def test_vepd_json_schema(quick_demo):
                                                   "hdop_improves_ch_gauss", "sim_imu_small"}
     assert sorted(summary["ordering"]["ranking_best_first"]) == sorted(GPS_VARIANTS)
     assert set(summary["wall_time_s"]) == {"real_bags", "runs", "score", "report", "total"}
+    assert summary["runs"]["kept"] is True
+    assert summary["runs"]["bag_bytes"] == sum(p.stat().st_size for p in (out / "runs").rglob("*")
+                                               if p.is_file())
 
 
 def test_every_run_of_a_bag_is_judged_on_the_same_window(quick_demo):
@@ -162,6 +166,9 @@ def test_user_bags_with_real(quick_demo, capsys):
     assert summary["real_source"] == str(real.resolve())
     assert summary["runs"]["total"] == 2 * 3
     assert not (second / "reference").exists()
+    # Without --keep-runs the run bags are removed once the report is written; their size is recorded.
+    assert not (second / "runs").exists() and summary["runs"]["kept"] is False
+    assert summary["runs"]["bag_bytes"] > 0 and "removed after scoring; --keep-runs keeps them" in printed
     assert stamp == {p: p.stat().st_mtime_ns for p in (out / "reference").rglob("*") if p.is_file()}
 
 

@@ -69,6 +69,20 @@ def test_cli_writes_bag_and_summary_matching_the_library(art_bag, tmp_path):
     ).read_text()
 
 
+def test_config_warnings_are_kept_in_the_summary(art_bag, tmp_path, capsys):
+    # A typo'd key changes nothing in the estimate but must not vanish with the console output.
+    config = tmp_path / "ekf_typo.yaml"
+    config.write_text(config_path("ekf_art_iros2024.yaml").read_text().replace(
+        "    frequency:", "    print_diagnostic: true\n    frequency:", 1))
+    out = tmp_path / "judged"
+    args = judge_args(art_bag, out)
+    args[args.index("--config") + 1] = str(config)
+    assert main(args) == 0
+    assert "print_diagnostic: robot_localization 3.5.2 does not read this key" in capsys.readouterr().err
+    warnings = json.loads((out / "summary.json").read_text())["config_warnings"]
+    assert len(warnings) == 1 and "print_diagnostic" in warnings[0] and "print_diagnostics" in warnings[0]
+
+
 def test_missing_topic_names_topic_and_bag(art_bag, tmp_path, capsys):
     out = tmp_path / "o"
     code = main(judge_args(art_bag, out, "--remap", "/imu:=/imu/data"))

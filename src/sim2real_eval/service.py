@@ -47,7 +47,7 @@ class JudgedBag:
 
 
 def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, filter_type: str | None = None,
-              navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] = (),
+              navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] | None = (),
               remaps: dict | None = None, timing=None, progress: Callable | None = None,
               allow_missing_sensor: bool = False, output=None, storage: str = "sqlite3",
               overwrite: bool = False) -> JudgedBag:
@@ -58,12 +58,16 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     ``timing``: the timers' ``pipeline.timing.TimingModel`` (default: exact multiples, zero latency;
     random draws with its seed, default 0).
 
+    ``static_tfs=None``: the ART static TFs (``art.ART_STATIC_TFS``, as ``replay`` applies) when the bag
+    is in the ART layout (``art_layout``), none otherwise; ``summary["static_tfs_default"]`` says which.
     ``progress(start_ns, end_ns)``: a context manager around the run that yields a callable
     ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
-    summary.json.  With ``output``, the outputs are written there (rosbag2, atomic, with summary.json)
-    while the bag is judged, so memory stays flat in the bag's length; ``result`` then holds only the
-    last messages of its series (its counts, ``final_position`` and ``final_stamp_ns`` are complete).
+    summary.json, with ``frames_without_transform``: sensor frames no static TF connects to base_link.
+    With ``output``, the outputs are written there (rosbag2, atomic, with summary.json) while the bag is
+    judged, so memory stays flat in the bag's length; ``result`` then holds only the last messages of its
+    series (its counts, ``final_position`` and ``final_stamp_ns`` are complete).
     """
+    from .art import ART_STATIC_TFS
     from .bags import open_bag
     from .judge import (
         Judge,
@@ -76,7 +80,6 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     from .pipeline.timing import RunTiming, TimingModel, judge_timing, period_ns
     from .runs import file_sha256
 
-    tfs = [parse_static_tf(spec) for spec in static_tfs]
     ekf_params = load_ekf_params(ekf_config, node, filter_type)
     navsat_params = load_navsat_params(navsat_config, navsat_node) if navsat_config else None
     timing = timing or TimingModel()
@@ -84,28 +87,41 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
                period_ns(navsat_params.frequency) if navsat_params is not None else None)
     values = timing.run_timing(periods, 0)
     timing_record = timing.record(values, 0) or {"model": "fixed", **RunTiming()._asdict()}
-    judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {},
-                  timing=judge_timing(values))
     state: dict = {}
 
     def finish(result) -> None:  # before anything is written: a refused run leaves no output
         if result.published == 0:
             raise UserError(
                 f"{bag}: the filter never initialised (no usable measurement on "
-                f"{', '.join(wanted)}); dropped: {result.dropped}"
+                f"{', '.join(wanted)}); dropped: {result.dropped}{tf_hint}"
             )
         for text in result.warnings:  # said, not only written to summary.json (the CLI prints them)
             warnings.warn(text, DataWarning, stacklevel=3)
         result.check_sensors(str(bag), allow_missing=allow_missing_sensor,  # a lost input is an error
-                             hint=" (--allow-missing-sensor judges it anyway)")
-        state["result"] = result
-        state["summary"] = _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_params,
-                                          static_tfs, remaps, file_sha256, timing_record)
+                             hint=f"{tf_hint} (--allow-missing-sensor judges it anyway)")
+        summary = _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_params,
+                                 applied_tfs, remaps, file_sha256, timing_record)
+        summary["static_tfs_default"] = ("ART layout: art.ART_STATIC_TFS" if default and applied_tfs
+                                         else "none" if default else "given")
+        summary["frames_without_transform"] = dict(unconnected)
+        summary["config"]["base_link_frame"] = ekf_params.base_link_frame
+        state["result"], state["summary"] = result, summary
 
     with open_bag(bag) as reader:
         if reader.message_count == 0:
             raise UserError(f"{bag}: the bag is empty")
-        wanted = _judge_inputs(judge, ekf_params, navsat_params, reader.topics, bag, ekf_config)
+        probe = Judge(ekf_params, navsat_params, (), gps_topic=gps_topic, remaps=remaps or {})
+        wanted = _judge_inputs(probe, ekf_params, navsat_params, reader.topics, bag, ekf_config)
+        frames = sensor_frames(reader, probe, ekf_params, wanted)
+        default = static_tfs is None
+        applied_tfs = (ART_STATIC_TFS if art_layout(frames, ekf_params.base_link_frame) else ()) \
+            if default else static_tfs
+        tfs = [parse_static_tf(spec) for spec in applied_tfs]
+        unconnected = frames_without_transform(frames, ekf_params.base_link_frame, tfs)
+        tf_hint = (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}"
+                   if unconnected else "")
+        judge = Judge(ekf_params, navsat_params, tfs, gps_topic=gps_topic, remaps=remaps or {},
+                      timing=judge_timing(values))
         context = progress(reader.start_ns, reader.end_ns) if progress is not None else _no_progress()
         with context as advance:
             records = bag_records(reader, wanted)
@@ -132,6 +148,51 @@ def _no_progress():
     yield None
 
 
+def sensor_frames(reader, judge, ekf_params, wanted: Sequence[str]) -> dict:
+    """{frame_id: [topics]} of the first message of each IMU input and navsat's GPS topic: the frames
+    the judge must transform into base_link (odometry/pose/twist inputs name world frames too and are
+    not surveyed)."""
+    topics = [t for t in wanted if t == judge.gps_topic or any(
+        judge.topic(s.topic) == t and s.kind == "imu" for s in ekf_params.sensors)]
+    frames: dict = {}
+    seen: set = set()
+    if topics:
+        for message in reader.messages(topics, allow_empty=True):
+            if message.topic in seen:
+                continue
+            seen.add(message.topic)
+            frames.setdefault(str(message.msg.header.frame_id), []).append(message.topic)
+            if len(seen) == len(topics):
+                break
+    return frames
+
+
+def art_layout(frames: dict, base_link_frame: str) -> bool:
+    """The ART vehicle's layout: the judge's robot frame is ``base_link`` and the sensors are in the
+    frames ``imu``/``gps`` that the ART static TFs mount on it (or in base_link itself)."""
+    from .art import BASE_FRAME, GPS_FRAME, IMU_FRAME
+
+    others = set(frames) - {BASE_FRAME, ""}  # an empty frame_id is base_link to robot_localization
+    return base_link_frame == BASE_FRAME and bool(others) and others <= {IMU_FRAME, GPS_FRAME}
+
+
+def frames_without_transform(frames: dict, base_link_frame: str, tfs: Sequence) -> dict:
+    """{frame: [topics]} of the sensor frames that no static transform connects to ``base_link_frame``."""
+    from .judge.tf import TfBuffer
+
+    buffer = TfBuffer(tfs)
+    return {frame: topics for frame, topics in sorted(frames.items())
+            if frame not in (base_link_frame, "") and buffer.lookup_safe(base_link_frame, frame, 0) is None}
+
+
+def missing_transform_hint(unconnected: dict, base_link_frame: str) -> str:
+    """One line naming the frames without a transform and the option that gives one."""
+    listed = ", ".join(f"{frame!r} ({', '.join(topics)})" for frame, topics in unconnected.items())
+    example = next(iter(unconnected))
+    return (f"no transform from {listed} to {base_link_frame!r}: give each with "
+            f"--static-tf \"{base_link_frame} {example} x y z yaw pitch roll\" (repeatable)")
+
+
 def _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_params, static_tfs, remaps,
                    file_sha256, timing: dict) -> dict:
     summary = {
@@ -149,6 +210,7 @@ def _judge_summary(result, bag, ekf_config, ekf_params, navsat_config, navsat_pa
         "inputs": result.inputs,
         "dropped": result.dropped,
         "warnings": result.warnings,
+        "config_warnings": list(ekf_params.warnings) + list(navsat_params.warnings if navsat_params else []),
         "static_tfs": list(static_tfs),
         "remaps": dict(remaps or {}),
         "timing": timing,
@@ -324,13 +386,30 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
     if ray_address is None and workers > 1 and len(tasks) > 1:
         # The first bag is judged here: the judge's numba kernels are compiled (or loaded from numba's
         # cache) once in this process and inherited by the forked workers, not compiled in each.
-        first = run_batch(tasks[:1], out, workers=1, progress=False)
-        rest = run_batch(tasks[1:], out, workers=workers, progress=progress, description=description)
-        report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
+        with _status(progress, f"{description}: the first bag (the first judge run compiles its kernels)"):
+            first = run_batch(tasks[:1], out, workers=1, progress=False)
+        if first.failures:
+            rest = run_batch(tasks[1:], out, workers=workers, progress=progress, description=description)
+            report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
+        else:
+            # All bags again, so that the bar counts every bag (the first one as complete).
+            report = run_batch(tasks, out, workers=workers, progress=progress, description=description)
+            report.outcomes[0] = first.outcomes[0]
     else:
         report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
                            description=description)
     return ReplayedBags(tasks, report, time.perf_counter() - start)
+
+
+def _status(enabled: bool, text: str):
+    """A rich spinner with ``text`` on stderr while the block runs (nothing when disabled)."""
+    import contextlib
+
+    if not enabled:
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
 
 
 # ====================================================================== score a run tree

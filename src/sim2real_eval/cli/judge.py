@@ -7,6 +7,7 @@ OUT/summary.json; it appears only when complete.  The work is ``service.judge_ba
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 from ..pipeline import timing  # standard library only: --help stays cheap
@@ -40,7 +41,10 @@ def add_arguments(parser) -> None:
         action="append",
         default=[],
         metavar='"PARENT CHILD x y z yaw pitch roll"',
-        help="a static transform (static_transform_publisher order); repeatable",
+        help="a static transform (static_transform_publisher order); repeatable.  Default: none, except "
+        "for a bag in the ART layout (IMU in frame 'imu', GPS in frame 'gps', config base_link_frame "
+        "'base_link'), which gets the ART static TFs as in 'replay': "
+        "\"base_link imu 0 0 0 3.1416 -1.5708 0\" and \"base_link gps 0 0 0 0 0 0\"",
     )
     parser.add_argument(
         "--remap",
@@ -102,12 +106,17 @@ def run(args) -> int:
     check_paths({"BAG": args.bag, "--config": args.config, "--navsat": args.navsat},
                 {"--output": args.output}, overwrite=args.overwrite)  # before the (long) judging
     judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
-                       navsat_node=args.navsat_node, gps_topic=args.gps_topic, static_tfs=args.static_tf,
-                       remaps=remaps, timing=timing.from_args(args),
+                       navsat_node=args.navsat_node, gps_topic=args.gps_topic,
+                       static_tfs=args.static_tf or None, remaps=remaps, timing=timing.from_args(args),
                        progress=None if args.no_progress else _progress,
                        allow_missing_sensor=args.allow_missing_sensor,  # written while judged:
                        output=args.output, storage=args.storage, overwrite=args.overwrite)
     result = judged.result
+    summary = judged.summary
+    if not args.static_tf and summary["static_tfs"]:
+        tfs = ", ".join(f'"{tf}"' for tf in summary["static_tfs"])
+        print(f"{args.bag}: ART layout (IMU/GPS frames 'imu'/'gps'): applied the ART static TFs {tfs} "
+              "(--static-tf overrides)", file=sys.stderr)
     print(
         f"{args.output}: {result.published} /odometry/filtered, final position "
         f"({', '.join(f'{v:.4f}' for v in result.final_position)})"

@@ -28,6 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude-scenario", action="append", metavar="NAME",
                         help="scenario to leave out (repeatable; default: rest). Use --exclude-scenario '' "
                              "to keep every scenario")
+    parser.add_argument("--variant", action="append", metavar="GLOB",
+                        help="score only the sim variants matching GLOB (fnmatch, e.g. 'sim_imu-*'; "
+                             "repeatable); the real runs kept are those of the scenarios these variants "
+                             "were run on")
+    parser.add_argument("--exclude-variant", action="append", metavar="GLOB",
+                        help="leave out the sim variants matching GLOB (repeatable); e.g. the demo's run "
+                             "tree: --exclude-variant 'sim_imu-*' scores the GPS study, --variant "
+                             "'sim_imu-*' the simulated-IMU study")
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                         help="bootstrap resamples for the 95%% CIs (default 1000, 0 = none)")
     parser.add_argument("--permutations", type=int, default=1000, metavar="N",
@@ -59,6 +67,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "'paper' = the authors' single-axis definitions per side")
 
 
+def select_variants(specs: list, include, exclude) -> list:
+    """The runs of the sim variants matching an ``include`` glob (all when none is given) and no
+    ``exclude`` glob, plus the real runs of the scenarios those variants cover.  Without any glob: every
+    run, but a tree whose variants cover different scenarios (the demo's GPS and IMU studies) is refused
+    with the options that split it."""
+    from fnmatch import fnmatchcase
+
+    from ..errors import UserError
+
+    sim_variants = sorted({s.variant for s in specs if s.side != "real"})
+    if not include and not exclude:
+        covered: dict = {}
+        for spec in specs:
+            if spec.side != "real":
+                covered.setdefault(spec.variant, set()).add(spec.scenario)
+        groups: dict = {}
+        for variant, scenarios in covered.items():
+            groups.setdefault(frozenset(scenarios), []).append(variant)
+        if len(groups) > 1:
+            parts = [f"{', '.join(sorted(variants))} on {', '.join(sorted(scenarios))}"
+                     for scenarios, variants in sorted(groups.items(), key=lambda item: sorted(item[1]))]
+            raise UserError("scenario sets differ between sim variants (" + "; ".join(parts) + "): score "
+                            "each set alone with --variant GLOB or --exclude-variant GLOB, or add the "
+                            "missing runs")
+        return list(specs)
+    for option, globs in (("--variant", include or []), ("--exclude-variant", exclude or [])):
+        for glob in globs:
+            if not any(fnmatchcase(variant, glob) for variant in sim_variants):
+                raise UserError(f"{option} {glob!r} matches no sim variant "
+                                f"(have: {', '.join(sim_variants)})")
+    chosen = {variant for variant in sim_variants
+              if (not include or any(fnmatchcase(variant, glob) for glob in include))
+              and not any(fnmatchcase(variant, glob) for glob in exclude or [])}
+    if not chosen:
+        raise UserError("no sim variant left after --variant/--exclude-variant "
+                        f"(have: {', '.join(sim_variants)})")
+    scenarios = {s.scenario for s in specs if s.side != "real" and s.variant in chosen}
+    return [s for s in specs if (s.variant in chosen if s.side != "real" else s.scenario in scenarios)]
+
+
 def run(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -86,6 +134,7 @@ def run(args) -> int:
         from ..metrics.inputs import parse_window, with_window
 
         specs = with_window(specs, parse_window(args.window))
+    specs = select_variants(specs, args.variant, args.exclude_variant)
     label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
     check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out},
                 overwrite=args.overwrite)
