@@ -299,13 +299,19 @@ class GaussMarkovNoise(NoiseProcess):
         drive = self.bias_rng.standard_normal((n, 3))
         decay, gain = self.coefficients(dt)
         drive = drive * gain
+        # b_k = decay_k·b_{k−1} + drive_k per axis on Python floats (the same products and sums as the
+        # per-sample vector form, without ~3 numpy calls per sample)
         bias = np.empty((n, 3))
-        state = self.bias
-        for k in range(n):
-            state = decay[k] * state + drive[k]
-            bias[k] = state
+        decays = decay.tolist()
+        for axis in range(3):
+            state = float(self.bias[axis])
+            column = []
+            for d, w in zip(decays, drive[:, axis].tolist()):
+                state = d * state + w
+                column.append(state)
+            bias[:, axis] = column
         if n:
-            self.bias = state.copy()
+            self.bias = bias[-1].copy()
         return x + self.offset + bias + white
 
     def white_variance(self, dt):
@@ -359,18 +365,27 @@ class ChronoRandomWalkNoise(NoiseProcess):
         p, v = self.p, self.v
         sigma, a_max, v_max, mean_factor = self.sigma, self.a_max, self.v_max, -self.gain * self.sigma
         j = 0
+        # per axis on scalars (same operations as the vector form; clamps as conditional expressions)
+        p0, p1, p2 = p
+        v0, v1, v2 = v
+        low = -a_max
         for k, schedule in enumerate(schedules):
             for h in schedule:
-                zj = z[j]
+                z0, z1, z2 = z[j]
                 j += 1
-                a = [min(max(mean_factor * p[i] + sigma * zj[i], -a_max), a_max) for i in range(3)]
-                v = [v[i] + a[i] * h for i in range(3)]
-                speed = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+                a0 = mean_factor * p0 + sigma * z0
+                a1 = mean_factor * p1 + sigma * z1
+                a2 = mean_factor * p2 + sigma * z2
+                a0 = a_max if a0 > a_max else (low if a0 < low else a0)
+                a1 = a_max if a1 > a_max else (low if a1 < low else a1)
+                a2 = a_max if a2 > a_max else (low if a2 < low else a2)
+                v0, v1, v2 = v0 + a0 * h, v1 + a1 * h, v2 + a2 * h
+                speed = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
                 if speed > v_max:
-                    v = [vi * v_max / speed for vi in v]
-                p = [p[i] + v[i] * h for i in range(3)]
-            out[k] = p
-        self.p, self.v = p, v
+                    v0, v1, v2 = v0 * v_max / speed, v1 * v_max / speed, v2 * v_max / speed
+                p0, p1, p2 = p0 + v0 * h, p1 + v1 * h, p2 + v2 * h
+            out[k] = (p0, p1, p2)
+        self.p, self.v = [p0, p1, p2], [v0, v1, v2]
         return x + out
 
 
