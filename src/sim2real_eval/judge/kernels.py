@@ -472,7 +472,8 @@ def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, con
 @njit(cache=True, error_model="numpy")
 def invert(a: np.ndarray, out: np.ndarray, n: int) -> None:
     """out[:n, :n] = a[:n, :n]⁻¹ by Gauss-Jordan elimination with partial pivoting (what an LU inverse
-    does, without LAPACK's call overhead; a singular matrix gives inf/nan like Eigen's); a is destroyed."""
+    does, without LAPACK's call overhead; a singular matrix gives inf/nan like Eigen's); a is destroyed
+    (only its columns still to be eliminated are kept up to date)."""
     for i in range(n):
         for k in range(n):
             out[i, k] = 0.0
@@ -484,20 +485,24 @@ def invert(a: np.ndarray, out: np.ndarray, n: int) -> None:
             if abs(a[row, col]) > best:
                 best = abs(a[row, col])
                 pivot = row
+        # a's columns before ``col`` are never read again: they are left as they are (out is complete)
         if pivot != col:
-            for k in range(n):
+            for k in range(col, n):
                 a[col, k], a[pivot, k] = a[pivot, k], a[col, k]
+            for k in range(n):
                 out[col, k], out[pivot, k] = out[pivot, k], out[col, k]
         scale = 1.0 / a[col, col]
-        for k in range(n):
+        for k in range(col, n):
             a[col, k] *= scale
+        for k in range(n):
             out[col, k] *= scale
         for row in range(n):
             if row != col:
                 factor = a[row, col]
                 if factor != 0.0:
-                    for k in range(n):
+                    for k in range(col + 1, n):
                         a[row, k] -= factor * a[col, k]
+                    for k in range(n):
                         out[row, k] -= factor * out[col, k]
 
 
@@ -508,8 +513,9 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
     idx = flagged entries with finite z; R = cov[idx, idx] with |diag| floored at 1e-9;
     S = P[idx, idx] + R, K = P[:, idx]·S⁻¹, ν = z − x[idx] (angles wrapped); reject when νᵀS⁻¹ν ≥ thr²;
     else x += Kν and the Joseph form (I−KH)P(I−KH)ᵀ + KRKᵀ, evaluated as A = P − K·P[idx, :],
-    A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection), then angles wrapped.  Loops over the selected entries
-    in ``work`` (state.Work), no allocation.
+    A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection) on and above the diagonal and mirrored (the result is
+    symmetric; half the products), then angles wrapped.  Loops over the selected entries in ``work``
+    (state.Work), no allocation.
     """
     n = 15
     idx = work.index
@@ -547,23 +553,31 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
         d2 += innovation[a] * row
     if d2 >= threshold * threshold:
         return False
-    # K = P[:, idx]·S⁻¹ (n×m) and Kᵀ (m×n)
-    k, kt = work.gain, work.jacobian
-    for i in range(n):
-        for b in range(count):
-            k[i, b] = 0.0
+    # K = P[:, idx]·S⁻¹ (n×m), built as Kᵀ (m×n) with the state index innermost: each element is the
+    # same sum in the same order (a ascending), but the n sums advance side by side, not one by one
+    k, kt, columns, increment = work.gain, work.jacobian, work.transition, work.increment
+    for a in range(count):
+        for i in range(n):
+            columns[a, i] = p[i, idx[a]]
+    for b in range(count):
+        for i in range(n):
+            kt[b, i] = 0.0
         for a in range(count):
-            f = p[i, idx[a]]
-            for b in range(count):
-                k[i, b] += f * s_inv[a, b]
-        for b in range(count):
-            kt[b, i] = k[i, b]
+            f = s_inv[a, b]
+            for i in range(n):
+                kt[b, i] += columns[a, i] * f
+        for i in range(n):
+            k[i, b] = kt[b, i]
     for i in range(n):
-        acc = 0.0
-        for a in range(count):
-            acc += k[i, a] * innovation[a]
-        x[i] += acc
-    # A = P − K·P[idx, :] (the rows P[idx, :] copied first: P is updated in place)
+        increment[i] = 0.0
+    for a in range(count):
+        f = innovation[a]
+        for i in range(n):
+            increment[i] += kt[a, i] * f
+    for i in range(n):
+        x[i] += increment[i]
+    # A = P − K·P[idx, :] where it is read: on and above the diagonal, and in the columns idx (for G)
+    # (the rows P[idx, :] copied first: P is updated in place)
     rows = work.product
     for a in range(count):
         for col in range(n):
@@ -571,21 +585,37 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
     for i in range(n):
         for a in range(count):
             f = k[i, a]
-            for col in range(n):
+            for col in range(i, n):
                 p[i, col] -= f * rows[a, col]
-    # P⁺ = A − A[:, idx]·Kᵀ + (K·R)·Kᵀ = A + G·Kᵀ with G = K·R − A[:, idx]
-    g = work.joseph
-    for i in range(n):
         for b in range(count):
-            acc = 0.0
-            for a in range(count):
-                acc += k[i, a] * r[a, b]
-            g[i, b] = acc - p[i, idx[b]]
+            col = idx[b]
+            if col < i:
+                for a in range(count):
+                    p[i, col] -= k[i, a] * rows[a, col]
+    # P⁺ = A − A[:, idx]·Kᵀ + (K·R)·Kᵀ = A + G·Kᵀ with G = K·R − A[:, idx], built as Gᵀ like Kᵀ.  K·R
+    # skips R's zeros (R is mostly diagonal: the 2-D pseudo-measurements, uncorrelated sensor axes): a
+    # term k·0 = ±0 would not change the sum (it starts at +0.0, so it is never −0.0)
+    gt = work.joseph
+    for b in range(count):
+        for i in range(n):
+            gt[b, i] = 0.0
+        for a in range(count):
+            f = r[a, b]
+            if f != 0.0:
+                for i in range(n):
+                    gt[b, i] += kt[a, i] * f
+        col = idx[b]
+        for i in range(n):
+            gt[b, i] -= p[i, col]
+    # P⁺ on and above the diagonal, mirrored below (P⁺ is symmetric)
     for i in range(n):
         for a in range(count):
-            f = g[i, a]
-            for col in range(n):
+            f = gt[a, i]
+            for col in range(i, n):
                 p[i, col] += f * kt[a, col]
+    for i in range(n):
+        for col in range(i + 1, n):
+            p[col, i] = p[i, col]
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
     return True
