@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -71,6 +72,11 @@ class _BatchSqlite3Writer(Sqlite3Writer):
         self._rows.append((connection.id, timestamp, data))
         if len(self._rows) >= _INSERT_BATCH:
             self._flush()
+
+    def write_rows(self, rows: list) -> None:
+        """Insert (connection id, timestamp, data) rows (in order, after any written by ``write``)."""
+        self._flush()
+        self.cursor.executemany("INSERT INTO messages (topic_id, timestamp, data) VALUES(?, ?, ?)", rows)
 
     def _flush(self) -> None:
         rows, self._rows = self._rows, []
@@ -178,34 +184,57 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
 
 
 def _write_all(writer: _Writer, messages: Iterable, store: Typestore, final: Path) -> None:
-    connections: dict = {}
+    """Every message through ``writer``; with the sqlite3 storage the rows go in batches straight to
+    ``write_rows`` and the per-topic counts are added per batch (a bag is mostly small messages: the
+    per-message Python work is most of writing it)."""
+    connections: dict = {}  # topic → (connection, its id)
     first_ns = last_ns = None
     serialize = store.serialize_cdr
+    storage = writer.storage
+    batched = isinstance(storage, _BatchSqlite3Writer)
+    rows: list = []
+    add = rows.append
+    raw_types = (bytes, bytearray, memoryview)
+
+    def flush() -> None:
+        if batched:
+            for cid, count in Counter(row[0] for row in rows).items():
+                writer.counts[cid] += count
+            storage.write_rows(rows)
+        else:
+            by_id = {cid: conn for conn, cid in connections.values()}
+            for cid, timestamp, data in rows:
+                writer.write(by_id[cid], timestamp, data)
+        rows.clear()
+
     for recv_ns, topic, msgtype, msg in messages:
         recv_ns = int(recv_ns)
-        if last_ns is not None and recv_ns < last_ns:
+        if last_ns is None:
+            first_ns = recv_ns
+        elif recv_ns < last_ns:
             raise ValueError(f"{final}: messages must come in receive-time order ({topic} at {recv_ns} ns "
                              f"after {last_ns} ns); sort the records by receive time first")
         last_ns = recv_ns
-        conn = connections.get(topic)
-        if conn is None:
+        known = connections.get(topic)
+        if known is None:
             if msgtype not in store.fielddefs:
                 raise UserError(f"{final}: topic {topic}: message type {msgtype} is unknown to the typestore")
             msgdef, rihs01 = _definition(store, msgtype)
             conn = writer.add_connection(topic, msgtype, msgdef=msgdef, rihs01=rihs01,
                                          offered_qos_profiles=[RELIABLE_QOS])
-            connections[topic] = conn
-        elif conn.msgtype != msgtype:
-            raise ValueError(f"{final}: topic {topic} written with two types ({conn.msgtype}, {msgtype})")
-        if isinstance(msg, (bytes, bytearray, memoryview)):
+            known = connections[topic] = (conn, conn.id)
+        elif known[0].msgtype != msgtype:
+            raise ValueError(f"{final}: topic {topic} written with two types ({known[0].msgtype}, {msgtype})")
+        if isinstance(msg, raw_types):
             data = msg
         else:
             try:
                 data = serialize(msg, msgtype)
             except (SerdeError, TypeError, AttributeError, ValueError, OverflowError) as exc:
                 raise ValueError(f"{final}: topic {topic}: cannot serialise {msgtype} ({exc})") from exc
-        writer.write(conn, recv_ns, data)
-        if first_ns is None:
-            first_ns = recv_ns
+        add((known[1], recv_ns, data))
+        if len(rows) >= _INSERT_BATCH:
+            flush()
+    flush()
     if first_ns is not None:
         writer.set_time_range(first_ns, last_ns)
