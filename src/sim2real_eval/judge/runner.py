@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 
@@ -261,18 +261,16 @@ class JudgeStream:
 
     def __iter__(self):
         run = self.run
-        chunk: list = []
-        for item in self.messages:
-            chunk.append(item)
-            if len(chunk) == CHUNK:
-                yield self._keep(run.feed(chunk))
-                if self.progress is not None:
-                    self.progress(int(chunk[-1][0]))
-                chunk = []
-        if chunk:
+        messages = iter(self.messages)
+        while True:
+            chunk = list(islice(messages, CHUNK))  # (taken in C: no Python step per message)
+            if not chunk:
+                break
             yield self._keep(run.feed(chunk))
             if self.progress is not None:
                 self.progress(int(chunk[-1][0]))
+            if len(chunk) < CHUNK:
+                break
         yield self._keep(run.finish())
         self.result = run.result(self.last_filtered, self.last_gps)
 
@@ -436,7 +434,7 @@ class _Run:
         for code in np.unique(codes[positions]).tolist():
             where = np.flatnonzero(codes == code)
             first = chunk[where[0]]
-            msgs = [chunk[i][-1] for i in where.tolist()]
+            msgs = list(map(itemgetter(-1), map(chunk.__getitem__, where.tolist())))
             at = np.searchsorted(positions, where)
             cols = self._topic_columns(code, first[2] if len(first) == 4 else None, msgs)
             if cols is None:  # not read (a control topic of another type)
