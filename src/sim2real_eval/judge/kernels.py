@@ -434,9 +434,10 @@ def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, con
             xc[9 + i] += control_acceleration[3 + i] * delta
             if control_update[i]:
                 xc[12 + i] = control_acceleration[i]
-    for i in range(n):
+    for i in range(n):  # F·x over J's non-zero columns (F's are among them; a skipped 0·x adds ±0)
         acc = 0.0
-        for k in range(n):
+        for m in range(J_COUNT[i]):
+            k = J_NONZERO[i, m]
             acc += f[i, k] * xc[k]
         x[i] = acc
     for i in range(3, 6):
