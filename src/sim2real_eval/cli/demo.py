@@ -9,11 +9,10 @@ from __future__ import annotations
 from ..pipeline import timing  # standard library only: --help stays cheap
 
 # Measured costs (README "What it costs": /usr/bin/time -v on the 2-core development machine, 24 Nov 2026).
-COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 2 min 29 s wall, 164 s CPU "
-        "(includes compiling the judge's kernels; 8 min wall when the machine was shared, load 6-9); later "
-        "ones 1 min 28 s, 90 s CPU.  OUT: 31 MB (the report 3.5 MB + 27 MB of regenerated reference runs); "
-        "--keep-runs adds the 705 MB of run bags.")
-QUICK_COST = "measured 33 s wall, 35 s CPU (kernels cached), 3.5 MB"
+COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 1 min 22 s wall, 107 s CPU "
+        "(includes compiling the judge's kernels); later ones 30 s, 53 s CPU.  OUT: 30 MB (the report "
+        "3.4 MB + 27 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
+QUICK_COST = "measured 15 s wall, 24 s CPU (kernels cached), 3.4 MB"
 
 
 def add_arguments(parser) -> None:
