@@ -190,53 +190,17 @@ def simulate(data: Dict, source: str, seed_sequence) -> GroundTruth:
 
     # Classical RK4; the operation order matches the former numpy-vector form bit for bit
     # (s + (dt/2)·k, s + (dt/6)·(((k1 + 2k2) + 2k3) + k4)), so the reference bags keep their bytes.
-    # The four stages are ``rates`` written out, the same operations (a call per stage cost ~40 % of
-    # the loop); ``rates`` itself gives the last sample's acceleration.
     half = 0.5 * dt
     sixth = dt / 6.0
-    cos, sin, tan = math.cos, math.sin, math.tan
-    low_a, low_s = -a_max, -steer_rate_max
     x, y = float(initial.number("x", 0.0)), float(initial.number("y", 0.0))
     yaw, v, steer = float(initial.number("yaw", 0.0)), 0.0, 0.0
     xs, ys, yaws, vs, steers = [x], [y], [yaw], [v], [steer]
     accel = [0.0] * n
     for i in range(n - 1):
-        speed_i, steer_i = speed_cmd[i], steer_cmd[i]
-        # stage 1 at (yaw, v, steer)
-        a1, b1, c1 = v * cos(yaw), v * sin(yaw), v / wheelbase * tan(steer)
-        d1 = (speed_i - v) / tau_v
-        d1 = low_a if d1 < low_a else (a_max if d1 > a_max else d1)
-        if v <= 0.0 and d1 < 0.0:
-            d1 = 0.0
-        e1 = (steer_i - steer) / tau_s
-        e1 = low_s if e1 < low_s else (steer_rate_max if e1 > steer_rate_max else e1)
-        # stage 2
-        ys2, vs2, ss2 = yaw + half * c1, v + half * d1, steer + half * e1
-        a2, b2, c2 = vs2 * cos(ys2), vs2 * sin(ys2), vs2 / wheelbase * tan(ss2)
-        d2 = (speed_i - vs2) / tau_v
-        d2 = low_a if d2 < low_a else (a_max if d2 > a_max else d2)
-        if vs2 <= 0.0 and d2 < 0.0:
-            d2 = 0.0
-        e2 = (steer_i - ss2) / tau_s
-        e2 = low_s if e2 < low_s else (steer_rate_max if e2 > steer_rate_max else e2)
-        # stage 3
-        ys3, vs3, ss3 = yaw + half * c2, v + half * d2, steer + half * e2
-        a3, b3, c3 = vs3 * cos(ys3), vs3 * sin(ys3), vs3 / wheelbase * tan(ss3)
-        d3 = (speed_i - vs3) / tau_v
-        d3 = low_a if d3 < low_a else (a_max if d3 > a_max else d3)
-        if vs3 <= 0.0 and d3 < 0.0:
-            d3 = 0.0
-        e3 = (steer_i - ss3) / tau_s
-        e3 = low_s if e3 < low_s else (steer_rate_max if e3 > steer_rate_max else e3)
-        # stage 4
-        ys4, vs4, ss4 = yaw + dt * c3, v + dt * d3, steer + dt * e3
-        a4, b4, c4 = vs4 * cos(ys4), vs4 * sin(ys4), vs4 / wheelbase * tan(ss4)
-        d4 = (speed_i - vs4) / tau_v
-        d4 = low_a if d4 < low_a else (a_max if d4 > a_max else d4)
-        if vs4 <= 0.0 and d4 < 0.0:
-            d4 = 0.0
-        e4 = (steer_i - ss4) / tau_s
-        e4 = low_s if e4 < low_s else (steer_rate_max if e4 > steer_rate_max else e4)
+        a1, b1, c1, d1, e1 = rates(yaw, v, steer, i)
+        a2, b2, c2, d2, e2 = rates(yaw + half * c1, v + half * d1, steer + half * e1, i)
+        a3, b3, c3, d3, e3 = rates(yaw + half * c2, v + half * d2, steer + half * e2, i)
+        a4, b4, c4, d4, e4 = rates(yaw + dt * c3, v + dt * d3, steer + dt * e3, i)
         x = x + sixth * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
         y = y + sixth * (b1 + 2.0 * b2 + 2.0 * b3 + b4)
         yaw = yaw + sixth * (c1 + 2.0 * c2 + 2.0 * c3 + c4)
