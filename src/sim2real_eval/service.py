@@ -152,8 +152,9 @@ def sensor_frames(reader, judge, ekf_params, wanted: Sequence[str]) -> dict:
     """{frame_id: [topics]} of the first message of each IMU input and navsat's GPS topic: the frames
     the judge must transform into base_link (odometry/pose/twist inputs name world frames too and are
     not surveyed)."""
-    topics = [t for t in wanted if t == judge.gps_topic or any(
-        judge.topic(s.topic) == t and s.kind == "imu" for s in ekf_params.sensors)]
+    topics = [t for t in wanted if (t == judge.gps_topic or any(
+        judge.topic(s.topic) == t and s.kind == "imu" for s in ekf_params.sensors))
+        and reader.topics[t].count > 0]  # an empty topic would make this read the whole bag
     frames: dict = {}
     seen: set = set()
     if topics:
