@@ -4,7 +4,7 @@ Each task is one function returning a result object.  The CLI modules, the demo 
 (as evo's command line calls ``main_ape.ape``), so each task is assembled in one place; the commands
 only parse arguments, show progress and print.
 
-    judge_bag(bag, ekf, navsat=…) -> JudgedBag           write_judged_bag(judged, output)
+    judge_bag(bag, ekf, navsat=…, output=OUT) -> JudgedBag   (OUT written while judging)
     simulate_study(study, out) -> SimulatedRuns           simulate_runs(tasks, out)
     plan_replays(bags, replacements, judge) -> [BagReplay]  replay_bags(tasks, out) -> ReplayedBags
     find_runs_to_score(runs_dir | manifest | csv_dir) -> (kind, source, specs)
@@ -256,23 +256,6 @@ def _judge_inputs(judge, ekf_params, navsat_params, topics: dict, bag, ekf_confi
     return list(dict.fromkeys(wanted))
 
 
-def write_judged_bag(judged: JudgedBag, output, storage: str = "sqlite3", overwrite: bool = False) -> Path:
-    """The judge's outputs as a rosbag2 directory (atomic) with summary.json inside."""
-    import json
-
-    from .bags import write_bag
-    from .bags.messages import odometry_messages
-
-    result, judge = judged.result, judged.judge
-    messages = list(odometry_messages(result.filtered, judge.filtered_topic))
-    if result.gps_odometry is not None:
-        messages += list(odometry_messages(result.gps_odometry, judge.gps_odometry_topic))
-        messages.sort(key=lambda m: m[0])
-    write_bag(output, messages, storage=storage,
-              extra_files={"summary.json": json.dumps(judged.summary, indent=2) + "\n"}, overwrite=overwrite)
-    return Path(output)
-
-
 # ======================================================================= simulate a study
 @dataclass
 class SimulatedRuns:
@@ -490,4 +473,4 @@ def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_
 
 __all__ = ["JudgedBag", "LoadedRuns", "ReplayedBags", "ScoredRuns", "SimulatedRuns", "find_runs_to_score",
            "judge_bag", "load_runs", "plan_replays", "replay_bags", "score_runs", "simulate_runs",
-           "simulate_study", "write_judged_bag"]
+           "simulate_study"]
