@@ -31,7 +31,10 @@ RUN = textwrap.dedent("""\
 
 
 def _run(tmp_path, mode):
-    env = {"PYTHONPATH": ":".join([str(tmp_path), *sys.path]), "PATH": "/usr/bin:/bin"}
+    # No .pyc: helper.py v1 and v2 have the same size, and written within one second Python's
+    # (mtime-in-seconds, size) check would import the stale v1 bytecode (a flaky CI failure).
+    env = {"PYTHONPATH": ":".join([str(tmp_path), *sys.path]), "PATH": "/usr/bin:/bin",
+           "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-c", RUN, mode], cwd=tmp_path, capture_output=True, text=True,
                           env=env)
     assert done.returncode == 0, done.stderr
