@@ -121,7 +121,8 @@ def test_every_table_round_trips_through_both_writers_and_the_reader(data, table
         msg = F.fill(M.default_message(table.msgtype, store), table, F.row(table, _Container(values), i))
         assert bytes(store.serialize_cdr(msg, table.msgtype)) == raws[i].msg
         row = F.read(msg, table)
-        assert row["stamp_ns"] == values["stamp_ns"][i]
+        if "stamp_ns" in table:  # (cmd_vel's Twist has no header)
+            assert row["stamp_ns"] == values["stamp_ns"][i]
 
 
 class _Container:

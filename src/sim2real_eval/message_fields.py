@@ -135,6 +135,16 @@ ODOMETRY = MessageFields("nav_msgs/msg/Odometry", *_header(
     ("twist_covariance", "twist.covariance", ARRAY, 36),
 ))
 
+POSE_WITH_COVARIANCE_STAMPED = MessageFields("geometry_msgs/msg/PoseWithCovarianceStamped", *_header(
+    ("position", "pose.pose.position", XYZ),
+    ("orientation", "pose.pose.orientation", XYZW),
+    ("pose_covariance", "pose.covariance", ARRAY, 36),
+))
+
+TWIST = MessageFields("geometry_msgs/msg/Twist",  # unstamped: cmd_vel (ekf_node's control input)
+                      ("linear_velocity", "linear", XYZ),
+                      ("angular_velocity", "angular", XYZ))
+
 TWIST_STAMPED = MessageFields("geometry_msgs/msg/TwistStamped", *_header(
     ("linear_velocity", "twist.linear", XYZ),
     ("angular_velocity", "twist.angular", XYZ),
@@ -195,7 +205,8 @@ SBG_EKF_QUAT = MessageFields("sbg_driver/msg/SbgEkfQuat", *_header(
 ))
 
 TABLES: Dict[str, MessageFields] = {t.msgtype: t for t in (
-    NAVSATFIX, IMU, MAGNETIC_FIELD, ODOMETRY, TWIST_STAMPED, TWIST_WITH_COVARIANCE_STAMPED,
+    NAVSATFIX, IMU, MAGNETIC_FIELD, ODOMETRY, POSE_WITH_COVARIANCE_STAMPED, TWIST, TWIST_STAMPED,
+    TWIST_WITH_COVARIANCE_STAMPED,
     SBG_GPS_VEL, SBG_GPS_POS, SBG_EKF_NAV, SBG_EKF_QUAT)}
 
 

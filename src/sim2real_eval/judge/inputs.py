@@ -1,8 +1,10 @@
-"""Input messages → rows: the layout of each message type the judge reads, and its two readers.
+"""Input messages → rows: where each message type the judge reads goes in a row, and its two readers.
 
 A message becomes one ``state.INPUT_ROW``: header stamp (int ns), frame codes of
 ``header.frame_id`` (and ``child_frame_id``), and its numbers in ``values`` at the offsets of its
-layout below (the compiled callbacks read them by these names).  Rows come from
+row layout below (the compiled callbacks read them by these names).  A row layout only places fields:
+their ROS paths and kinds come from the type's ``message_fields`` table, as for every other reader and
+writer of the type.  Rows come from
 
 - message objects (rosbags dataclasses, rclpy messages: anything with the ROS field names), read
   field by field — the per-message API and ``Judge.run`` on objects;
@@ -21,16 +23,13 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import message_fields as F
 from ..errors import UserError
 from .state import INPUT_ROW, VALUES, records
 
-IMU = "sensor_msgs/msg/Imu"
-ODOMETRY = "nav_msgs/msg/Odometry"
-POSE = "geometry_msgs/msg/PoseWithCovarianceStamped"
-TWIST = "geometry_msgs/msg/TwistWithCovarianceStamped"
-NAVSATFIX = "sensor_msgs/msg/NavSatFix"
-CMD_VEL = "geometry_msgs/msg/Twist"
-XYZ, XYZW = ("x", "y", "z"), ("x", "y", "z", "w")
+IMU, ODOMETRY, NAVSATFIX = F.IMU.msgtype, F.ODOMETRY.msgtype, F.NAVSATFIX.msgtype
+POSE, TWIST = F.POSE_WITH_COVARIANCE_STAMPED.msgtype, F.TWIST_WITH_COVARIANCE_STAMPED.msgtype
+CMD_VEL = F.TWIST.msgtype
 
 # Value offsets.  Odometry, pose and twist share one layout (the callbacks read a pose or a twist at
 # the same offsets whatever the message type).
@@ -57,34 +56,35 @@ class MessageType(NamedTuple):
     child: bool = False  # has child_frame_id
 
 
-def _type(msgtype, width, fields, stamped=True, child=False) -> MessageType:
-    return MessageType(msgtype, tuple(Field(path, names, len(names) or count, offset)
-                                      for path, names, count, offset in fields), width, stamped, child)
+def _row_layout(table: F.MessageFields, width: int, placed) -> MessageType:
+    """The judge's row layout of ``table``'s type: each (column name, offset) of ``placed`` puts that
+    field of the table at that offset of ``values``.  What the fields are (ROS path, kind) is the
+    table's; where the compiled callbacks find them is the judge's."""
+    fields = []
+    for name, offset in placed:
+        field = table[name]
+        names = tuple(field.kind) if field.kind in (F.XYZ, F.XYZW) else ()  # "xyz" -> ("x", "y", "z")
+        fields.append(Field(field.path, names, field.width, offset))
+    return MessageType(table.msgtype, tuple(fields), width, "stamp_ns" in table, "child_frame_id" in table)
 
 
+_POSE_PARTS = (("position", POSITION), ("orientation", ORIENTATION), ("pose_covariance", POSE_COVARIANCE))
+_TWIST_PARTS = (("linear_velocity", LINEAR), ("angular_velocity", ANGULAR),
+                ("twist_covariance", TWIST_COVARIANCE))
 TYPES: Dict[str, MessageType] = {t.msgtype: t for t in (
-    _type(IMU, 37, (("orientation", XYZW, 4, IMU_ORIENTATION),
-                    ("orientation_covariance", (), 9, IMU_ORIENTATION_COVARIANCE),
-                    ("angular_velocity", XYZ, 3, IMU_ANGULAR_VELOCITY),
-                    ("angular_velocity_covariance", (), 9, IMU_ANGULAR_VELOCITY_COVARIANCE),
-                    ("linear_acceleration", XYZ, 3, IMU_LINEAR_ACCELERATION),
-                    ("linear_acceleration_covariance", (), 9, IMU_LINEAR_ACCELERATION_COVARIANCE))),
-    _type(ODOMETRY, 85, (("pose.pose.position", XYZ, 3, POSITION),
-                         ("pose.pose.orientation", XYZW, 4, ORIENTATION),
-                         ("pose.covariance", (), 36, POSE_COVARIANCE),
-                         ("twist.twist.linear", XYZ, 3, LINEAR),
-                         ("twist.twist.angular", XYZ, 3, ANGULAR),
-                         ("twist.covariance", (), 36, TWIST_COVARIANCE)),
-          child=True),
-    _type(POSE, 85, (("pose.pose.position", XYZ, 3, POSITION),
-                     ("pose.pose.orientation", XYZW, 4, ORIENTATION),
-                     ("pose.covariance", (), 36, POSE_COVARIANCE))),
-    _type(TWIST, 85, (("twist.twist.linear", XYZ, 3, LINEAR), ("twist.twist.angular", XYZ, 3, ANGULAR),
-                      ("twist.covariance", (), 36, TWIST_COVARIANCE))),
-    _type(NAVSATFIX, 16, (("status.status", (), 1, FIX_STATUS), ("latitude", (), 1, FIX_LATITUDE),
-                          ("longitude", (), 1, FIX_LONGITUDE), ("altitude", (), 1, FIX_ALTITUDE),
-                          ("position_covariance", (), 9, FIX_COVARIANCE))),
-    _type(CMD_VEL, 6, (("linear", XYZ, 3, CMD_LINEAR), ("angular", XYZ, 3, CMD_ANGULAR)), stamped=False),
+    _row_layout(F.IMU, 37, (("orientation", IMU_ORIENTATION),
+                            ("orientation_covariance", IMU_ORIENTATION_COVARIANCE),
+                            ("angular_velocity", IMU_ANGULAR_VELOCITY),
+                            ("angular_velocity_covariance", IMU_ANGULAR_VELOCITY_COVARIANCE),
+                            ("linear_acceleration", IMU_LINEAR_ACCELERATION),
+                            ("linear_acceleration_covariance", IMU_LINEAR_ACCELERATION_COVARIANCE))),
+    _row_layout(F.ODOMETRY, 85, _POSE_PARTS + _TWIST_PARTS),
+    _row_layout(F.POSE_WITH_COVARIANCE_STAMPED, 85, _POSE_PARTS),
+    _row_layout(F.TWIST_WITH_COVARIANCE_STAMPED, 85, _TWIST_PARTS),
+    _row_layout(F.NAVSATFIX, 16, (("status", FIX_STATUS), ("latitude", FIX_LATITUDE),
+                                  ("longitude", FIX_LONGITUDE), ("altitude", FIX_ALTITUDE),
+                                  ("position_covariance", FIX_COVARIANCE))),
+    _row_layout(F.TWIST, 6, (("linear_velocity", CMD_LINEAR), ("angular_velocity", CMD_ANGULAR))),
 )}
 assert max(kind.width for kind in TYPES.values()) <= VALUES  # a row of any type fits INPUT_ROW.values
 # the message type each ekf_node input kind subscribes to
