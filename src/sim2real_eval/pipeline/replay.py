@@ -42,7 +42,6 @@ from ..runs import (
     remove_stale_temporaries,
     replay_variant,
 )
-from ..stamps import header_ns
 from .run import (
     DEFAULT_GROUND_TRUTH_RATE,
     IMU,
@@ -172,15 +171,17 @@ class RealStreams:
 
     truth: Any
     datum: Any
-    gps: list  # SensorRecord (recv_ns, topic, msgtype, msg) + raw CDR bytes
+    gps: list  # SensorRecord (recv_ns, topic, msgtype, CDR bytes), raw = the same bytes
     imu: list
     window_ns: tuple  # (start, end) int ns: truth_window_ns(truth)
+    gps_stamps_ns: Any = None  # header stamps of ``gps`` / ``imu`` (int64 arrays)
+    imu_stamps_ns: Any = None
     _truth_records: dict = field(default_factory=dict, repr=False)
 
     @property
     def gps_rate(self) -> float:
         """Rate of the real GPS stream (Hz, ``stream_rate`` of its header stamps in the window)."""
-        return stream_rate([header_ns(r[3]) for r in self.gps], "real GPS stream")
+        return stream_rate(self.gps_stamps_ns, "real GPS stream")
 
     def truth_records(self, rate: float) -> list:
         """/ground_truth/odom of the bag's truth at ``rate`` Hz (computed once per rate)."""
@@ -234,10 +235,9 @@ def truth_window_ns(truth) -> tuple[int, int]:
     return start, after_end - 1
 
 
-def _check_stamps(records: list, topic: str, bag: str, strict: bool) -> None:
+def _check_stamps(stamps, topic: str, bag: str, strict: bool) -> None:
     import numpy as np
 
-    stamps = np.array([header_ns(r[3]) for r in records], dtype=np.int64)
     steps = np.diff(stamps)
     bad = steps <= 0 if strict else steps < 0
     if bad.any():
@@ -247,12 +247,38 @@ def _check_stamps(records: list, topic: str, bag: str, strict: bool) -> None:
                         f"({stamps[i - 1]} ns then {stamps[i]} ns)")
 
 
+def _standard_cdr(reader, msgtype: str) -> bool:
+    """Whether the bag's messages of ``msgtype`` can be written to run bags as they are: ROS 2 CDR of
+    the same definition as the project's typestore (then re-serialising gives the same values; only
+    padding bytes could differ, and the bag's own bytes are kept)."""
+    from ..bags import get_typestore
+
+    if reader.is_ros1:
+        return False
+    ours, theirs = get_typestore(), reader.typestore
+    try:
+        definitions = [store.generate_msgdef(msgtype, ros_version=2)[0] for store in (ours, theirs)]
+    except Exception:  # noqa: BLE001 - a definition rosbags cannot render: re-serialise
+        return False
+    return definitions[0] == definitions[1]
+
+
 def read_real_streams(spec: ReplaySpec) -> RealStreams:
-    """Ground truth + the real GPS and IMU messages of the bag, checked."""
-    from ..bags import open_bag
+    """Ground truth + the real GPS and IMU messages of the bag, checked.
+
+    Messages are read as bytes and their header stamps decoded in bulk (``bags.columns``: one line
+    naming the bag and topic for a message that does not decode).  Little-endian CDR of the standard
+    definitions is kept as it is; anything else (ROS 1 bags, other definitions, big-endian CDR) is
+    deserialised and serialised again for the run bags."""
+    import numpy as np
+
+    from .. import message_fields
+    from ..bags import get_typestore, open_bag
+    from ..bags.columns import decode_messages
     from ..bags.truth import truth_from_bag
 
     wanted = {spec.gps_topic: NAVSATFIX, spec.imu_topic: IMU}
+    tables = {NAVSATFIX: message_fields.NAVSATFIX, IMU: message_fields.IMU}
     with open_bag(spec.bag, msg_path=spec.msg_path) as reader:
         for topic, msgtype in wanted.items():
             info = reader.topics.get(topic)
@@ -264,30 +290,39 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
             if info.count == 0:
                 raise UserError(f"{spec.bag}: topic {topic} is empty")
         truth, datum = truth_from_bag(reader, source=spec.truth_source)
-        streams = {spec.gps_topic: [], spec.imu_topic: []}
-        for message in reader.messages(topics=list(wanted)):
-            streams[message.topic].append((int(message.recv_ns), message.topic, message.msgtype, message.msg))
+        received = {topic: [] for topic in wanted}
+        for message in reader.raw_messages(topics=list(wanted)):
+            received[message.topic].append((int(message.recv_ns), bytes(message.data)))
+        store, ros1 = reader.typestore, reader.is_ros1
+        as_is = {topic: _standard_cdr(reader, msgtype) for topic, msgtype in wanted.items()}
     window = truth_window_ns(truth)
-    for topic, records in streams.items():
+    serialize = get_typestore().serialize_cdr
+    out = {}
+    for topic, msgtype in wanted.items():
+        records = received[topic]
         if not records:
             raise UserError(f"{spec.bag}: topic {topic} is empty")
-        _check_stamps(records, topic, spec.bag, strict=(topic == spec.imu_topic))
+        datas = [data for _recv, data in records]
+        stamps = decode_messages(store, tables[msgtype], datas, ["stamp_ns"], ros1,
+                                 f"{spec.bag}: topic {topic}: ")["stamp_ns"]
+        _check_stamps(stamps, topic, spec.bag, strict=(topic == spec.imu_topic))
         # Every run of the bag is judged on the same window: the real streams are cropped like the
         # simulated ones are sampled (see the module docstring).
-        records[:] = [r for r in records if window[0] <= header_ns(r[3]) <= window[1]]
-        if not records:
+        inside = np.flatnonzero((stamps >= window[0]) & (stamps <= window[1]))
+        if inside.size == 0:
             raise UserError(f"{spec.bag}: topic {topic}: no message stamp lies inside the ground-truth span "
                             f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
-    # Output bags use the standard topic names whatever the input called them.  Each message is
-    # serialised once here (as write_bag would), for every run of this bag.
-    from ..bags import get_typestore
-
-    serialize = get_typestore().serialize_cdr
-    gps = [SensorRecord(r[0], TOPICS["gps"], r[2], r[3], bytes(serialize(r[3], r[2])))
-           for r in streams[spec.gps_topic]]
-    imu = [SensorRecord(r[0], TOPICS["imu"], r[2], r[3], bytes(serialize(r[3], r[2])))
-           for r in streams[spec.imu_topic]]
-    return RealStreams(truth, datum, gps, imu, window)
+        # Output bags use the standard topic names whatever the input called them.
+        name = TOPICS["gps" if msgtype == NAVSATFIX else "imu"]
+        if as_is[topic] and all(datas[i][:2] == b"\x00\x01" for i in inside):  # CDR, little-endian
+            chosen = [datas[i] for i in inside]
+        else:  # serialised once here, for every run of this bag
+            deserialize = store.deserialize_ros1 if ros1 else store.deserialize_cdr
+            chosen = [bytes(serialize(deserialize(datas[i], msgtype), msgtype)) for i in inside]
+        kept = [SensorRecord(records[i][0], name, msgtype, data, data) for i, data in zip(inside, chosen)]
+        out[topic] = (kept, stamps[inside])
+    (gps, gps_stamps), (imu, imu_stamps) = out[spec.gps_topic], out[spec.imu_topic]
+    return RealStreams(truth, datum, gps, imu, window, gps_stamps, imu_stamps)
 
 
 def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
@@ -297,7 +332,7 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
 
     from ..models import sensor_seed
 
-    stamps = np.array([header_ns(r[3]) for r in streams.imu], dtype=np.int64)
+    stamps = np.asarray(streams.imu_stamps_ns, dtype=np.int64)
     receive = [r[0] for r in streams.imu]
     seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
     model = load_imu(sim.replace["imu"], spec.judge, seed)
