@@ -67,7 +67,7 @@ class SensorRecord(tuple):
     """A sensor message record ``(recv_ns, topic, msgtype, msg)`` — a 4-tuple like ``bags.BagMessage``,
     what the judge reads — that also carries ``raw``: the message's CDR bytes for the run bag.
 
-    Real streams are serialised once per real bag (every run of the bag reuses the bytes), simulated
+    Real streams are read once per real bag as bytes (every run of the bag reuses them), simulated
     streams in bulk (``bags.messages.*_cdr``); ``judge_and_write`` writes ``raw`` instead of
     serialising each message object again.  Plain 4-tuples still work (they are serialised).  A record
     with ``msg`` None is for the bag only (a replaced IMU's /imu/mag: the judge does not read it).
