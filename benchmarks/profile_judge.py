@@ -12,7 +12,7 @@ samples the child with ``perf record`` while it judges the run over and over, th
 Needs Linux ``perf`` (perf_event_paranoid ≤ 1, or root) and ``nm`` (binutils).
 
 Usage: python benchmarks/profile_judge.py [--seconds 15] [--top 15]
-Measured 2026-11-24 (2 cores, load ≈ 1): correct 28 %, invert 18 %, predict 11 %, NRT refcounts 9 %.
+Measured 2026-11-24 (2 cores, load ≈ 1): correct 28 %, invert 17 %, predict 11 %, NRT refcounts 10 %.
 """
 
 from __future__ import annotations

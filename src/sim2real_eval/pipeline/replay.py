@@ -274,6 +274,7 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
 
     from .. import message_fields
     from ..bags import get_typestore, open_bag
+    from ..bags.cdr import CDR_LE_HEADER
     from ..bags.columns import decode_messages
     from ..bags.truth import truth_from_bag
 
@@ -314,7 +315,7 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
                             f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
         # Output bags use the standard topic names whatever the input called them.
         name = TOPICS["gps" if msgtype == NAVSATFIX else "imu"]
-        if as_is[topic] and all(datas[i][:2] == b"\x00\x01" for i in inside):  # CDR, little-endian
+        if as_is[topic] and all(datas[i][:2] == CDR_LE_HEADER[:2] for i in inside):
             chosen = [datas[i] for i in inside]
         else:  # serialised once here, for every run of this bag
             deserialize = store.deserialize_ros1 if ros1 else store.deserialize_cdr
