@@ -6,6 +6,7 @@ Library calls behind ``sim2real-eval import``:
     import_csv(folders, out, window=None, stride=None, scenario=None, ...) -> ImportResult
     sensitivity_imports(import_function, sources, out_root, scales=(0.5, 1.0, 2.0), **options)
         -> {scale: ImportResult}      # the same drive with the fix σ scaled (the report's sensitivity line)
+    shipped_comma2k19() -> Path       # the real segment shipped in bags/real/comma2k19
 """
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ from .covariance import SENSITIVITY_SCALES
 from .drive import SIDECAR, ImportResult, write_runs
 
 FORMATS = ("comma2k19", "csv")
+# The real segment shipped with the package (bags/real/comma2k19, MIT licence; its README says what it is).
+SHIPPED_COMMA2K19 = ("real", "comma2k19", "b0c9d2329ad1606b_2018-08-02--08-34-47", "40")
+
+
+def shipped_comma2k19():
+    """Path of the comma2k19 segment in ``bags/real`` of this installation (source tree or share dir)."""
+    from ..resources import share_dir
+
+    return share_dir() / "bags" / Path(*SHIPPED_COMMA2K19)
 
 
 def _sources(sources) -> list:
@@ -72,4 +82,5 @@ def _check_scale(scale) -> None:
         raise UserError(f"--fix-covariance-scale: expected a factor > 0, got {scale!r}")
 
 
-__all__ = ["FORMATS", "SIDECAR", "ImportResult", "import_comma2k19", "import_csv", "sensitivity_imports"]
+__all__ = ["FORMATS", "SIDECAR", "SHIPPED_COMMA2K19", "ImportResult", "import_comma2k19", "import_csv",
+           "sensitivity_imports", "shipped_comma2k19"]

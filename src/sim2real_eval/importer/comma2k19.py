@@ -148,9 +148,11 @@ def read_segment(src, fix_covariance: float | None = None, fix_covariance_scale:
 
     mounting = frames.IDENTITY
     if estimate_mounting:
-        mounting = frames.vehicle_frame(truth, source=where_truth)
-        truth = frames.rotate_body(truth, mounting, where_truth)
-        accel, gyro = accel @ mounting.matrix, gyro @ mounting.matrix
+        vehicle = frames.vehicle_frame(truth, source=where_truth)   # R_device←vehicle
+        truth = frames.rotate_body(truth, vehicle, where_truth)
+        accel, gyro = accel @ vehicle.matrix, gyro @ vehicle.matrix
+        # recorded like every mounting: the IMU's (the device's) axes in base_link, R_base_link←imu
+        mounting = frames.Mounting(vehicle.matrix.T, vehicle.method)
     imu = Inertial(t_imu, accel, gyro)
     imu.accel_variance, imu.gyro_variance = imu_residual_variance(truth, imu)
 

@@ -130,7 +130,8 @@ def truth_from_enu(t, position_enu, velocity_enu, q_enu_body=None, angular_veloc
 # --------------------------------------------------------------------------------------- mounting
 @dataclass(frozen=True)
 class Mounting:
-    """A constant rotation R_body←sensor (the sensor's axes in the body frame) and how it was found.
+    """A constant rotation R_body←sensor (the sensor's axes in the body frame) and how it was found
+    (``vehicle_frame`` returns R_device←vehicle: the vehicle's axes in the device body).
 
     rpy: (roll, pitch, yaw) rad with R = Rz(yaw)·Ry(pitch)·Rx(roll), the order of a static TF and of an
     IMU model's ``mounting_rpy``.  ``residual_before`` / ``residual_after``: RMS (m/s²) of the specific
