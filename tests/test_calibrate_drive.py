@@ -22,7 +22,8 @@ from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 GPS = {"rate": 10.0, "datum": list(DATUM), "stamp_lag": 0.08, "stamp_jitter": 0.01,
        "position_noise": {"model": "gauss_markov", "form": "gz", "offset": [-0.4, 0.3, 1.0],
                           "sigma": [0.02, 0.02, 0.05], "bias_sigma": [0.1, 0.1, 0.2], "tau": 5.0}}
-IMU = {"rate": 100.0, "accelerometer": {"model": "chrono_drift", "sigma": [0.2, 0.3, 0.4], "b0": 0.0, "t_b": 0.1},
+IMU = {"rate": 100.0,
+       "accelerometer": {"model": "chrono_drift", "sigma": [0.2, 0.3, 0.4], "b0": 0.0, "t_b": 0.1},
        "gyroscope": {"model": "chrono_drift", "sigma": [0.01, 0.01, 0.02], "b0": 0.0, "t_b": 0.1}}
 
 
@@ -129,14 +130,16 @@ def test_cli_on_an_imported_drive(tmp_path, capsys):
     gps = report["measured"]["gps"]
     assert gps["stamp_lag_s"] == pytest.approx(0.0618, abs=0.002)
     assert gps["stamp_jitter_std_s"] == pytest.approx(0.0089, abs=0.0005)
-    assert [gps["bias_m"][k] for k in ("east", "north", "up")] == pytest.approx([-0.40, -0.33, 1.07], abs=0.01)
-    assert [gps["std_m"][k] for k in ("east", "north", "up")] == pytest.approx([0.087, 0.158, 0.398], abs=0.002)
+    enu = ("east", "north", "up")
+    assert [gps["bias_m"][k] for k in enu] == pytest.approx([-0.40, -0.33, 1.07], abs=0.01)
+    assert [gps["std_m"][k] for k in enu] == pytest.approx([0.087, 0.158, 0.398], abs=0.002)
     assert report["variant"]["gps"]["position_noise"]["tau"] == pytest.approx(8.0, abs=0.1)
     for name in ("params_gps.yaml", "params_imu.yaml", "gps_error.png", "imu_residual_allan.png"):
         assert (tmp_path / "cal" / name).is_file()
     load_gps_model(str(tmp_path / "cal" / "params_gps.yaml"))
     load_imu_model(str(tmp_path / "cal" / "params_imu.yaml"))
     # a standstill option with --truth, and --truth-source without --truth, are refused
-    assert main(["calibrate", str(tmp_path / "drive" / "highway" / "run_00"), "--out", str(tmp_path / "x.yaml"),
+    bag = str(tmp_path / "drive" / "highway" / "run_00")
+    assert main(["calibrate", bag, "--out", str(tmp_path / "x.yaml"),
                  "--truth-source", "odometry"]) == 2
     assert "--truth-source: only with --truth" in capsys.readouterr().err

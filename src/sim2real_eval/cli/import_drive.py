@@ -71,8 +71,12 @@ def run(args) -> int:
               f"{gnss['sigma_m']['median'][0]:.3g} m ({gnss['policy']}, x{gnss['scale']:g}); IMU mounting "
               f"rpy {', '.join(f'{v:.2f}' for v in mounting['rpy_deg'])} deg "
               f"({mounting['method'].split(':')[0]})")
+    first = {}
+    for run_ in result.runs:
+        first.setdefault(run_.source, run_.start_s)
     for run_ in result.runs:
         counts = ", ".join(f"{topic} {count}" for topic, count in sorted(run_.messages.items()))
-        print(f"{run_.path}: {run_.start_s:.3f}..{run_.end_s:.3f} s; {counts}")
+        origin = first[run_.source]
+        print(f"{run_.path}: {run_.start_s - origin:.1f}..{run_.end_s - origin:.1f} s of the drive; {counts}")
     print(f"{len(result.runs)} runs in {result.scenario_dir} ({result.summary['windows']})")
     return 0

@@ -112,21 +112,39 @@ def imu_residual_variance(truth: GroundTruth, imu: Inertial) -> tuple:
     return accel, gyro
 
 
+def _angle_deg(a, b) -> float:
+    cos = np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+
+
 def check_mounting_hint(truth: GroundTruth, imu: Inertial, where: str) -> Optional[str]:
-    """A warning text when the IMU's mean specific force is > 1° off the truth's: the IMU axes are
-    probably not base_link's (suggest --estimate-mounting)."""
+    """A warning text when base_link is not the vehicle frame or the IMU's axes are not base_link's
+    (both > 1°): the mean direction of travel off base_link x, the mean up off z, or the IMU's mean
+    specific force off the truth's.  A tilted base_link leaves gravity in the judge's horizontal
+    acceleration (two_d_mode removes it along its own z)."""
+    from .. import rotations
+
     inside = (imu.t >= truth.t[0]) & (imu.t <= truth.t[-1])
     if inside.sum() < 10:
         return None
+    hint = "consider --estimate-mounting"
+    moving = np.linalg.norm(truth.velocity, axis=1) > 2.0
+    if moving.sum() >= 10:
+        body = rotations.rotate_inverse(truth.orientation[moving], truth.velocity[moving])
+        travel = np.mean(body / np.linalg.norm(body, axis=1, keepdims=True), axis=0)
+        up = np.mean(rotations.rotate_inverse(truth.orientation, np.array([0.0, 0.0, 1.0])), axis=0)
+        off_x, off_z = _angle_deg(travel, [1.0, 0.0, 0.0]), _angle_deg(up, [0.0, 0.0, 1.0])
+        if max(off_x, off_z) > 1.0:
+            return (f"{where}: base_link is not the vehicle frame: the direction of travel is "
+                    f"{off_x:.1f} deg off its x axis and the mean up {off_z:.1f} deg off its z axis (a "
+                    f"tilted base_link leaves gravity in the judge's horizontal acceleration); {hint}")
     mean_imu = imu.accel[inside].mean(axis=0)
     mean_truth = truth.interpolate(imu.t[inside]).specific_force.mean(axis=0)
-    cos = np.dot(mean_imu, mean_truth) / (np.linalg.norm(mean_imu) * np.linalg.norm(mean_truth))
-    angle = float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+    angle = _angle_deg(mean_imu, mean_truth)
     if angle <= 1.0:
         return None
     return (f"{where}: the IMU's mean specific force is {angle:.1f} deg off the truth's: its axes are not "
-            "base_link's (a tilted mount leaves gravity in the judge's horizontal acceleration); "
-            "consider --estimate-mounting")
+            f"base_link's; {hint}")
 
 
 def windows(start: float, end: float, window: Optional[float], stride: Optional[float]) -> list:
