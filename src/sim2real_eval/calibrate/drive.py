@@ -212,7 +212,8 @@ def fit_imu_residual(t, accel, gyro, truth, min_duration: float = DEFAULT_MIN_IM
     reference = truth.interpolate(t[inside])
     accel_res = np.asarray(accel, dtype=float)[inside] - reference.specific_force
     gyro_res = np.asarray(gyro, dtype=float)[inside] - reference.angular_velocity
-    stats = imu_math.imu_noise_stats(t[inside], gyro_res, accel_res, min_duration)
+    stats = imu_math.imu_noise_stats(t[inside], gyro_res, accel_res, min_duration,
+                                     "drive (import it without --window for one run)")
     return ImuResidual(stats, accel_res.mean(axis=0), gyro_res.mean(axis=0), accel_res.std(axis=0, ddof=1),
                        gyro_res.std(axis=0, ddof=1))
 
