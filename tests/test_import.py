@@ -392,3 +392,15 @@ def test_import_replay_score_end_to_end(comma, tmp_path):
     run_yaml = yaml.safe_load((runs / "sim" / "sim_gps-car_gauss" / "highway" / "0" / "run.yaml").read_text())
     assert run_yaml["gps"]["datum"] == pytest.approx(
         yaml.safe_load((Path(result.runs[0].path) / "import.yaml").read_text())["datum"])
+
+
+def test_a_truth_covering_part_of_the_sensors_is_cropped_with_a_warning(tmp_path, capsys):
+    write_csv_drive(tmp_path / "drive")
+    lines = (tmp_path / "drive" / "truth.csv").read_text().splitlines()
+    (tmp_path / "drive" / "truth.csv").write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    assert main(["import", "csv", str(tmp_path / "drive"), "--out", str(tmp_path / "o"),
+                 "--fix-covariance", "0.3"]) == 0
+    err = capsys.readouterr().err
+    assert "overlap for 30.0 s of the sensors' 60.0 s" in err
+    _columns, truth, _datum, _frames = read_run(tmp_path / "o" / "drive" / "run_00")
+    assert truth.duration == pytest.approx(29.95, abs=0.06)

@@ -283,6 +283,12 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
     if len(plan) > 1000:
         raise UserError(f"--window/--stride make {len(plan)} runs; at most 1000 (choose a longer stride)")
     for drive in drives:
+        start, end = drive.overlap()
+        sensors = max(drive.fixes.t[-1], drive.imu.t[-1]) - min(drive.fixes.t[0], drive.imu.t[0])
+        if end - start < 0.9 * sensors:
+            warnings.warn(f"{drive.where['truth']}: truth, GNSS and IMU overlap for {end - start:.1f} s of "
+                          f"the sensors' {sensors:.1f} s; runs are cut from the overlap only", DataWarning,
+                          stacklevel=2)
         hint = check_mounting_hint(drive.truth, drive.imu, drive.where["imu"])
         if hint and drive.mounting is IDENTITY:
             warnings.warn(hint, DataWarning, stacklevel=2)
