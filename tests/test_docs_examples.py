@@ -175,13 +175,20 @@ SUBSTITUTIONS = [
      "CONFIG.yaml...: a shipped file"),
     ("sim2real-eval scenario NAME ", "sim2real-eval scenario line ", "NAME: a scenario"),
     ("--out FILE.npz", "--out truth.npz", "FILE.npz: a new file"),
+    ("import FORMAT SRC... ",
+     "import comma2k19 bags/real/comma2k19/b0c9d2329ad1606b_2018-08-02--08-34-47/40 ",
+     "FORMAT SRC...: the shipped comma2k19 segment"),
+    ("--truth DRIVE_BAG", "--truth {drive}",
+     "a drive with ground truth: the shipped segment imported as one run"),
 ]
 # Names the examples use as written, linked into the working directory unless a line of its block
 # writes them: (name, world key, why, what writes it).
 LINKS = [("my_bags", "my_bags", "your bags DIR/<scenario>/<run>/: two 4-s ART-layout runs of line, circle",
           ("--out my_bags",)),
          ("runs", "runs", "a run tree to score: my_bags replayed with a simulated IMU",
-          ("--out runs", "evaluate.launch.py"))]  # evaluate.launch.py records into ./runs by default
+          ("--out runs", "evaluate.launch.py")),  # evaluate.launch.py records into ./runs by default
+         ("my_drive", "my_drive", "docs/import.md's CSV folder, written by its worked example's Python block",
+          ("--out my_drive",))]
 # Optional groups of a synopsis that are not run: (option, why).
 NOT_RUN = [("--ray", "needs a running Ray cluster (the tests marked 'ray' start one)")]
 # Reduced forms: (pattern on the arguments, arguments appended — argparse keeps the last —, why).
@@ -316,12 +323,29 @@ def world(tmp_path_factory):
         for p in sorted(runs.rglob("run.yaml"))))
     study = tmp / "study.yaml"
     study.write_text(STUDY)
+    drive = tmp / "drive"
+    from sim2real_eval.importer import import_comma2k19, shipped_comma2k19
+
+    import_comma2k19(shipped_comma2k19(), drive, estimate_mounting=True)
     return {
+        "drive": str(drive / "highway" / "run_00"),
+        "my_drive": str(import_worked_example(tmp / "csv_example")),
         "tmp": str(tmp), "my_bags": str(my_bags), "study": str(study), "small_demo": str(small_demo),
         "runs": str(runs), "manifest": str(manifest),
         "csv_dir": str(write_csv_study(tmp / "data2", {"gauss": 0.10, "walk": 0.05}, runs=3, duration=8.0)),
         "standstill": str(write_standstill_bag(tmp / "standstill", standstill_truth(120.0))),
     }
+
+
+def import_worked_example(folder: Path) -> Path:
+    """Run the Python block of docs/import.md's worked example (it writes ``my_drive/`` from the shipped
+    comma2k19 segment) in ``folder``; the folder it wrote."""
+    text = (REPO / "docs" / "import.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(# write_csv\.py.*?)```", text, re.S).group(1)
+    folder.mkdir(parents=True)
+    (folder / "bags").symlink_to(REPO / "bags")
+    subprocess.run([sys.executable, "-c", block], cwd=folder, check=True, timeout=BUDGET_S)
+    return folder / "my_drive"
 
 
 def workdir(base: Path, examples: list, world: dict) -> Path:

@@ -302,6 +302,7 @@ def reference_messages(setup: ReferenceSetup, scenario: str, k: int) -> tuple[li
 def _reference_gps(setup: ReferenceSetup, truth, seed):
     """(GpsSamples, datum) of the real-like receiver: stationary GM start, HDOP covariance, latency."""
     from .models import load_gps_model
+    from .models.gps import lagged_stamps
     from .models.seeding import generator
 
     model = load_gps_model(setup.gps_model, seed("gps"))
@@ -323,9 +324,10 @@ def _reference_gps(setup: ReferenceSetup, truth, seed):
     hdop = hdop_series(setup.hdop, dt, generator(seed("hdop"), 0))
     # nmea covariance ∝ HDOP² (the preset is evaluated at HDOP 1).
     covariance = fixes.position_covariance * (hdop ** 2)[:, None]
-    latency = setup.gps_latency + setup.gps_latency_jitter * generator(seed("gps_latency"), 0).uniform(
-        -1.0, 1.0, len(fixes))
-    stamps = fixes.stamp_ns + np.round(latency * 1e9).astype(np.int64)
+    # The driver stamps at reception: the models' stamp lag and jitter (one implementation), with the
+    # generator's own stream so the shipped bytes stay the same.
+    stamps = lagged_stamps(fixes.stamp_ns, setup.gps_latency, setup.gps_latency_jitter,
+                           generator(seed("gps_latency"), 0).uniform(-1.0, 1.0, len(fixes)))
     fixes = dataclasses.replace(fixes, stamp_ns=stamps, receive_ns=stamps, position_covariance=covariance)
     return fixes, model.datum
 

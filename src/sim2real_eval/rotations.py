@@ -46,6 +46,40 @@ def to_matrix(q):
     )
 
 
+def from_matrix(matrix):
+    """Unit quaternions (..., 4) of rotation matrices (..., 3, 3) (Shepperd's method: the largest of
+    w, x, y, z is computed first, so no branch divides by a small number); w >= 0."""
+    m = np.asarray(matrix, dtype=float)
+    trace = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    candidates = np.stack([trace, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], axis=-1)
+    pick = np.argmax(candidates, axis=-1)
+    q = np.empty(m.shape[:-2] + (4,))
+    for case in range(4):
+        sel = pick == case
+        if not np.any(sel):
+            continue
+        r = m[sel]
+        if case == 0:
+            s = 2.0 * np.sqrt(1.0 + r[:, 0, 0] + r[:, 1, 1] + r[:, 2, 2])
+            part = [(r[:, 2, 1] - r[:, 1, 2]) / s, (r[:, 0, 2] - r[:, 2, 0]) / s,
+                    (r[:, 1, 0] - r[:, 0, 1]) / s, 0.25 * s]
+        elif case == 1:
+            s = 2.0 * np.sqrt(1.0 + r[:, 0, 0] - r[:, 1, 1] - r[:, 2, 2])
+            part = [0.25 * s, (r[:, 0, 1] + r[:, 1, 0]) / s, (r[:, 0, 2] + r[:, 2, 0]) / s,
+                    (r[:, 2, 1] - r[:, 1, 2]) / s]
+        elif case == 2:
+            s = 2.0 * np.sqrt(1.0 - r[:, 0, 0] + r[:, 1, 1] - r[:, 2, 2])
+            part = [(r[:, 0, 1] + r[:, 1, 0]) / s, 0.25 * s, (r[:, 1, 2] + r[:, 2, 1]) / s,
+                    (r[:, 0, 2] - r[:, 2, 0]) / s]
+        else:
+            s = 2.0 * np.sqrt(1.0 - r[:, 0, 0] - r[:, 1, 1] + r[:, 2, 2])
+            part = [(r[:, 0, 2] + r[:, 2, 0]) / s, (r[:, 1, 2] + r[:, 2, 1]) / s, 0.25 * s,
+                    (r[:, 1, 0] - r[:, 0, 1]) / s]
+        q[sel] = np.stack(part, axis=-1)
+    q = normalize(q)
+    return np.where(q[..., 3:] < 0, -q, q)
+
+
 def rotate(q, v):
     """Rotate body vectors v (..., 3) into the world frame: R(q)·v."""
     return np.einsum("...ij,...j->...i", to_matrix(q), np.asarray(v, dtype=float))

@@ -276,6 +276,26 @@ def _from_twist(reader, topics, clock, cutoff_hz):
     return _finish(t, position, orientation, velocity, rates, cutoff_hz, f"{reader.path}: {topic}")
 
 
+IMPORT_SIDECAR = "import.yaml"  # written by ``sim2real-eval import`` inside each bag (importer.drive)
+
+
+def imported_datum(bag_path):
+    """The ENU origin an imported bag's /ground_truth/odom is relative to (``datum`` of its
+    ``import.yaml``), or None for a bag without one.  Odometry carries no geodetic origin, so the
+    importer writes it beside the messages."""
+    from pathlib import Path
+
+    from ..yamlio import load_yaml
+
+    sidecar = Path(bag_path) / IMPORT_SIDECAR
+    if not sidecar.is_file():
+        return None
+    data = load_yaml(sidecar)
+    if not isinstance(data, dict) or data.get("datum") is None:
+        return None
+    return geodesy.as_datum(data["datum"], f"{sidecar}: datum")
+
+
 def detect_source(reader, topics: dict | None = None) -> str:
     """The source ``"auto"`` picks: odometry, else SbgEkfNav, else SbgGpsVel, else TwistStamped."""
     topics = topics or {}
@@ -296,7 +316,8 @@ def truth_from_bag(reader, source: str = "auto", topics: dict | None = None, clo
 
     ``topics``: {role: topic} overrides for roles odometry, ekf_nav, ekf_quat, gps_vel, gps_pos, twist.
     ``enu_mode``: the sbg driver ran with ``use_enu: true``.  ``datum``: ENU origin to use instead of
-    the first sbg position.  ``cutoff_hz``: smoothing differentiator cut-off.  ``min_speed`` (m/s):
+    the first sbg position (odometry/twist: the ``datum`` of an imported bag's ``import.yaml``, else
+    None).  ``cutoff_hz``: smoothing differentiator cut-off.  ``min_speed`` (m/s):
     below it a velocity heading is not trusted.  ``odom_twist_frame``: "child" (ROS) or "world".
     """
     if source not in SOURCES:
@@ -315,6 +336,8 @@ def truth_from_bag(reader, source: str = "auto", topics: dict | None = None, clo
                         f"(expected {', '.join(ROLE_TYPES)})")
     if source == "auto":
         source = detect_source(reader, topics)
+    if datum is None and source in ("odometry", "twist"):
+        datum = imported_datum(reader.path)
     if source == "odometry":
         truth = _from_odometry(reader, topics, clock, cutoff_hz, odom_twist_frame)
         return truth, (geodesy.as_datum(datum) if datum is not None else None)

@@ -120,7 +120,7 @@ class ImuNoiseStats:
 
 
 def imu_noise_stats(t: np.ndarray, gyro: np.ndarray, accel: np.ndarray,
-                    min_duration: float = MIN_ALLAN_DURATION) -> ImuNoiseStats:
+                    min_duration: float = MIN_ALLAN_DURATION, what: str = "standstill") -> ImuNoiseStats:
     """Allan analysis of (N, 3) gyro and accelerometer series sampled at times t (s).
 
     The series is treated as uniformly sampled at the nominal rate 1/median(step); a few dropped
@@ -136,7 +136,7 @@ def imu_noise_stats(t: np.ndarray, gyro: np.ndarray, accel: np.ndarray,
     duration = float(t[-1] - t[0])
     if duration < min_duration:
         raise UserError(
-            f"IMU: {duration:.1f} s of standstill is too short for the Allan analysis; "
+            f"IMU: {duration:.1f} s of {what} is too short for the Allan analysis; "
             f"need at least {min_duration:g} s (bias instability needs about 30 min)"
         )
     if not (np.isfinite(gyro).all() and np.isfinite(accel).all()):

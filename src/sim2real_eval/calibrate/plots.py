@@ -86,3 +86,37 @@ def hdop_plot(fit, path) -> Path:
     ax.legend()
     fig.tight_layout()
     return _save(fig, Path(path))
+
+
+def drive_gps_plot(fit, path) -> Path:
+    """calibrate --truth: fix − truth (ENU, lag removed), the lag search, and the Gauss–Markov fits."""
+    stats = fit.stats
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    rel = np.asarray(fit.t) - fit.t[0]
+    for i, name in enumerate(ENU_NAMES):
+        axes[0].plot(rel, stats.error[:, i] + fit.bias[i], lw=0.8,
+                     label=f"{name}: bias {fit.bias[i]:+.3g} m, std {stats.std[i]:.3g} m")
+    axes[0].set_xlabel("time (s)")
+    axes[0].set_ylabel("fix − truth (m)")
+    axes[0].set_title(f"GPS error on the drive (stamp lag {fit.lag * 1e3:.0f} ms removed)")
+    axes[0].legend(fontsize=8)
+    axes[1].plot(np.asarray(fit.lags) * 1e3, fit.lag_costs, "-", lw=1)
+    axes[1].axvline(fit.lag * 1e3, color="C3", lw=1, label=f"lag {fit.lag * 1e3:.1f} ms")
+    axes[1].set_xlabel("lag L (ms)")
+    axes[1].set_ylabel("Σ var(fix − truth(t − L)) horizontal (m²)")
+    axes[1].set_title(f"stamp lag; jitter std {fit.grid.jitter_std * 1e3:.1f} ms")
+    axes[1].legend(fontsize=8)
+    for i, (name, gm) in enumerate(zip(ENU_NAMES, stats.gauss_markov)):
+        if len(gm.lags):
+            axes[2].plot(gm.lags, gm.rho, ".", color=f"C{i}", ms=3)
+            label = f"{name}: τ {gm.tau:.3g} s, A {gm.amplitude:.2f}" if gm.tau > 0 else f"{name}: white"
+            axes[2].plot(gm.lags, gm.amplitude * np.exp(-gm.lags / max(gm.tau, 1e-9)), "-", color=f"C{i}",
+                         label=label)
+        else:
+            axes[2].plot([], [], color=f"C{i}", label=f"{name}: white (no correlation)")
+    axes[2].set_xlabel("lag (s)")
+    axes[2].set_ylabel("autocorrelation ρ")
+    axes[2].set_title("Gauss–Markov fit ρ = A·exp(−lag/τ)")
+    axes[2].legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, Path(path))

@@ -25,7 +25,8 @@ COMMANDS = {
     "replay": ("replay", "replay a real bag with simulated IMU and/or GPS, judged like the real one"),
     "score": ("score", "score run pairs: RMSE, Wiener entropy, W1, W2, VEPD, tables, figures, report"),
     "make-reference": ("make_reference", "generate the synthetic ART-like reference data set in bags/"),
-    "calibrate": ("calibrate", "estimate GPS/IMU noise parameters from a standstill bag"),
+    "import": ("import_drive", "import a real drive (comma2k19, generic CSV) as bags DIR/<scenario>/<run>/"),
+    "calibrate": ("calibrate", "estimate GPS/IMU noise parameters from a standstill bag, or a drive + truth"),
     "tune": ("tune", "search noise-model parameters that minimise VEPD against real runs"),
 }
 

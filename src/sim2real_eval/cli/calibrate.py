@@ -1,5 +1,7 @@
 """``sim2real-eval calibrate STANDSTILL_BAG --out params.yaml``: GPS/IMU noise parameters from a bag
-recorded while the vehicle stands still (see sim2real_eval.calibrate.core and docs/calibration.md)."""
+recorded while the vehicle stands still (see sim2real_eval.calibrate.core and docs/calibration.md);
+``calibrate --truth DRIVE_BAG --out params.yaml``: from a drive with ground truth, sensor minus truth
+(GPS bias, Gauss–Markov τ, white noise, stamp lag and jitter; the IMU residual) — calibrate.drive."""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +23,17 @@ def _epe(text: str):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bag", metavar="STANDSTILL_BAG",
-                        help="rosbag2 directory (or ROS 1 .bag) of a standstill")
+                        help="rosbag2 directory (or ROS 1 .bag) of a standstill; with --truth, of a drive "
+                             "with ground truth (e.g. a run written by sim2real-eval import)")
+    parser.add_argument("--truth", action="store_true",
+                        help="the bag is a drive with ground truth: fit sensor minus truth instead of a "
+                             "standstill")
+    parser.add_argument("--truth-source", default="auto",
+                        choices=("auto", "odometry", "sbg_ekf", "sbg_gps", "twist"),
+                        help="--truth: where the bag's ground truth comes from (default auto)")
+    parser.add_argument("--static-tf", action="append", default=[],
+                        metavar="'base_link FRAME x y z yaw pitch roll'",
+                        help="--truth: mounting of an IMU whose frame is not base_link (repeatable)")
     parser.add_argument("--out", required=True, metavar="PARAMS.yaml",
                         help="report + inline presets; the presets also go to "
                              "PARAMS_gps.yaml / PARAMS_imu.yaml")
@@ -42,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Chrono drift correlation time t_b (s) for b0 = K*sqrt(t_b) (default 0.1)")
     parser.add_argument("--max-speed", type=float, default=0.1,
                         help="refuse the bag if it moves faster than this (m/s, default 0.1)")
-    parser.add_argument("--min-duration", type=float, default=60.0,
-                        help="shortest IMU record accepted for the Allan analysis (s, default 60)")
+    parser.add_argument("--min-duration", type=float, default=None,
+                        help="shortest IMU record accepted for the Allan analysis (s, default 60; "
+                             "30 with --truth)")
 
 
 def run(args) -> int:
@@ -54,6 +67,14 @@ def run(args) -> int:
     from ..calibrate.standstill import read_standstill_bag
     from ..outputs import check_paths
 
+    if args.truth:
+        return run_drive(args)
+    if args.truth_source != "auto":
+        raise UserError("--truth-source: only with --truth")
+    if args.static_tf:
+        raise UserError("--static-tf: only with --truth (a standstill's IMU axes do not matter)")
+    if args.min_duration is None:
+        args.min_duration = 60.0
     if not args.max_speed > 0:
         raise UserError(f"--max-speed must be > 0, got {args.max_speed}")
     files = output_files(args.out, args.plots)  # names and places checked before the work
@@ -80,6 +101,53 @@ def run(args) -> int:
     console.print(f"IMU: {cal.report['imu']['duration_s']:.0f} s at {cal.imu.rate:.1f} Hz; "
                   f"accel sigma {[round(s, 5) for s in accel['sigma']]}, b0 {accel['b0']:.3g}; "
                   f"gyro sigma {[round(s, 6) for s in gyro['sigma']]}, b0 {gyro['b0']:.3g}")
+    for name, path in written.items():
+        console.print(f"wrote {name}: {path}")
+    return 0
+
+
+def run_drive(args) -> int:
+    """calibrate --truth: sensor minus truth on a drive (calibrate.drive)."""
+    from rich.console import Console
+
+    from ..calibrate.drive import (
+        DEFAULT_MIN_IMU_DURATION,
+        calibrate_drive,
+        drive_output_files,
+        read_drive,
+        write_drive_calibration,
+    )
+    from ..outputs import check_paths
+
+    files = drive_output_files(args.out, args.plots)
+    plots = [path for name, path in files.items() if name.endswith("_plot")]
+    check_paths({"DRIVE_BAG": args.bag}, {"--out": [files["report"], files["gps"], files["imu"]],
+                                          "--plots": plots}, overwrite=args.overwrite)
+    min_duration = DEFAULT_MIN_IMU_DURATION if args.min_duration is None else args.min_duration
+    console = Console(stderr=True)
+    with console.status(f"reading {args.bag}"):
+        data, truth, datum = read_drive(args.bag, args.gps_topic, args.imu_topic, args.truth_source,
+                                        args.static_tf)
+    with console.status("fitting"):
+        cal = calibrate_drive(data, truth, datum, t_b=args.t_b, min_imu_duration=min_duration)
+        written = write_drive_calibration(cal, args.out, args.plots, overwrite=args.overwrite)
+    gps = cal.report["gps"]
+    console.print(f"GPS: {gps['fixes']} fixes over {gps['duration_s']:.0f} s at "
+                  f"{gps['speed_range_m_s'][0]:.1f}-{gps['speed_range_m_s'][1]:.1f} m/s; stamp lag "
+                  f"{gps['stamp_lag_s'] * 1e3:.1f} ms, jitter std {gps['stamp_jitter_std_s'] * 1e3:.1f} ms; "
+                  "bias "
+                  + ", ".join(f"{k} {v:+.3g}" for k, v in gps["bias_m"].items()) + " m; std "
+                  + ", ".join(f"{k} {v:.3g}" for k, v in gps["std_m"].items()) + " m")
+    gm = cal.gps_preset["position_noise"]
+    if gm["model"] == "gauss_markov":
+        console.print(f"GPS model: Gauss-Markov tau {gm['tau']:.3g} s, bias_sigma "
+                      f"{[round(v, 4) for v in gm['bias_sigma']]}, white sigma "
+                      f"{[round(v, 4) for v in gm['sigma']]}")
+    imu = cal.report["imu"]
+    console.print("IMU - truth: accel bias " + ", ".join(f"{v:+.3g}" for v in imu["accel_bias_m_s2"].values())
+                  + " m/s², std " + ", ".join(f"{v:.3g}" for v in imu["accel_residual_std_m_s2"].values())
+                  + "; gyro bias " + ", ".join(f"{v:+.2g}" for v in imu["gyro_bias_rad_s"].values())
+                  + " rad/s, std " + ", ".join(f"{v:.2g}" for v in imu["gyro_residual_std_rad_s"].values()))
     for name, path in written.items():
         console.print(f"wrote {name}: {path}")
     return 0

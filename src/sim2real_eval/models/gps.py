@@ -9,6 +9,8 @@ Parameters (YAML keys):
   rate (Hz, 10)  datum [lat, lon, alt] (the paper's sim reference 43.070, −89.400, 260 m)
   geodesy wgs84|chrono_sphere   frame_id "gps"   status fix|sbas_fix|gbas_fix   service gps|…
   latency (s, 0): receive_ns = stamp_ns + latency
+  stamp_lag (s, 0), stamp_jitter (s, 0): header stamp = fix epoch + stamp_lag + stamp_jitter·u,
+      u ~ U[−1, 1] per fix (a driver stamping at reception: the position is older than its stamp)
   position_noise {model: none|gaussian|random_walk|gauss_markov, …}      (see models.noise)
   covariance {model: zeros|hdop|diagonal|nmea|ublox, …}
   outages [[start, end], …] seconds since the first fix; outage_mode no_fix|drop
@@ -61,6 +63,15 @@ COVARIANCE_TYPE = {
 NMEA_EPE = {"invalid": 1e6, "sps": 4.0, "dgps": 0.1, "rtk_fixed": 0.02, "rtk_float": 4.0, "waas": 3.0}
 # AirSim HDOP low-pass parameter sets: (H0, H∞, τ s).
 HDOP_PARAMETER_SETS = {"calibrated": (100.0, 0.85, 12.4), "default": (100.0, 0.1, 0.9)}
+
+
+def lagged_stamps(epoch_ns: np.ndarray, lag: float, jitter: float, uniform: np.ndarray) -> np.ndarray:
+    """Header stamps of fixes taken at ``epoch_ns`` and stamped when read: epoch + round((lag +
+    jitter·u)·1e9) ns with u ∈ [−1, 1] per fix (``uniform``).  The position then refers to an instant
+    ``lag ± jitter`` before its stamp.  The one implementation of this stamping: the GPS model and the
+    reference generator (``reference._reference_gps``) both use it."""
+    offset = lag + jitter * np.asarray(uniform, dtype=float)
+    return np.asarray(epoch_ns, dtype=np.int64) + np.round(offset * 1e9).astype(np.int64)
 
 
 def _diagonal(variances: np.ndarray) -> np.ndarray:
@@ -269,6 +280,8 @@ class GpsModel(SensorModel):
         "status",
         "service",
         "latency",
+        "stamp_lag",
+        "stamp_jitter",
         "position_noise",
         "covariance",
         "outages",
@@ -288,6 +301,11 @@ class GpsModel(SensorModel):
         self.status = _named_int(sec, "status", STATUS, "fix")
         self.service = _named_int(sec, "service", SERVICE, "gps")
         self.latency_ns = int(round(sec.number("latency", 0.0, nonnegative=True) * 1e9))
+        self.stamp_lag = sec.number("stamp_lag", 0.0, nonnegative=True)
+        self.stamp_jitter = sec.number("stamp_jitter", 0.0, nonnegative=True)
+        if 2.0 * self.stamp_jitter * 1e9 >= self.period_ns:
+            raise sec.error("stamp_jitter", f"must be below half the fix period ({self.period_ns / 2e9:g} s) "
+                                            f"so stamps stay in order, got {self.stamp_jitter}")
         self.dropout_probability = sec.number("dropout_probability", 0.0, nonnegative=True)
         if self.dropout_probability > 1.0:
             raise sec.error("dropout_probability", f"must be <= 1, got {self.dropout_probability}")
@@ -298,6 +316,7 @@ class GpsModel(SensorModel):
         with np.errstate(over="ignore"):  # an overflowing covariance is refused when it is used
             self.covariance = build_covariance(sec.section("covariance"))
         self.dropout_rng = generator(seq, 1)
+        self.stamp_rng = generator(seq, 2)  # its own stream: other draws do not depend on the jitter
         self.clock = SampleClock(self.period_ns, source)
         self.diverged_fixes = 0  # fixes published as NO_FIX because the noise process diverged
 
@@ -344,6 +363,8 @@ class GpsModel(SensorModel):
             "status": self.status,
             "service": self.service,
             "latency": self.latency_ns / 1e9,
+            **({"stamp_lag": self.stamp_lag, "stamp_jitter": self.stamp_jitter}
+               if self.stamp_lag or self.stamp_jitter else {}),  # absent when 0: earlier run.yaml stay equal
             "position_noise": dict(self.noise.params),
             "covariance": dict(self.covariance.params),
             "outages": [list(w) for w in self.outages],
@@ -352,7 +373,8 @@ class GpsModel(SensorModel):
         }
 
     def measure(self, stamps: np.ndarray, truth: GroundTruth) -> S.GpsSamples:
-        """The fixes at int64 ``stamps`` given the truth already at those stamps (one row each).
+        """The fixes at int64 ``stamps`` (fix epochs) given the truth already at those stamps (one row
+        each).  The header stamps are the epochs, or later with ``stamp_lag``/``stamp_jitter``.
 
         ``sample`` and ``step`` both end here; call it directly when the truth is already on the ticks.
         Stamps must be later than every stamp measured before (the model's state moves forward).
@@ -381,9 +403,13 @@ class GpsModel(SensorModel):
             else:
                 status[inside] = S.STATUS_NO_FIX
         published &= dropout_draw >= self.dropout_probability
+        header = stamps
+        if self.stamp_lag or self.stamp_jitter:
+            uniform = self.stamp_rng.uniform(-1.0, 1.0, n) if self.stamp_jitter else np.zeros(n)
+            header = lagged_stamps(stamps, self.stamp_lag, self.stamp_jitter, uniform)
         fixes = S.GpsSamples(
-            stamp_ns=stamps,
-            receive_ns=stamps + self.latency_ns,
+            stamp_ns=header,
+            receive_ns=header + self.latency_ns,
             latitude=lat,
             longitude=lon,
             altitude=alt,

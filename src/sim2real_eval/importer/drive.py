@@ -1,0 +1,336 @@
+"""One imported drive in memory, cut into runs and written as the project's real-bag layout.
+
+A ``Drive`` is format-neutral: the readers (``comma2k19``, ``csv_layout``) bring every stream onto one
+clock and into REP-103/REP-145 frames, then ``write_runs`` cuts the span where truth, fixes and IMU
+overlap into windows and writes ``OUT/<scenario>/run_<kk>/`` rosbag2 bags:
+
+- ``/fix`` sensor_msgs/NavSatFix, frame ``base_link`` (the antenna at the truth's reference point;
+  no static TF needed), covariance from the receiver-accuracy policy (``covariance``);
+- ``/imu`` sensor_msgs/Imu, frame ``base_link``: specific force and rates already rotated into the
+  body FLU frame (+g up at rest), orientation not provided (covariance[0] = −1), angular-velocity
+  and acceleration covariances = the variance of the IMU − truth residual per axis;
+- ``/ground_truth/odom`` nav_msgs/Odometry: pose in the ENU frame ``odom`` at the datum, twist in
+  ``base_link`` (``bags.truth`` reads it with ``truth_source odometry``);
+- ``import.yaml`` inside each bag: the datum (``bags.truth`` uses it as the bag's ENU origin), the
+  window, frames, clock, covariance policy and mounting.  ``OUT/import.yaml`` summarises the runs.
+
+Header stamp = receive time = the sample's time on the drive's clock (a logger stamps at log time).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import geodesy
+from ..errors import DataWarning, UserError
+from ..truth import GroundTruth
+from .covariance import FixCovariance
+from .frames import IDENTITY, Mounting
+
+BASE_FRAME = "base_link"
+SIDECAR = "import.yaml"          # inside each imported bag; bags.truth reads its datum
+SUMMARY = "import.yaml"          # OUT/import.yaml
+TOPICS = {"gps": "/fix", "imu": "/imu", "ground_truth": "/ground_truth/odom"}
+MIN_RUN_SECONDS = 2.0
+
+
+@dataclass
+class Fixes:
+    """GNSS fixes on the drive's clock: t (N,) s, WGS-84 lat/lon deg, ellipsoidal altitude m."""
+
+    t: np.ndarray
+    latitude: np.ndarray
+    longitude: np.ndarray
+    altitude: np.ndarray
+    status: np.ndarray            # NavSatStatus (int8): 0 FIX, −1 NO_FIX, …
+    covariance: FixCovariance
+
+    def select(self, rows) -> Fixes:
+        cov = self.covariance
+        return Fixes(self.t[rows], self.latitude[rows], self.longitude[rows], self.altitude[rows],
+                     self.status[rows], FixCovariance(cov.sigma[rows], cov.covariance_type, cov.policy,
+                                                      cov.description, cov.scale))
+
+
+@dataclass
+class Inertial:
+    """IMU samples on the drive's clock, already in base_link FLU: specific force m/s², rates rad/s."""
+
+    t: np.ndarray
+    accel: np.ndarray
+    gyro: np.ndarray
+    accel_variance: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    gyro_variance: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def select(self, rows) -> Inertial:
+        return Inertial(self.t[rows], self.accel[rows], self.gyro[rows], self.accel_variance,
+                        self.gyro_variance)
+
+
+@dataclass
+class Drive:
+    """Truth + fixes + IMU of one recording, every time on one clock (s), frames per REP-103/145.
+
+    ``where``: {"truth"|"gnss"|"imu": "file"} names for error messages; ``record``: provenance
+    written to import.yaml."""
+
+    truth: GroundTruth
+    datum: geodesy.Datum
+    fixes: Fixes
+    imu: Inertial
+    where: dict
+    record: dict
+    mounting: Mounting = IDENTITY
+
+    def overlap(self) -> tuple:
+        """(start, end) s where truth, fixes and IMU all have data; an error naming the files when the
+        truth does not cover the sensors."""
+        spans = {"truth": (self.truth.t[0], self.truth.t[-1]), "gnss": (self.fixes.t[0], self.fixes.t[-1]),
+                 "imu": (self.imu.t[0], self.imu.t[-1])}
+        start = max(s for s, _e in spans.values())
+        end = min(e for _s, e in spans.values())
+        if end - start < MIN_RUN_SECONDS:
+            truth = spans["truth"]
+            sensors = ", ".join(f"{self.where[k]} t {spans[k][0]:.3f}..{spans[k][1]:.3f} s"
+                                for k in ("gnss", "imu"))
+            raise UserError(f"{self.where['truth']}: column t: the truth ({truth[0]:.3f}..{truth[1]:.3f} s) "
+                            f"does not cover the sensors ({sensors}) for at least {MIN_RUN_SECONDS:g} s")
+        return float(start), float(end)
+
+
+def imu_residual_variance(truth: GroundTruth, imu: Inertial) -> tuple:
+    """(accel variance (3,), gyro variance (3,)): per axis variance of IMU − truth at the IMU instants
+    (mean removed: a bias is not noise).  What the filter should expect of one sample: sensor noise,
+    vibration and the truth's own smoothing (5 Hz) together."""
+    inside = (imu.t >= truth.t[0]) & (imu.t <= truth.t[-1])
+    reference = truth.interpolate(imu.t[inside])
+    accel = np.var(imu.accel[inside] - reference.specific_force, axis=0, ddof=1)
+    gyro = np.var(imu.gyro[inside] - reference.angular_velocity, axis=0, ddof=1)
+    return accel, gyro
+
+
+def _angle_deg(a, b) -> float:
+    cos = np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+
+
+def check_mounting_hint(truth: GroundTruth, imu: Inertial, where: str) -> Optional[str]:
+    """A warning text when base_link is not the vehicle frame or the IMU's axes are not base_link's
+    (both > 1°): the mean direction of travel off base_link x, the mean up off z, or the IMU's mean
+    specific force off the truth's.  A tilted base_link leaves gravity in the judge's horizontal
+    acceleration (two_d_mode removes it along its own z)."""
+    from .. import rotations
+
+    inside = (imu.t >= truth.t[0]) & (imu.t <= truth.t[-1])
+    if inside.sum() < 10:
+        return None
+    hint = "consider --estimate-mounting"
+    moving = np.linalg.norm(truth.velocity, axis=1) > 2.0
+    if moving.sum() >= 10:
+        body = rotations.rotate_inverse(truth.orientation[moving], truth.velocity[moving])
+        travel = np.mean(body / np.linalg.norm(body, axis=1, keepdims=True), axis=0)
+        up = np.mean(rotations.rotate_inverse(truth.orientation, np.array([0.0, 0.0, 1.0])), axis=0)
+        off_x, off_z = _angle_deg(travel, [1.0, 0.0, 0.0]), _angle_deg(up, [0.0, 0.0, 1.0])
+        if max(off_x, off_z) > 1.0:
+            return (f"{where}: base_link is not the vehicle frame: the direction of travel is "
+                    f"{off_x:.1f} deg off its x axis and the mean up {off_z:.1f} deg off its z axis (a "
+                    f"tilted base_link leaves gravity in the judge's horizontal acceleration); {hint}")
+    mean_imu = imu.accel[inside].mean(axis=0)
+    mean_truth = truth.interpolate(imu.t[inside]).specific_force.mean(axis=0)
+    angle = _angle_deg(mean_imu, mean_truth)
+    if angle <= 1.0:
+        return None
+    return (f"{where}: the IMU's mean specific force is {angle:.1f} deg off the truth's: its axes are not "
+            f"base_link's; {hint}")
+
+
+def windows(start: float, end: float, window: Optional[float], stride: Optional[float]) -> list:
+    """[(start, end)] s of the runs: the whole span, or windows of ``window`` s every ``stride`` s
+    (default: the window, i.e. back to back) that fit inside [start, end]."""
+    if window is None:
+        if stride is not None:
+            raise UserError("--stride needs --window")
+        return [(start, end)]
+    if not (np.isfinite(window) and window >= MIN_RUN_SECONDS):
+        raise UserError(f"--window: expected at least {MIN_RUN_SECONDS:g} s, got {window!r}")
+    stride = window if stride is None else stride
+    if not (np.isfinite(stride) and stride > 0):
+        raise UserError(f"--stride: expected > 0 s, got {stride!r}")
+    if window > end - start + 1e-9:
+        raise UserError(f"--window {window:g} s is longer than the drive ({end - start:.1f} s where truth, "
+                        "GNSS and IMU overlap)")
+    count = int(np.floor((end - start - window) / stride + 1e-9)) + 1
+    return [(start + k * stride, start + k * stride + window) for k in range(count)]
+
+
+def _gps_samples(fixes: Fixes, offset_ns: int):
+    from ..models.samples import SERVICE_GPS, GpsSamples
+
+    stamps = np.round(fixes.t * 1e9).astype(np.int64) + offset_ns
+    n = len(stamps)
+    return GpsSamples(stamp_ns=stamps, receive_ns=stamps, latitude=fixes.latitude, longitude=fixes.longitude,
+                      altitude=fixes.altitude, status=fixes.status,
+                      service=np.full(n, SERVICE_GPS, dtype=np.uint16),
+                      position_covariance=fixes.covariance.variances(),
+                      position_covariance_type=np.full(n, fixes.covariance.covariance_type, dtype=np.uint8),
+                      enu_error=np.zeros((n, 3)), frame_id=BASE_FRAME)
+
+
+def _imu_samples(imu: Inertial, offset_ns: int):
+    from ..models.samples import ImuSamples
+
+    stamps = np.round(imu.t * 1e9).astype(np.int64) + offset_ns
+    n = len(stamps)
+    not_provided = np.zeros((n, 9))
+    not_provided[:, 0] = -1.0
+    accel_cov = np.zeros((n, 9))
+    accel_cov[:, [0, 4, 8]] = imu.accel_variance
+    gyro_cov = np.zeros((n, 9))
+    gyro_cov[:, [0, 4, 8]] = imu.gyro_variance
+    return ImuSamples(stamp_ns=stamps, receive_ns=stamps, orientation=np.tile([0.0, 0.0, 0.0, 1.0], (n, 1)),
+                      orientation_covariance=not_provided, angular_velocity=imu.gyro,
+                      angular_velocity_covariance=gyro_cov, linear_acceleration=imu.accel,
+                      linear_acceleration_covariance=accel_cov, frame_id=BASE_FRAME)
+
+
+def run_records(drive: Drive, start: float, end: float, offset_ns: int = 0) -> tuple:
+    """(bag records in receive order, counts) of the run [start, end] s of ``drive``."""
+    from ..bags import messages as bm
+
+    keep_truth = (drive.truth.t >= start - 1e-9) & (drive.truth.t <= end + 1e-9)
+    truth = drive.truth.slice(int(np.argmax(keep_truth)), int(len(keep_truth) - np.argmax(keep_truth[::-1])))
+    lo, hi = truth.t[0], truth.t[-1]
+    fixes = drive.fixes.select((drive.fixes.t >= lo) & (drive.fixes.t <= hi))
+    imu = drive.imu.select((drive.imu.t >= lo) & (drive.imu.t <= hi))
+    if len(fixes.t) < 2 or len(imu.t) < 2:
+        raise UserError(f"{drive.where['gnss']}: the run {start:.3f}..{end:.3f} s holds {len(fixes.t)} fixes "
+                        "and "
+                        f"{len(imu.t)} IMU samples; a run needs at least 2 of each")
+    shifted = GroundTruth(truth.t + offset_ns * 1e-9, truth.position, truth.orientation, truth.velocity,
+                          truth.angular_velocity, truth.specific_force)
+    records = (bm.navsatfix_cdr(_gps_samples(fixes, offset_ns), TOPICS["gps"])
+               + bm.imu_cdr(_imu_samples(imu, offset_ns), TOPICS["imu"])
+               + bm.truth_odometry_cdr(shifted, TOPICS["ground_truth"], "odom", BASE_FRAME))
+    records = sorted((tuple(r) for r in records), key=lambda r: r[0])
+    counts = {TOPICS["gps"]: len(fixes.t), TOPICS["imu"]: len(imu.t), TOPICS["ground_truth"]: len(truth)}
+    return records, counts
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    path: str
+    source: str
+    start_s: float
+    end_s: float
+    messages: dict
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    out: str
+    scenario: str
+    runs: tuple
+    summary: dict
+    seconds: float = 0.0
+
+    @property
+    def scenario_dir(self) -> str:
+        return str(Path(self.out) / self.scenario)
+
+
+def overlap_note(window: Optional[float], stride: Optional[float]) -> str:
+    if window is None:
+        return "one run per drive: the whole span where truth, GNSS and IMU overlap"
+    stride = window if stride is None else stride
+    if stride >= window:
+        return (f"windows of {window:g} s every {stride:g} s, not overlapping: they stand in for independent "
+                "runs of one manoeuvre, but follow each other on one road, so the receiver's slowly varying "
+                "error (its correlation time) still links neighbours")
+    return (f"windows of {window:g} s every {stride:g} s OVERLAP by {window - stride:g} s: neighbouring runs "
+            "share data, so they are correlated samples; confidence intervals and permutation p-values treat "
+            "them as independent and come out optimistic (narrower, smaller) than the data justify")
+
+
+def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
+               stride: Optional[float] = None,
+               overwrite: bool = False, storage: str = "sqlite3", epoch_offsets_ns: Optional[list] = None,
+               what: str = "import") -> ImportResult:
+    """Cut every drive into windows and write ``OUT/<scenario>/run_<kk>/`` (atomic: all or nothing).
+
+    ``epoch_offsets_ns[i]`` is added to drive i's times to make the header stamps (e.g. boot time →
+    UTC epoch); default 0.
+    """
+    import time
+    import warnings
+
+    from .. import __version__
+    from ..atomic import atomic_directory
+    from ..bags import write_bag
+    from ..runs import check_name
+    from ..yamlio import dump_yaml
+
+    started = time.perf_counter()
+    check_name(scenario, "--scenario")
+    offsets = list(epoch_offsets_ns or [0] * len(drives))
+    plan = []
+    for drive, offset in zip(drives, offsets):
+        start, end = drive.overlap()
+        for lo, hi in windows(start, end, window, stride):
+            plan.append((drive, offset, lo, hi))
+    if len(plan) > 1000:
+        raise UserError(f"--window/--stride make {len(plan)} runs; at most 1000 (choose a longer stride)")
+    for drive in drives:
+        start, end = drive.overlap()
+        sensors = max(drive.fixes.t[-1], drive.imu.t[-1]) - min(drive.fixes.t[0], drive.imu.t[0])
+        if end - start < 0.9 * sensors:
+            warnings.warn(f"{drive.where['truth']}: truth, GNSS and IMU overlap for {end - start:.1f} s of "
+                          f"the sensors' {sensors:.1f} s; runs are cut from the overlap only", DataWarning,
+                          stacklevel=2)
+        hint = check_mounting_hint(drive.truth, drive.imu, drive.where["imu"])
+        if hint and drive.mounting is IDENTITY:
+            warnings.warn(hint, DataWarning, stacklevel=2)
+    note = overlap_note(window, stride)
+    runs = []
+    summary_runs = []
+    with atomic_directory(out, overwrite=overwrite) as temp:
+        folder = Path(temp) / scenario
+        folder.mkdir(parents=True)
+        for k, (drive, offset, lo, hi) in enumerate(plan):
+            name = f"run_{k:02d}" if len(plan) <= 100 else f"run_{k:03d}"
+            records, counts = run_records(drive, lo, hi, offset)
+            sidecar = {
+                "imported": True, "what": "real recorded data imported by sim2real-eval import",
+                "scenario": scenario, "run": name,
+                "source": drive.record.get("source"), "format": drive.record.get("format"),
+                "datum": [float(v) for v in drive.datum],
+                "window_s": [round(lo, 6), round(hi, 6)], "stamp_offset_ns": int(offset),
+                "windows": note, "frames": drive.record.get("frames"), "clock": drive.record.get("clock"),
+                "gnss": drive.record.get("gnss"), "imu": drive.record.get("imu"),
+                "truth": drive.record.get("truth"), "messages": counts, "version": __version__,
+            }
+            write_bag(folder / name, records, storage=storage,
+                      extra_files={SIDECAR: dump_yaml(_plain(sidecar))})
+            final = Path(out) / scenario / name
+            runs.append(ImportedRun(str(final), str(drive.record.get("source")), lo, hi, counts))
+            summary_runs.append({"run": name, "source": drive.record.get("source"),
+                                 "window_s": [round(lo, 6), round(hi, 6)], "messages": counts})
+        summary = {"scenario": scenario, "runs": summary_runs, "windows": note,
+                   "window_s": window, "stride_s": stride if stride is not None else window,
+                   "drives": [d.record for d in drives], "version": __version__}
+        (Path(temp) / SUMMARY).write_text(dump_yaml(_plain(summary)), encoding="utf-8")
+    return ImportResult(str(out), scenario, tuple(runs), summary, time.perf_counter() - started)
+
+
+def _plain(value: Any):
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
