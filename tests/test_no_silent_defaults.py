@@ -10,7 +10,7 @@ import pytest
 from test_pipeline_replay import ART_RPY, DATUM, T0, art_like_truth, make_art_bag
 
 from sim2real_eval.cli import main
-from sim2real_eval.errors import UserError
+from sim2real_eval.errors import DataWarning, UserError
 from sim2real_eval.judge import load_ekf_params, parse_static_tf
 from sim2real_eval.judge.lint import InvalidCovariance, Unresolved, invalid_imu_covariances
 from sim2real_eval.resources import config_path
@@ -141,21 +141,32 @@ def test_divergence_check_units():
         def __len__(self):
             return len(self.stamp_ns)
 
-    def result(speeds):
-        return SimpleNamespace(filtered=Filtered(speeds))
+    def result(speeds, gps_positions=None):
+        """A JudgeResult-like object; ``gps_positions``: /odometry/gps x (m) at 10 Hz (None: no navsat)."""
+        gps = None
+        if gps_positions is not None:
+            gps = Filtered(np.zeros(len(gps_positions)))
+            x = np.asarray(gps_positions, dtype=float)
+            gps.position = np.stack([x, 0 * x, 0 * x], axis=1)
+        return SimpleNamespace(filtered=Filtered(speeds), gps_odometry=gps)
 
     truth = SimpleNamespace(velocity=np.array([[0.6, 0.8, 0.0], [0.0, 0.5, 0.0]]))  # peak 1.0 m/s
     check_divergence(result([0.0, 1.0, 9.9]), truth, "run")  # below 10 × 1 m/s: fine
     with pytest.raises(
         UserError,
-        match=r"run: the judge diverged: .* reaches 12 m/s \(above 10 m/s from 0.20 s on\)"
-        r".*cause: X$",
+        match=r"run: the judge diverged: .* reaches 12 m/s \(above 10 m/s from 0.20 s on\).* while its GPS "
+        r"input implies at most 1 m/s.*cause: X$",
     ):
-        check_divergence(result([0.0, 1.0, 12.0]), truth, "run", lambda: ["X"])
+        check_divergence(result([0.0, 1.0, 12.0], [0.0, 0.1, 0.2]), truth, "run", lambda: ["X"])
     with pytest.raises(UserError, match=r"is not finite from 0.10 s on.*no invalid IMU covariance found"):
         check_divergence(result([0.0, math.nan, 1.0]), truth, "run", lambda: [])
     still = SimpleNamespace(velocity=np.zeros((2, 3)))  # a standstill run: the limit is 10 × 1 m/s
     check_divergence(result([0.0, 5.0]), still, "run")
+    # A filter that follows its GPS input (fixes 1.5 m apart at 10 Hz: 15 m/s) has not diverged: its GPS
+    # model is unusable, said in a warning, and the run is kept.
+    with pytest.warns(DataWarning, match=r"run: .* reaches 12 m/s .* following its GPS input, whose "
+                                         r"consecutive /odometry/gps positions imply up to 15 m/s"):
+        check_divergence(result([0.0, 1.0, 12.0], [0.0, 1.5, 0.0]), truth, "run", lambda: ["X"])
 
 
 # ---------------------------------------------------------------------------- the ART layout
