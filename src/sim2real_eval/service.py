@@ -420,7 +420,7 @@ def lint_study_imus(study) -> None:
     rotated it into base_link (``judge.lint``) is a DataWarning, one line per model."""
     from .pipeline.run import model_imu_findings
 
-    specs = {json_key(variant.imu): variant.imu for variant in study.variants}
+    specs = {_json_key(variant.imu): variant.imu for variant in study.variants}
     findings = []
     for spec in specs.values():
         try:
@@ -430,7 +430,8 @@ def lint_study_imus(study) -> None:
     _warn_once(findings)
 
 
-def json_key(value) -> str:
+def _json_key(value) -> str:
+    """A model spec (name, path or mapping) as a hashable key."""
     import json
 
     return json.dumps(value, sort_keys=True, default=str)
@@ -492,8 +493,7 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
         bag_judge = dataclasses.replace(judge, static_tfs=tfs) if static_tfs_by_layout else judge
         frame = None if real_imu is None else real_imu[0]  # the replaced IMU publishes there
         spec = ReplaySpec.of(bag, bag_judge, imu_frame=frame, **options)
-        tasks.append(BagReplay(spec, tuple(replacements), real, noise_floor, static_tfs_by_layout,
-                               real_imu if real else None))
+        tasks.append(BagReplay(spec, tuple(replacements), real, noise_floor, static_tfs_by_layout, real_imu))
     return tasks
 
 
@@ -512,14 +512,15 @@ def announce_replays(tasks: Sequence, notice: Callable | None = None) -> None:
     findings: list = []
     real_imus: dict = {}  # (judge, frame, covariances) -> bags: each distinct real IMU linted once
     for task in tasks:
-        if task.real_imu is not None:
+        judges_real_imu = task.real or any("imu" not in sim.replace for sim in task.sims)
+        if task.real_imu is not None and judges_real_imu:
             frame, covariances = task.real_imu
             key = (task.spec.judge, frame, tuple(tuple(float(v) for v in c) for c in covariances.values()))
             real_imus.setdefault(key, (covariances, task.spec.imu_topic, []))[2].append(task.spec.bag)
     for (judge, frame, _values), (covariances, topic, paths) in real_imus.items():
         more = f" (and {len(paths) - 1} more bag(s) with this IMU covariance)" if len(paths) > 1 else ""
         findings += imu_findings(judge, frame, covariances, f"{paths[0]} {topic}{more}")
-    models = {(t.spec.judge, t.spec.imu_frame, json_key(sim.replace["imu"])): sim.replace["imu"]
+    models = {(t.spec.judge, t.spec.imu_frame, _json_key(sim.replace["imu"])): sim.replace["imu"]
               for t in tasks for sim in t.sims if "imu" in sim.replace}
     for (judge, frame, _key), spec in models.items():  # each model once per mount
         try:
@@ -532,8 +533,9 @@ def announce_replays(tasks: Sequence, notice: Callable | None = None) -> None:
 def _peek_real_bag(path: str, judge, options: dict, by_layout: bool) -> tuple:
     """(static TFs, (IMU frame, {part: covariance}) of its first IMU message or None) of a real bag: the
     TFs are ``judge.static_tfs``, or with ``by_layout`` the bag's default (``default_static_tfs``; a bag
-    whose frames need a TF it does not get is refused later, when its runs lose the IMU or GPS).  A bag
-    that cannot be read here is left to the replay, which names the problem."""
+    whose frames need a TF it does not get is refused by the replay before any run,
+    ``pipeline.replay.check_frames``).  Without ``by_layout``, a bag that cannot be read here is left to
+    the replay, which names the problem."""
     from .art import TOPICS
     from .bags import open_bag
     from .judge.lint import IMU_PARTS

@@ -542,6 +542,7 @@ class BagReplay:
     noise_floor: Any = None  # metrics.ScoreOptions: also judge the real streams for the noise floor
     default_static_tfs: bool = False  # spec.judge.static_tfs: the bag's default (service.default_static_tfs)
     real_imu: Any = None  # (frame, {part: covariance}) of the bag's first IMU message: linted before any run
+    # (service.announce_replays)
 
     @property
     def label(self) -> str:
