@@ -60,7 +60,8 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
 
     ``static_tfs=None``: the ART static TFs (``art.ART_STATIC_TFS``, as ``replay`` applies) when the bag
     is in the ART layout (``default_static_tfs``; ``notice(text)`` is told, one line), none otherwise;
-    ``summary["static_tfs_default"]`` says which.
+    ``summary["static_tfs_default"]`` says which.  Before the run, the IMU covariances of the bag's first
+    IMU messages are linted under those TFs (``bag_imu_lint``: a DataWarning each).
     ``progress(start_ns, end_ns)``: a context manager around the run that yields a callable
     ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
     summary.json, with ``frames_without_transform``: sensor frames no static TF connects to base_link.
@@ -118,6 +119,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         applied_tfs = (default_static_tfs(reader, frames, ekf_params.base_link_frame, imu_topics, str(bag),
                                           notice) if default else static_tfs)
         tfs = [parse_static_tf(spec) for spec in applied_tfs]
+        _warn_once(bag_imu_lint(bag, ekf_params, applied_tfs, unresolved=False))  # before the run: judge.lint
         unconnected = frames_without_transform(frames, ekf_params.base_link_frame, tfs)
         tf_hint = (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}"
                    if unconnected else "")
@@ -255,10 +257,11 @@ def art_static_tfs_note(bags: Sequence[str]) -> str:
             f"applied the ART static TFs {tfs} (--static-tf or the file's judge.static_tfs overrides)")
 
 
-def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notice: Callable | None = None
-                 ) -> list:
+def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notice: Callable | None = None,
+                 unresolved: bool = True) -> list:
     """``judge.lint`` findings (one line each) for the covariances of the first message of each IMU input
-    of ``ekf_params`` in ``bag``, with ``static_tfs`` (None: the bag's default, ``default_static_tfs``)."""
+    of ``ekf_params`` in ``bag``, with ``static_tfs`` (None: the bag's default, ``default_static_tfs``);
+    ``unresolved``: also the IMU frames no TF connects (their covariances cannot be checked)."""
     from .bags import open_bag
     from .judge import Judge, parse_static_tf
     from .judge.lint import IMU_PARTS, imu_covariance_findings
@@ -282,7 +285,7 @@ def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notic
     for topic, msg in first.items():
         covariances = {part: list(getattr(msg, part)) for part in IMU_PARTS}
         findings += imu_covariance_findings(ekf_params, transforms, str(msg.header.frame_id), covariances,
-                                            f"{bag} {topic}")
+                                            f"{bag} {topic}", unresolved)
     return findings
 
 

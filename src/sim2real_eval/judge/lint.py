@@ -144,13 +144,16 @@ def invalid_imu_covariances(ekf_params, static_tfs: Sequence, frame_id: str,
 
 
 def imu_covariance_findings(ekf_params, static_tfs: Sequence, frame_id: str, covariances: Dict[str, object],
-                            where: Optional[str] = None) -> List[str]:
-    """``invalid_imu_covariances`` as one line each (``where`` prefixes them: the IMU's source)."""
+                            where: Optional[str] = None, unresolved: bool = True) -> List[str]:
+    """``invalid_imu_covariances`` as one line each (``where`` prefixes them: the IMU's source);
+    ``unresolved``: also a line for a frame no TF connects (its covariances cannot be checked)."""
     prefix = f"{where}: " if where else ""
     base = ekf_params.base_link_frame
     lines = []
     for item in invalid_imu_covariances(ekf_params, static_tfs, frame_id, covariances):
         if isinstance(item, Unresolved):
+            if not unresolved:
+                continue
             lines.append(f"{prefix}{item.sensor} ({item.topic}): frame {item.frame!r} has no transform to "
                          f"{base!r} (give it with --static-tf): its covariances are not checked")
         else:

@@ -310,12 +310,12 @@ def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None =
 
 def imu_findings(judge: JudgeConfig, frame_id: str, covariances: dict, where: str) -> list:
     """``judge.lint`` findings for an IMU in ``frame_id`` publishing ``covariances`` ({part: 9 values}),
-    under this judge's configuration and static TFs: one line each (none when valid)."""
+    under this judge's configuration and static TFs: one line each (none when valid; a frame without a
+    TF is the run's own error)."""
     from ..judge.lint import imu_covariance_findings
 
     ekf, _navsat, tfs = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
-    return [line for line in imu_covariance_findings(ekf, tfs, frame_id, covariances, where)
-            if "is no covariance" in line]
+    return imu_covariance_findings(ekf, tfs, frame_id, covariances, where, unresolved=False)
 
 
 def model_imu_findings(judge: JudgeConfig, spec: Any, where: str | None = None, frame: str | None = None
