@@ -78,13 +78,23 @@ def test_judge_names_the_frame_without_a_transform_and_the_option(art_bags, monk
 
 
 def test_art_layout_rule():
-    from sim2real_eval.service import art_layout, frames_without_transform
+    from sim2real_eval.service import art_layout, art_mount_problem, frames_without_transform
 
-    assert art_layout({"imu": ["/imu"], "gps": ["/fix"]}, "base_link")
-    assert art_layout({"imu": ["/imu"], "base_link": ["/fix"]}, "base_link")
-    assert not art_layout({"imu": ["/imu"]}, "base_footprint")              # another robot frame
-    assert not art_layout({"imu_link": ["/imu"], "gps": ["/fix"]}, "base_link")
-    assert not art_layout({"base_link": ["/imu"], "": ["/fix"]}, "base_link")  # nothing to mount
+    ins = ["sensor_msgs/msg/Imu", "sbg_driver/msg/SbgGpsVel"]
+    assert art_layout({"imu": ["/imu"], "gps": ["/fix"]}, "base_link", ins)
+    assert art_layout({"imu": ["/imu"], "base_link": ["/fix"]}, "base_link", ins)
+    assert art_layout({"imu": ["/imu"], "gps": ["/fix"]}, "base_link", ["sbg_driver/msg/SbgEkfNav"])
+    odometry_truth = ["nav_msgs/msg/Odometry"]  # no sbg_driver INS
+    assert not art_layout({"imu": ["/imu"], "gps": ["/fix"]}, "base_link", odometry_truth)
+    assert not art_layout({"imu": ["/imu"]}, "base_footprint", ins)              # another robot frame
+    assert not art_layout({"imu_link": ["/imu"], "gps": ["/fix"]}, "base_link", ins)
+    assert not art_layout({"base_link": ["/imu"], "": ["/fix"]}, "base_link", ins)  # nothing to mount
+    # Rule 4: the ART IMU reads +g on its x axis; an IMU reading it on z is mounted otherwise.
+    assert art_mount_problem([9.8, 0.1, 0.3]) == "" and art_mount_problem(None) == ""
+    assert art_mount_problem([9.0, 0.0, 5.0]) == ""  # 29° off: a tilted drive, still x up
+    assert "32°" in art_mount_problem([8.0, 0.0, 5.0])
+    assert "points along +z" in art_mount_problem([0.1, 0.2, 9.8])
+    assert "points along -x" in art_mount_problem([-9.8, 0.0, 0.0])
     from sim2real_eval.judge import parse_static_tf
 
     tfs = [parse_static_tf("base_link imu 0 0 0 3.1416 -1.5708 0")]

@@ -116,7 +116,7 @@ def test_in_process_run_matches_pool_bytes_also_in_mcap(study_file, simulated, t
 def test_crash_mid_run_leaves_no_half_directory(study_file, tmp_path, monkeypatch):
     spec = load_study(study_file).runs()[0]
 
-    def judge_then_interrupt(judge, msgs, timing=None):
+    def judge_then_interrupt(judge, msgs, timing=None, initial_state=None):
         raise KeyboardInterrupt  # Ctrl-C while the judge runs
 
     monkeypatch.setattr(pipeline_run, "judge_run", judge_then_interrupt)

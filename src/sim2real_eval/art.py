@@ -17,6 +17,17 @@ ART_STATIC_TFS = (
     f"{BASE_FRAME} {GPS_FRAME} 0 0 0 0 0 0",
 )
 
+# The ART layout (docs/judge.md, "Static TFs: the ART layout"): a bag gets ART_STATIC_TFS by default only
+# when (1) the judge's base_link_frame is BASE_FRAME, (2) its IMU messages are in IMU_FRAME and its fixes
+# in GPS_FRAME (or in base_link: nothing to mount; at least one of the two frames), (3) it carries the
+# ART vehicle's INS, an sbg_driver topic of one of ART_INS_TYPES, and (4) its IMU's mean specific force
+# (gravity at rest) lies within ART_MOUNT_TOLERANCE_DEG of ART_IMU_UP, the IMU-frame axis the ART mount
+# (yaw π, pitch −π/2) turns up.  Frames and INS alone cannot tell an ART bag from another robot's whose
+# IMU frame is also called "imu"; the gravity direction can.
+ART_INS_TYPES = ("sbg_driver/msg/SbgGpsVel", "sbg_driver/msg/SbgEkfNav")
+ART_IMU_UP = (1.0, 0.0, 0.0)  # R(base_link←imu)ᵀ·(0, 0, 1) of ART_STATIC_TFS[0], to 1e-4
+ART_MOUNT_TOLERANCE_DEG = 30.0
+
 # Topics of every run bag and of the ROS nodes (docs/architecture.md, "runs").
 TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom", "gps": "/fix",
           "imu": "/imu"}
@@ -28,5 +39,6 @@ EKF_CONFIG = "ekf_art_iros2024.yaml"
 NAVSAT_CONFIG = "navsat_art_iros2024.yaml"
 EKF_ABSOLUTE_GPS_CONFIG = "ekf_art_absolute_gps.yaml"  # the later absolute-GPS preset
 
-__all__ = ["ART_STATIC_TFS", "BASE_FRAME", "EKF_ABSOLUTE_GPS_CONFIG", "EKF_CONFIG", "GPS_FRAME",
-           "GPS_ODOMETRY_TOPIC", "IMU_FRAME", "MAGNETIC_FIELD_TOPIC", "NAVSAT_CONFIG", "TOPICS"]
+__all__ = ["ART_IMU_UP", "ART_INS_TYPES", "ART_MOUNT_TOLERANCE_DEG", "ART_STATIC_TFS", "BASE_FRAME",
+           "EKF_ABSOLUTE_GPS_CONFIG", "EKF_CONFIG", "GPS_FRAME", "GPS_ODOMETRY_TOPIC", "IMU_FRAME",
+           "MAGNETIC_FIELD_TOPIC", "NAVSAT_CONFIG", "TOPICS"]

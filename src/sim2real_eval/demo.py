@@ -72,6 +72,7 @@ class DemoConfig:
     bootstrap: int
     permutations: int
     score_seed: int
+    static_tfs_by_layout: bool = True  # no judge.static_tfs: each bag gets its default (ART layout → ART)
 
 
 def load_demo_config(path=None) -> DemoConfig:
@@ -95,6 +96,13 @@ def load_demo_config(path=None) -> DemoConfig:
     imu.unknown_keys(("scenario", "imu"))
     score = sec.section("score")
     score.unknown_keys(("bootstrap", "permutations", "seed"))
+    judge_section = sec.section("judge")
+    by_layout = not judge_section.has("static_tfs")
+    judge = load_judge_config(judge_section, path.parent)
+    if by_layout:  # decided per real bag (service.default_static_tfs), said on stderr
+        import dataclasses
+
+        judge = dataclasses.replace(judge, static_tfs=())
     reference = Path(sec.string("reference", "demo_reference.yaml"))
     if not reference.is_absolute():
         reference = path.parent / reference
@@ -109,11 +117,12 @@ def load_demo_config(path=None) -> DemoConfig:
         gps_study_imu=_model(gps, "imu"),
         imu_scenario=imu.string("scenario", "line"),
         imu_study_imu=_model(imu, "imu"),
-        judge=load_judge_config(sec.section("judge"), path.parent),
+        judge=judge,
         ground_truth_rate=sec.number("ground_truth_rate", 50.0, positive=True),
         bootstrap=score.integer("bootstrap", 1000, minimum=0),
         permutations=score.integer("permutations", 1000, minimum=0),
         score_seed=score.integer("seed", 0, minimum=0),
+        static_tfs_by_layout=by_layout,
     )
 
 
@@ -204,7 +213,8 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
 def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, noise_floor=None) -> list:
     """One ``pipeline.replay.BagReplay`` per real bag (k = position of the bag in its scenario's sorted
     list): the real run, one run per GPS variant (directory = the GPS preset), the IMU study's run;
-    with ``noise_floor`` (ScoreOptions) the bag's noise-floor judgements too."""
+    with ``noise_floor`` (ScoreOptions) the bag's noise-floor judgements too.  Without static TFs in the
+    demo file, each bag gets its default (``service.default_static_tfs``)."""
     from .pipeline.replay import Replacement
     from .runs import RealBag
     from .service import plan_replays
@@ -217,7 +227,8 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, noise_
         sims = gps_study + (imu_study if scenario == imu_scenario else [])
         named = [RealBag(str(bag), scenario, k) for k, bag in enumerate(paths)]
         groups += plan_replays(named, sims, config.judge, seed=config.seed, noise_floor=noise_floor,
-                               ground_truth_rate=config.ground_truth_rate)
+                               ground_truth_rate=config.ground_truth_rate,
+                               static_tfs_by_layout=config.static_tfs_by_layout)
     return groups
 
 
@@ -276,11 +287,13 @@ class DemoResult:
 def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
              config_path=None, progress: bool = True, imu_scenario: str | None = None,
              ray_address: str | None = None, timing=None, noise_floor: bool = False,
-             keep_runs: bool = False) -> DemoResult:
+             keep_runs: bool = False, notice=None, start=None) -> DemoResult:
     """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
     ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: also
     measure the judge-noise floor (``metrics.noise_floor``); ``keep_runs``: leave the run bags in OUT/runs
-    (default: removed once the report is written)."""
+    (default: removed once the report is written); ``notice(text)``: told what was applied by default
+    (the ART static TFs), one line; ``start(judge) -> judge``: the judge's start (``pipeline.start``:
+    initial state, warm-up) in place of the demo file's."""
     import dataclasses
 
     from . import reference as ref
@@ -296,8 +309,11 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     config = load_demo_config(config_path)
     if timing is not None:
         config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
+    if start is not None:
+        config = dataclasses.replace(config, judge=start(config.judge))
     options = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
-                           seed=config.score_seed, exclude_scenarios=()).validate()
+                           seed=config.score_seed, exclude_scenarios=(),
+                           warmup_s=config.judge.warmup_s).validate()
     if k is None:
         k = config.quick_repeats if quick else config.repeats
     if k < 1:
@@ -334,7 +350,8 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     groups = plan_groups(config, bags, imu_scenario, options if noise_floor else None)
     runs_dir = out / RUNS
     replayed = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
-                           description=f"judging {len(groups)} real bags and their simulations")
+                           description=f"judging {len(groups)} real bags and their simulations",
+                           notice=notice)
     report = replayed.report
     report.raise_on_failure()
     run_paths = [Path(run.path) for run in replayed.runs]

@@ -299,8 +299,8 @@ def model_parameters(kind: str, spec: Any, **overrides) -> dict:
 # --------------------------------------------------------------------------------- the record
 # run.yaml keys after side, variant, scenario, k, in the order they are written; `judge_outcome` last.
 _ORDER = ("seed", "seed_keys", "source", "scenario_params", "replaced", "models", "gps", "imu", "window_ns",
-          "judge", "timing", "ground_truth_rate", "ground_truth_source", "storage", "input_topics", "topics",
-          "recorded_by", "version")
+          "judge", "timing", "initial_state", "warmup_s", "ground_truth_rate", "ground_truth_source",
+          "storage", "input_topics", "topics", "recorded_by", "version")
 
 
 @dataclass(frozen=True)
@@ -319,6 +319,9 @@ class RunInfo:
     - ``judge``: ``judge_record``; ``timing``: the judge's timer timing (``pipeline.timing``: ``model``
       fixed | random, ``ekf_phase_ns``, ``navsat_phase_ns``, ``tick_latency_ns``, for random its
       ``seed`` and ``latency`` distribution), absent for the default (fixed 0 / 0 / 0);
+      ``initial_state``: the judge started from the truth (``pipeline.start``): ``{source: truth,
+      stamp_ns, state: [15 values]}`` (absent: the ekf YAML's own); ``warmup_s``: seconds of the run the
+      scorer skips (absent: 0);
       ``topics``: ``run_topics``; ``input_topics``: the real bag's
       sensor topics; ``ground_truth_rate`` (Hz of /ground_truth/odom), ``ground_truth_source``,
       ``storage``, ``recorded_by`` (the ROS recorder), ``version`` (of the package);
@@ -339,6 +342,8 @@ class RunInfo:
     window_ns: Optional[list] = None
     judge: Optional[dict] = None
     timing: Optional[dict] = None
+    initial_state: Optional[dict] = None
+    warmup_s: Optional[float] = None
     ground_truth_rate: Optional[float] = None
     ground_truth_source: Optional[str] = None
     storage: Optional[str] = None
@@ -365,6 +370,12 @@ class RunInfo:
         if warnings:
             outcome["warnings"] = [str(w) for w in warnings[:20]]
         return dataclasses.replace(self, judge_outcome=outcome)
+
+    def with_initial_state(self, stamp_ns: int, state) -> RunInfo:
+        """This record with the values of its ``initial_state: {source: truth}`` (``pipeline.start``): the
+        header stamp of the run's first instant and the 15 values ekf_node was given."""
+        values = {"source": "truth", "stamp_ns": int(stamp_ns), "state": [float(v) for v in state]}
+        return dataclasses.replace(self, initial_state=values)
 
     def to_dict(self) -> dict:
         """The run.yaml mapping, keys in the one order every writer uses."""
@@ -413,6 +424,7 @@ class RunInfo:
         values: Dict[str, Any] = {"run": run, "seed": sec.integer("seed", minimum=0),
                                   "source": sec.string("source"), "from_scenario": "scenario_params" in data,
                                   "ground_truth_rate": sec.number("ground_truth_rate", positive=True),
+                                  "warmup_s": sec.number("warmup_s", nonnegative=True),
                                   "ground_truth_source": sec.string("ground_truth_source"),
                                   "storage": sec.string("storage", choices=STORAGES),
                                   "recorded_by": sec.string("recorded_by")}
@@ -428,12 +440,13 @@ class RunInfo:
                                        and window[0] <= window[1]):
             raise sec.error("window_ns", f"expected [start, end] integer ns with start <= end, "
                                          f"got {window!r}")
-        for key in ("scenario_params", "models", "judge", "timing", "judge_outcome"):
+        for key in ("scenario_params", "models", "judge", "timing", "initial_state", "judge_outcome"):
             value = data.get(key)
             if value is not None and not isinstance(value, Mapping):
                 raise sec.error(key, f"expected a mapping, got {value!r}")
             values[key] = value
         _check_timing(sec.section("timing"))
+        _check_initial_state(sec.section("initial_state"))
         for key in SENSORS:
             value = data.get(key)
             if value is not None and value != REAL and not isinstance(value, Mapping):
@@ -478,6 +491,18 @@ def _check_timing(timing) -> None:
     timing.integer("seed", minimum=0)
 
 
+def _check_initial_state(start) -> None:
+    """run.yaml ``initial_state`` (when present): ``source: truth`` and, once judged, where and what."""
+    if not start.data:
+        return
+    start.string("source", required=True, choices=("truth",))
+    start.integer("stamp_ns")
+    state = start.data.get("state")
+    if state is not None and not (isinstance(state, list) and len(state) == 15 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in state)):
+        raise start.error("state", f"expected the 15 numbers of robot_localization's state, got {state!r}")
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -495,6 +520,7 @@ def read_run_info(run_dir, run: Optional[RunId] = None) -> RunInfo:
 
 def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[Mapping] = None,
                  gps: Any = REAL, imu: Any = REAL, window_ns=None, timing: Optional[Mapping] = None,
+                 initial_state: Optional[Mapping] = None, warmup_s: Optional[float] = None,
                  ground_truth_rate: Optional[float] = None,
                  ground_truth_source: Optional[str] = None, storage: Optional[str] = None,
                  input_topics: Optional[Mapping] = None, seed_keys: Optional[Sequence] = None,
@@ -514,7 +540,9 @@ def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[M
         replaced=[s for s in SENSORS if s in (replace or {})] if simulated else None,
         models={sensor: plain(spec) for sensor, spec in (replace or {}).items()} if simulated else None,
         gps=gps, imu=imu, window_ns=None if window_ns is None else [int(v) for v in window_ns], judge=judge,
-        timing=None if timing is None else dict(timing), ground_truth_rate=ground_truth_rate,
+        timing=None if timing is None else dict(timing),
+        initial_state=None if initial_state is None else dict(initial_state), warmup_s=warmup_s,
+        ground_truth_rate=ground_truth_rate,
         ground_truth_source=ground_truth_source, storage=storage,
         input_topics=None if input_topics is None else dict(input_topics), topics=run_topics(),
         recorded_by=recorded_by, version=__version__)
@@ -524,12 +552,15 @@ def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[M
 def _comparable(record: dict) -> dict:
     """run.yaml fields that must match for an existing run to count as this run.
 
-    Not compared: the package version, the judge's outcome and the judge files' paths (their sha256
-    are compared), so an output tree survives a reinstall or a moved config directory.
+    Not compared: the package version, the judge's outcome, the judge files' paths (their sha256
+    are compared) and the values of ``initial_state`` (its source is compared; the values are the run's
+    truth at its first instant), so an output tree survives a reinstall or a moved config directory.
     """
     out = {k: v for k, v in record.items() if k not in ("version", OUTCOME_KEY)}
     if isinstance(out.get("judge"), dict):
         out["judge"] = {k: v for k, v in out["judge"].items() if k not in ("ekf", "navsat")}
+    if isinstance(out.get("initial_state"), dict):  # its values follow from the run's truth and window
+        out["initial_state"] = {"source": out["initial_state"].get("source")}
     return out
 
 

@@ -50,7 +50,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
               navsat_node: str | None = None, gps_topic: str = "/fix", static_tfs: Sequence[str] | None = (),
               remaps: dict | None = None, timing=None, progress: Callable | None = None,
               allow_missing_sensor: bool = False, output=None, storage: str = "sqlite3",
-              overwrite: bool = False) -> JudgedBag:
+              overwrite: bool = False, notice: Callable | None = None) -> JudgedBag:
     """Run ekf_node (+ navsat_transform_node with ``navsat_config``) on the topics of ``bag`` that the
     configuration subscribes; every input topic is checked first (present, right type).  The judge
     reads the bag's raw CDR.
@@ -59,7 +59,9 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     random draws with its seed, default 0).
 
     ``static_tfs=None``: the ART static TFs (``art.ART_STATIC_TFS``, as ``replay`` applies) when the bag
-    is in the ART layout (``art_layout``), none otherwise; ``summary["static_tfs_default"]`` says which.
+    is in the ART layout (``default_static_tfs``; ``notice(text)`` is told, one line), none otherwise;
+    ``summary["static_tfs_default"]`` says which.  Before the run, the IMU covariances of the bag's first
+    IMU messages are linted under those TFs (``bag_imu_lint``: a DataWarning each).
     ``progress(start_ns, end_ns)``: a context manager around the run that yields a callable
     ``advance(recv_ns)`` (or None); ``JudgedBag.summary`` is what ``sim2real-eval judge`` writes as
     summary.json, with ``frames_without_transform``: sensor frames no static TF connects to base_link.
@@ -67,7 +69,6 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     judged, so memory stays flat in the bag's length; ``result`` then holds only the last messages of its
     series (its counts, ``final_position`` and ``final_stamp_ns`` are complete).
     """
-    from .art import ART_STATIC_TFS
     from .bags import open_bag
     from .judge import (
         Judge,
@@ -114,9 +115,11 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         wanted = _judge_inputs(probe, ekf_params, navsat_params, reader.topics, bag, ekf_config)
         frames = sensor_frames(reader, probe, ekf_params, wanted)
         default = static_tfs is None
-        applied_tfs = (ART_STATIC_TFS if art_layout(frames, ekf_params.base_link_frame) else ()) \
-            if default else static_tfs
+        imu_topics = [probe.topic(sensor.topic) for sensor in ekf_params.sensors if sensor.kind == "imu"]
+        applied_tfs = (default_static_tfs(reader, frames, ekf_params.base_link_frame, imu_topics, str(bag),
+                                          notice) if default else static_tfs)
         tfs = [parse_static_tf(spec) for spec in applied_tfs]
+        _warn_once(bag_imu_lint(bag, ekf_params, applied_tfs, unresolved=False))  # before the run: judge.lint
         unconnected = frames_without_transform(frames, ekf_params.base_link_frame, tfs)
         tf_hint = (f"; {missing_transform_hint(unconnected, ekf_params.base_link_frame)}"
                    if unconnected else "")
@@ -168,13 +171,122 @@ def sensor_frames(reader, judge, ekf_params, wanted: Sequence[str]) -> dict:
     return frames
 
 
-def art_layout(frames: dict, base_link_frame: str) -> bool:
-    """The ART vehicle's layout: the judge's robot frame is ``base_link`` and the sensors are in the
-    frames ``imu``/``gps`` that the ART static TFs mount on it (or in base_link itself)."""
-    from .art import BASE_FRAME, GPS_FRAME, IMU_FRAME
+def art_layout(frames: dict, base_link_frame: str, topic_types: Iterable[str] = ()) -> bool:
+    """The ART vehicle's layout (``art.py``, rules 1-3): the judge's robot frame is ``base_link``, the
+    sensors are in the frames ``imu``/``gps`` that the ART static TFs mount on it (or in base_link
+    itself), and the bag carries the ART INS (an sbg_driver topic of ``art.ART_INS_TYPES``; ``topic_types``:
+    the bag's message types).  Rule 4, the IMU's gravity direction, is ``art_mount_problem``'s."""
+    from .art import ART_INS_TYPES, BASE_FRAME, GPS_FRAME, IMU_FRAME
 
     others = set(frames) - {BASE_FRAME, ""}  # an empty frame_id is base_link to robot_localization
-    return base_link_frame == BASE_FRAME and bool(others) and others <= {IMU_FRAME, GPS_FRAME}
+    return (base_link_frame == BASE_FRAME and bool(others) and others <= {IMU_FRAME, GPS_FRAME}
+            and any(msgtype in ART_INS_TYPES for msgtype in topic_types))
+
+
+def mean_specific_force(reader, topic: str, count: int = 200):
+    """Mean linear acceleration (m/s², the IMU's frame) of the first ``count`` messages of ``topic`` that
+    provide it (covariance[0] ≠ −1, finite), or None: at rest and on average on a drive it is gravity's
+    reaction, so its direction is the IMU's "up"."""
+    import numpy as np
+
+    if topic not in reader.topics or reader.topics[topic].count == 0:
+        return None
+    values = []
+    for message in reader.messages([topic]):
+        msg = message.msg
+        vector = [msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z]
+        if abs(float(msg.linear_acceleration_covariance[0]) + 1.0) >= 1e-9 and np.isfinite(vector).all():
+            values.append(vector)
+        if len(values) >= count:
+            break
+    return np.mean(values, axis=0) if values else None
+
+
+def art_mount_problem(specific_force) -> str:
+    """Why an IMU in the ART frames is not mounted like the ART one (rule 4 of ``art.py``), or "": its mean
+    specific force must lie within ``ART_MOUNT_TOLERANCE_DEG`` of ``ART_IMU_UP``."""
+    import numpy as np
+
+    from .art import ART_IMU_UP, ART_MOUNT_TOLERANCE_DEG
+
+    if specific_force is None:
+        return ""  # no accelerometer data: nothing contradicts the frames
+    norm = float(np.linalg.norm(specific_force))
+    if not norm > 0:
+        return ""
+    angle = float(np.degrees(np.arccos(np.clip(np.dot(specific_force, ART_IMU_UP) / norm, -1.0, 1.0))))
+    if angle <= ART_MOUNT_TOLERANCE_DEG:
+        return ""
+    axis = "xyz"[int(np.argmax(np.abs(specific_force)))]
+    sign = "+" if specific_force["xyz".index(axis)] > 0 else "-"
+    shown = ", ".join(f"{v:.2f}" for v in specific_force)
+    return (f"its IMU's mean specific force ({shown}) m/s² points along {sign}{axis}, {angle:.0f}° from the "
+            f"+x axis that the ART mount (base_link->imu yaw π, pitch −π/2) turns up")
+
+
+def default_static_tfs(reader, frames: dict, base_link_frame: str, imu_topics: Sequence[str], where: str,
+                       notice: Callable | None = None) -> tuple:
+    """The static TFs a command applies to a bag when none are given: ``art.ART_STATIC_TFS`` for a bag in
+    the ART layout (rules 1-4 of ``art.py``; ``notice(text)`` is told, one line), else none.  A bag whose
+    frames and INS are the ART layout but whose IMU is mounted otherwise is a UserError naming it."""
+    from .art import ART_STATIC_TFS, IMU_FRAME
+
+    types = [info.msgtype for info in reader.topics.values()]
+    seen = {topic for topics in frames.values() for topic in topics}
+    if not art_layout(frames, base_link_frame, types) or not set(imu_topics) <= seen:
+        return ()  # (an IMU topic without messages: not the ART layout; the judge names what is missing)
+    for topic in (t for t in imu_topics if t in frames.get(IMU_FRAME, [])):
+        problem = art_mount_problem(mean_specific_force(reader, topic))
+        if problem:
+            raise UserError(f"{where}: frames 'imu'/'gps' and the sbg_driver INS look like the ART "
+                            f"vehicle, but {problem} (topic {topic}): the ART static TFs would rotate it "
+                            f"wrongly; give the IMU's mount with --static-tf "
+                            f"\"{base_link_frame} imu x y z yaw pitch roll\"")
+    if notice is not None:
+        notice(art_static_tfs_note([where]))
+    return ART_STATIC_TFS
+
+
+def art_static_tfs_note(bags: Sequence[str]) -> str:
+    """The one line a command says when it applied the ART static TFs to ``bags`` by default."""
+    from .art import ART_STATIC_TFS
+
+    tfs = " and ".join(f'"{tf}"' for tf in ART_STATIC_TFS)
+    more = f" (and {len(bags) - 1} more bag(s))" if len(bags) > 1 else ""
+    return (f"{bags[0]}{more}: ART layout (IMU/GPS in frames 'imu'/'gps', sbg_driver INS, IMU x axis up): "
+            f"applied the ART static TFs {tfs} (--static-tf or the file's judge.static_tfs overrides)")
+
+
+def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notice: Callable | None = None,
+                 unresolved: bool = True) -> list:
+    """``judge.lint`` findings (one line each) for the covariances of the first message of each IMU input
+    of ``ekf_params`` in ``bag``, with ``static_tfs`` (None: the bag's default, ``default_static_tfs``);
+    ``unresolved``: also the IMU frames no TF connects (their covariances cannot be checked)."""
+    from .bags import open_bag
+    from .judge import Judge, parse_static_tf
+    from .judge.lint import IMU_PARTS, imu_covariance_findings
+
+    probe = Judge(ekf_params, None, ())
+    topics = [probe.topic(sensor.topic) for sensor in ekf_params.sensors if sensor.kind == "imu"]
+    findings: list = []
+    with open_bag(bag) as reader:
+        present = [t for t in dict.fromkeys(topics) if t in reader.topics and reader.topics[t].count > 0]
+        first = {}
+        for message in reader.messages(present):
+            first.setdefault(message.topic, message.msg)
+            if len(first) == len(present):
+                break
+        frames: dict = {}
+        for topic, msg in first.items():
+            frames.setdefault(str(msg.header.frame_id), []).append(topic)
+        tfs = (default_static_tfs(reader, frames, ekf_params.base_link_frame, present, str(bag), notice)
+               if static_tfs is None else static_tfs)
+    transforms = [parse_static_tf(text) for text in tfs]
+    for topic, msg in first.items():
+        covariances = {part: list(getattr(msg, part)) for part in IMU_PARTS}
+        findings += imu_covariance_findings(ekf_params, transforms, str(msg.header.frame_id), covariances,
+                                            f"{bag} {topic}", unresolved)
+    return findings
 
 
 def frames_without_transform(frames: dict, base_link_frame: str, tfs: Sequence) -> dict:
@@ -299,10 +411,33 @@ def simulate_study(study, out, *, storage: str | None = None, workers: int | Non
     files = [p for t in tasks for p in (t.judge.ekf, t.judge.navsat, t.gps, t.imu)]
     check_paths({"STUDY": study.source, "(files of the study)": _existing_files(files)},
                 {"--out": Path(out) / "sim"})
+    lint_study_imus(study)
     done = simulate_runs(tasks, out, workers=workers, ray_address=ray_address,
                          progress=progress, description=f"simulate {study.name}")
     done.study = study
     return done
+
+
+def lint_study_imus(study) -> None:
+    """Before any run: each IMU model of the study whose covariance is no covariance once ekf_node has
+    rotated it into base_link (``judge.lint``) is a DataWarning, one line per model."""
+    from .pipeline.run import model_imu_findings
+
+    specs = {_json_key(variant.imu): variant.imu for variant in study.variants}
+    findings = []
+    for spec in specs.values():
+        try:
+            findings += model_imu_findings(study.judge, spec)
+        except UserError:
+            pass  # a model the runs cannot load either: the batch's preflight names it
+    _warn_once(findings)
+
+
+def _json_key(value) -> str:
+    """A model spec (name, path or mapping) as a hashable key."""
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _existing_files(values: Iterable) -> list:
@@ -340,21 +475,112 @@ class ReplayedBags:
 
 
 def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = True, noise_floor=None,
-                 **options) -> list:
+                 static_tfs_by_layout: bool = False, **options) -> list:
     """One ``pipeline.replay.BagReplay`` per real bag (``runs.RealBag``): its real run (``real``) and
     one sim run per ``pipeline.replay.Replacement``; with ``noise_floor`` (the ``metrics.ScoreOptions``
     to score with) also the judge-noise floor's judgements of the real streams (``metrics.noise_floor``).
     ``options``: ``ReplaySpec`` fields (seed, storage, ground_truth_rate, truth_source, msg_path,
-    imu_topic, gps_topic)."""
+    imu_topic, gps_topic).
+
+    Each bag is peeked at (its first IMU and GPS messages): a replaced IMU publishes in the frame of the
+    bag's real IMU (``ReplaySpec.imu_frame``); with ``static_tfs_by_layout``, ``judge.static_tfs`` are
+    replaced per bag by its default (``default_static_tfs``: the ART ones for a bag in the ART layout,
+    else none).  ``replay_bags`` says which bags got the ART TFs and lints the IMU covariances."""
+    import dataclasses
+
     from .pipeline.replay import BagReplay, ReplaySpec
 
-    return [BagReplay(ReplaySpec.of(bag, judge, **options), tuple(replacements), real, noise_floor)
-            for bag in bags]
+    tasks = []
+    for bag in bags:
+        tfs, real_imu = _peek_real_bag(bag.path, judge, options, by_layout=static_tfs_by_layout)
+        bag_judge = dataclasses.replace(judge, static_tfs=tfs) if static_tfs_by_layout else judge
+        frame = None if real_imu is None else real_imu[0]  # the replaced IMU publishes there
+        spec = ReplaySpec.of(bag, bag_judge, imu_frame=frame, **options)
+        tasks.append(BagReplay(spec, tuple(replacements), real, noise_floor, static_tfs_by_layout, real_imu))
+    return tasks
+
+
+def announce_replays(tasks: Sequence, notice: Callable | None = None) -> None:
+    """What the replay of ``tasks`` applies and risks, said before any run: one ``notice`` line naming
+    the bags that got the ART static TFs by default, and a DataWarning per IMU covariance that is no
+    covariance once ekf_node has rotated it into base_link (``judge.lint``): each distinct real IMU
+    (first message of its bag) and each replaced IMU model, once per mount."""
+    from .art import ART_STATIC_TFS
+    from .pipeline.run import imu_findings, model_imu_findings
+
+    applied = [t.spec.bag for t in tasks
+               if t.default_static_tfs and t.spec.judge.static_tfs == ART_STATIC_TFS]
+    if applied and notice is not None:
+        notice(art_static_tfs_note(applied))
+    findings: list = []
+    real_imus: dict = {}  # (judge, frame, covariances) -> bags: each distinct real IMU linted once
+    for task in tasks:
+        judges_real_imu = task.real or any("imu" not in sim.replace for sim in task.sims)
+        if task.real_imu is not None and judges_real_imu:
+            frame, covariances = task.real_imu
+            key = (task.spec.judge, frame, tuple(tuple(float(v) for v in c) for c in covariances.values()))
+            real_imus.setdefault(key, (covariances, task.spec.imu_topic, []))[2].append(task.spec.bag)
+    for (judge, frame, _values), (covariances, topic, paths) in real_imus.items():
+        more = f" (and {len(paths) - 1} more bag(s) with this IMU covariance)" if len(paths) > 1 else ""
+        findings += imu_findings(judge, frame, covariances, f"{paths[0]} {topic}{more}")
+    models = {(t.spec.judge, t.spec.imu_frame, _json_key(sim.replace["imu"])): sim.replace["imu"]
+              for t in tasks for sim in t.sims if "imu" in sim.replace}
+    for (judge, frame, _key), spec in models.items():  # each model once per mount
+        try:
+            findings += model_imu_findings(judge, spec, frame=frame)
+        except UserError:
+            pass  # a model the run cannot load either: the run names it, after the bag's own checks
+    _warn_once(findings)
+
+
+def _peek_real_bag(path: str, judge, options: dict, by_layout: bool) -> tuple:
+    """(static TFs, (IMU frame, {part: covariance}) of its first IMU message or None) of a real bag: the
+    TFs are ``judge.static_tfs``, or with ``by_layout`` the bag's default (``default_static_tfs``; a bag
+    whose frames need a TF it does not get is refused by the replay before any run,
+    ``pipeline.replay.check_frames``).  Without ``by_layout``, a bag that cannot be read here is left to
+    the replay, which names the problem."""
+    from .art import TOPICS
+    from .bags import open_bag
+    from .judge.lint import IMU_PARTS
+    from .pipeline.run import _judge_parts
+
+    imu_topic, gps_topic = options.get("imu_topic", TOPICS["imu"]), options.get("gps_topic", TOPICS["gps"])
+    ekf = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
+    try:
+        with open_bag(path, msg_path=options.get("msg_path")) as reader:
+            present = [t for t in (imu_topic, gps_topic) if t in reader.topics and reader.topics[t].count > 0]
+            first = {}
+            if present:
+                for message in reader.messages(present):
+                    first.setdefault(message.topic, message.msg)
+                    if len(first) == len(present):
+                        break
+            frames: dict = {}
+            for topic, msg in first.items():
+                frames.setdefault(str(msg.header.frame_id), []).append(topic)
+            tfs = (default_static_tfs(reader, frames, ekf.base_link_frame, [imu_topic], path)
+                   if by_layout else tuple(judge.static_tfs))
+    except UserError:
+        if by_layout:
+            raise
+        return tuple(judge.static_tfs), None
+    imu = first.get(imu_topic)
+    covariances = None if imu is None else (str(imu.header.frame_id),
+                                            {part: list(getattr(imu, part)) for part in IMU_PARTS})
+    return tfs, covariances
+
+
+def _warn_once(lines: Iterable[str]) -> None:
+    """Each distinct line as a DataWarning (the CLI prints ``sim2real-eval CMD: warning: …``)."""
+    for line in dict.fromkeys(lines):
+        warnings.warn(line, DataWarning, stacklevel=3)
 
 
 def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,
-                progress: bool = True, description: str | None = None) -> ReplayedBags:
-    """Execute ``plan_replays``'s tasks into ``out``: bags in parallel, runs of a bag in one task."""
+                progress: bool = True, description: str | None = None, notice: Callable | None = None
+                ) -> ReplayedBags:
+    """Execute ``plan_replays``'s tasks into ``out``: bags in parallel, runs of a bag in one task.  Once
+    the paths are checked and before any run, ``announce_replays`` (``notice``: the ART TFs line)."""
     from .pipeline.batch import BatchReport, available_cores, run_batch
 
     start = time.perf_counter()
@@ -365,6 +591,7 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
                      + [m for t in tasks for sim in t.sims for m in sim.replace.values()])},
                 {"--out": [t.spec.run_id(sim).directory(out)
                            for t in tasks for sim in ([None] if t.real else []) + list(t.sims)]})
+    announce_replays(tasks, notice)
     workers = available_cores() if workers is None else int(workers)
     description = description or f"replaying {len(tasks)} real bag(s)"
     if ray_address is None and workers > 1 and len(tasks) > 1:

@@ -378,7 +378,8 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
     study = load_study(study_path)
     variant_name, models = base_models(study, variant)
     ranges = parse_params(params, models)
-    options = ScoreOptions(bootstrap=0, permutations=0).validate()
+    # The study's warm-up (judge.warmup_s) is skipped in the real runs' scores and the candidates' alike.
+    options = ScoreOptions(bootstrap=0, permutations=0, warmup_s=study.judge.warmup_s).validate()
     # Scenarios the scorer leaves out (the standstill "rest") would only cost time.
     scenarios = [s for s in study.scenarios if s not in options.exclude_scenarios]
     if not scenarios:

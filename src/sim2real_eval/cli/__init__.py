@@ -79,6 +79,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
 
 
+def note(command: str):
+    """A ``notice(text)`` callback for the library (``service``): one line ``sim2real-eval COMMAND: note:
+    text`` on stderr, for what a command applied without being asked (e.g. the ART static TFs)."""
+    from ..errors import one_line
+
+    def notice(text: str) -> None:
+        print(f"sim2real-eval {command}: note: {one_line(text)}", file=sys.stderr)
+
+    return notice
+
+
 def _show_data_warnings(command: str) -> None:
     """DataWarnings (errors.DataWarning) as one line ``sim2real-eval CMD: warning: …``, each once."""
     import warnings

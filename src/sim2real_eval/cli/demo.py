@@ -6,7 +6,8 @@ embedded robot_localization → VEPD report in OUT, a summary table and the wall
 """
 from __future__ import annotations
 
-from ..pipeline import timing  # standard library only: --help stays cheap
+from ..pipeline import start, timing  # standard library only: --help stays cheap
+from . import note
 
 # Measured costs (README "What it costs": /usr/bin/time -v on the 2-core development machine, 24 Nov 2026).
 COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 1 min 22 s wall, 107 s CPU "
@@ -42,6 +43,7 @@ def add_arguments(parser) -> None:
                         help="also measure the judge-noise floor (each real bag judged twice more with "
                              "random judge timing: the VEPD that judge timing alone produces)")
     timing.add_arguments(parser, seed_help="the demo's seed")
+    start.add_arguments(parser, default_help="the demo file's judge.initial_state and judge.warmup_s")
 
 
 def run(args) -> int:
@@ -60,6 +62,7 @@ def run(args) -> int:
     result = run_demo(args.out, real=args.real, k=args.k, quick=args.quick, workers=args.workers,
                       config_path=args.config, progress=not args.no_progress, imu_scenario=args.imu_scenario,
                       ray_address=args.ray, timing=timing.from_args(args),
-                      noise_floor=args.noise_floor, keep_runs=args.keep_runs)
+                      noise_floor=args.noise_floor, keep_runs=args.keep_runs, notice=note("demo"),
+                      start=lambda judge: start.from_args(args, judge))
     print(summary_table(result))
     return 0

@@ -7,10 +7,10 @@ OUT/summary.json; it appears only when complete.  The work is ``service.judge_ba
 from __future__ import annotations
 
 import contextlib
-import sys
 from pathlib import Path
 
 from ..pipeline import timing  # standard library only: --help stays cheap
+from . import note
 
 
 def add_arguments(parser) -> None:
@@ -21,7 +21,17 @@ def add_arguments(parser) -> None:
         nargs="+",
         metavar="CONFIG",
         help="only lint these robot_localization parameter files (ekf/ukf and navsat sections) as Humble "
-        "reads them; one line per problem, exit 2 on any error (no BAG, --config or --output needed)",
+        "reads them; one line per problem, exit 2 on any error (no BAG, --config or --output needed).  With "
+        "--imu MODEL or a BAG, also check the IMU covariances as ekf_node will fuse them (rotated by the "
+        "--static-tf into base_link, two_d_mode applied)",
+    )
+    parser.add_argument(
+        "--imu",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="with --check: an IMU model (preset name or YAML) whose published covariances are checked "
+        "(repeatable)",
     )
     parser.add_argument("--config", type=Path, help="ekf_node parameter YAML (required unless --check)")
     parser.add_argument("--node", help="node section of --config to use (default: the only filter section)")
@@ -43,8 +53,9 @@ def add_arguments(parser) -> None:
         metavar='"PARENT CHILD x y z yaw pitch roll"',
         help="a static transform (static_transform_publisher order); repeatable.  Default: none, except "
         "for a bag in the ART layout (IMU in frame 'imu', GPS in frame 'gps', config base_link_frame "
-        "'base_link'), which gets the ART static TFs as in 'replay': "
-        "\"base_link imu 0 0 0 3.1416 -1.5708 0\" and \"base_link gps 0 0 0 0 0 0\"",
+        "'base_link', an sbg_driver INS topic, the IMU's x axis up), which gets the ART static TFs as in "
+        "'replay' (said on stderr): \"base_link imu 0 0 0 3.1416 -1.5708 0\" and "
+        "\"base_link gps 0 0 0 0 0 0\"",
     )
     parser.add_argument(
         "--remap",
@@ -77,18 +88,50 @@ def parse_remaps(items) -> dict:
     return remaps
 
 
-def check(paths) -> int:
-    """``judge --check``: every finding of every file, one line each, then a summary line per file."""
+def check(paths, imu_models=(), bag=None, static_tfs=()) -> int:
+    """``judge --check``: every finding of every file, one line each, then a summary line per file.
+
+    With IMU models or a bag, each ekf/ukf file that loads is also checked against those IMUs'
+    covariances (``judge.lint``: a covariance that is no covariance once rotated into base_link and
+    two_d_mode is applied; a warning, as Humble runs it)."""
     from ..judge.params import check_params_file
 
     errors = 0
     for path in paths:
         result = check_params_file(path)
-        for _level, text in result.lines:
+        lines = list(result.lines)
+        if result.errors == 0 and (imu_models or bag is not None):
+            lines += [("warning", text) for text in _imu_lint(path, imu_models, bag, static_tfs)]
+        warnings = sum(level == "warning" for level, _text in lines)
+        for _level, text in lines:
             print(text)
-        print(f"{path}: {result.summary}: {result.errors} error(s), {result.warnings} warning(s)")
+        print(f"{path}: {result.summary}: {result.errors} error(s), {warnings} warning(s)")
         errors += result.errors
     return 2 if errors else 0
+
+
+def _imu_lint(path, imu_models, bag, static_tfs) -> list:
+    """``path: SOURCE: …`` lines of the IMU covariance lint (nothing for a file without one filter
+    section); a bag without ``--static-tf`` gets its default TFs (the ART ones for the ART layout)."""
+    from ..errors import UserError
+    from ..judge import load_ekf_params, parse_static_tf
+    from ..judge.lint import imu_covariance_findings, model_covariances
+    from ..models import load_imu_model
+    from ..service import bag_imu_lint
+
+    try:
+        ekf = load_ekf_params(path)
+    except UserError:
+        return []  # a navsat file, or several filter sections: nothing to check the IMU against
+    tfs = [parse_static_tf(text) for text in static_tfs]
+    lines = []
+    for spec in imu_models:
+        model = load_imu_model(spec, None)
+        lines += imu_covariance_findings(ekf, tfs, model.frame_id, model_covariances(model),
+                                         f"imu model {spec}")
+    if bag is not None:
+        lines += bag_imu_lint(bag, ekf, static_tfs or None, note("judge"))
+    return [f"{path}: warning: {text}" for text in lines]
 
 
 def run(args) -> int:
@@ -97,7 +140,7 @@ def run(args) -> int:
     from ..service import judge_bag
 
     if args.check:
-        return check(args.check)
+        return check(args.check, args.imu, args.bag, args.static_tf)
     given = (("BAG", args.bag), ("--config", args.config), ("--output", args.output))
     missing = [name for name, value in given if value is None]
     if missing:
@@ -110,13 +153,9 @@ def run(args) -> int:
                        static_tfs=args.static_tf or None, remaps=remaps, timing=timing.from_args(args),
                        progress=None if args.no_progress else _progress,
                        allow_missing_sensor=args.allow_missing_sensor,  # written while judged:
-                       output=args.output, storage=args.storage, overwrite=args.overwrite)
+                       output=args.output, storage=args.storage, overwrite=args.overwrite,
+                       notice=note("judge"))
     result = judged.result
-    summary = judged.summary
-    if not args.static_tf and summary["static_tfs"]:
-        tfs = ", ".join(f'"{tf}"' for tf in summary["static_tfs"])
-        print(f"{args.bag}: ART layout (IMU/GPS frames 'imu'/'gps'): applied the ART static TFs {tfs} "
-              "(--static-tf overrides)", file=sys.stderr)
     print(
         f"{args.output}: {result.published} /odometry/filtered, final position "
         f"({', '.join(f'{v:.4f}' for v in result.final_position)})"

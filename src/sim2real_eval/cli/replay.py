@@ -1,7 +1,8 @@
-"""``sim2real-eval replay BAG|DIR... --replace imu=PRESET [--replace gps=PRESET] --out OUT``.
+"""``sim2real-eval replay BAG|DIR... --replace imu=PRESET [--replace imu=OTHER] [--replace gps=…] --out OUT``.
 
-Per real bag, writes the pair ``OUT/real/real/<scenario>/<k>/`` (the bag judged as it is) and
-``OUT/sim/sim_imu-<preset>/<scenario>/<k>/`` (simulated stream(s) in place of the real ones).  A bag
+Per real bag, writes ``OUT/real/real/<scenario>/<k>/`` (the bag judged as it is, once) and per variant
+``OUT/sim/sim_imu-<preset>/<scenario>/<k>/`` (simulated stream(s) in place of the real ones); the
+``--replace`` models are crossed per sensor (``pipeline.replay.parse_replace``).  A bag
 ``DIR/<scenario>/<run>`` is named by its folder (scenario) and its position among the bags there (k)
 (``runs.name_real_bag``); a scenario folder or a folder of scenario folders replays every bag in it,
 which is what a study needs (the scorer wants at least 2 runs per scenario and side).
@@ -12,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..art import TOPICS  # standard library only: --help stays cheap
-from ..pipeline import timing
+from ..pipeline import start, timing
+from . import note
 
 
 def add_arguments(parser) -> None:
@@ -21,13 +23,17 @@ def add_arguments(parser) -> None:
                              "DIR/<scenario>/<run>; or a scenario folder DIR/<scenario>/ (all its bags); "
                              "or DIR/ holding scenario folders")
     parser.add_argument("--replace", action="append", required=True, metavar="SENSOR=PRESET",
-                        help="imu=PRESET and/or gps=PRESET (preset name or model YAML); repeatable")
+                        help="imu=PRESET and/or gps=PRESET (preset name or model YAML); repeatable: several "
+                             "models of one sensor make several variants (crossed with the other sensor's), "
+                             "all replayed against one judgement of the real bag")
     parser.add_argument("--out", required=True, help="output directory (runs go to OUT/real and OUT/sim)")
     parser.add_argument("--config", default=None, help="robot_localization ekf YAML (default: the ART one)")
     parser.add_argument("--navsat", default=None, help="navsat_transform YAML (default: the ART one)")
     parser.add_argument("--static-tf", action="append", default=None,
                         metavar="'PARENT CHILD x y z yaw pitch roll'",
-                        help="static TF of the judge (repeatable; default: the ART base_link->imu/gps)")
+                        help="static TF of the judge (repeatable).  Default: the ART base_link->imu/gps TFs "
+                             "for a bag in the ART layout (IMU/GPS frames 'imu'/'gps', an sbg_driver INS, "
+                             "the IMU's x axis up; said on stderr), none for any other bag")
     parser.add_argument("--scenario", default=None,
                         help="scenario name of every bag (default: the folder each bag is in)")
     parser.add_argument("--k", type=int, default=None,
@@ -44,12 +50,13 @@ def add_arguments(parser) -> None:
                         help="bags replayed at once in local processes (default: all cores)")
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
     timing.add_arguments(parser, seed_help="--seed")
+    start.add_arguments(parser, default_help="config, 0 s")
 
 
 def run(args) -> int:
-    from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
+    from ..art import EKF_CONFIG, NAVSAT_CONFIG
     from ..errors import UserError
-    from ..pipeline.replay import Replacement, parse_replace
+    from ..pipeline.replay import parse_replace
     from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
     from ..pipeline.study import parse_static_tf_text
     from ..resources import config_path
@@ -69,11 +76,11 @@ def run(args) -> int:
         if args.k < 0:
             raise UserError("--k and --seed must be >= 0")
         bags = [RealBag(bags[0].path, bags[0].scenario, args.k)]
-    tfs = tuple(parse_static_tf_text(t, f"--static-tf {t!r}") for t in args.static_tf) if args.static_tf \
-        else ART_STATIC_TFS
+    tfs = tuple(parse_static_tf_text(t, f"--static-tf {t!r}") for t in args.static_tf or ())
     judge = JudgeConfig(config_file(args.config, EKF_CONFIG, "--config"),
                         config_file(args.navsat, NAVSAT_CONFIG, "--navsat"), tfs,
                         timing.from_args(args, timing.TimingModel()))
+    judge = start.from_args(args, judge)
     if args.seed < 0:
         raise UserError("--k and --seed must be >= 0")
     rate = DEFAULT_GROUND_TRUTH_RATE if args.ground_truth_rate is None else args.ground_truth_rate
@@ -81,19 +88,21 @@ def run(args) -> int:
         raise UserError(f"--ground-truth-rate must be > 0, got {rate}")
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be >= 1, got {args.workers}")
-    sim = Replacement(parse_replace(args.replace))
-    tasks = plan_replays(bags, [sim], judge, seed=args.seed, storage=args.storage, ground_truth_rate=rate,
+    sims = parse_replace(args.replace)
+    tasks = plan_replays(bags, sims, judge, seed=args.seed, storage=args.storage, ground_truth_rate=rate,
                          truth_source=args.truth, msg_path=args.msg_path, imu_topic=args.imu_topic,
-                         gps_topic=args.gps_topic)
+                         gps_topic=args.gps_topic, static_tfs_by_layout=not args.static_tf)
+    variants = ", ".join(sim.variant for sim in sims)
     if len(tasks) == 1:
         from rich.console import Console
 
-        # Two judged runs of a possibly long bag: show that work is going on.
-        with Console(stderr=True).status(f"replaying {Path(bags[0].path).name}: real run + {sim.variant}"):
-            done = replay_bags(tasks, args.out, workers=1, progress=False)
+        # Judged runs of a possibly long bag: show that work is going on.
+        with Console(stderr=True).status(f"replaying {Path(bags[0].path).name}: real run + {variants}"):
+            done = replay_bags(tasks, args.out, workers=1, progress=False, notice=note("replay"))
     else:
         done = replay_bags(tasks, args.out, workers=args.workers, progress=not args.no_progress,
-                           description=f"replaying {len(tasks)} real bags: real runs + {sim.variant}")
+                           description=f"replaying {len(tasks)} real bags: real runs + {variants}",
+                           notice=note("replay"))
     done.raise_on_failure()
     for outcome in done.runs:
         state = "already complete" if outcome.skipped else \

@@ -10,6 +10,7 @@ the report.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -49,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="runs whose velocity traces are plotted (default: first run of each scenario)")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes reading runs (default: CPU count)")
+    parser.add_argument("--warmup", type=float, default=None, metavar="SECONDS",
+                        help="seconds at the start of every run left out of the scores (the judge's "
+                             "start-up; the noise floor skips them too); default: the warmup_s the runs' "
+                             "run.yaml record (replay/demo --warmup, a study's judge.warmup_s), else 0")
     parser.add_argument("--window", metavar="START:END",
                         help="time window (header stamps, integer ns) of the bag runs that record none "
                              "(default: each run's ground-truth span; replayed runs keep their run.yaml "
@@ -135,6 +140,9 @@ def run(args) -> int:
 
         specs = with_window(specs, parse_window(args.window))
     specs = select_variants(specs, args.variant, args.exclude_variant)
+    from ..metrics.inputs import warmup_of_runs
+
+    options = dataclasses.replace(options, warmup_s=warmup_of_runs(specs, args.warmup)).validate()
     label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
     check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out},
                 overwrite=args.overwrite)

@@ -53,6 +53,7 @@ class RunSpec:
     truth_topic: str = DEFAULT_TOPICS["ground_truth"]
     speed: tuple = ("horizontal", "horizontal")
     window_ns: tuple | None = None  # bag runs: [start, end] stamps judged (None: the truth's span)
+    warmup_s: float | None = None  # run.yaml's warmup_s (None: not recorded); see ``warmup_of_runs``
 
     @property
     def key(self):
@@ -159,8 +160,25 @@ def discover_runs_dir(root, options: ScoreOptions) -> list:
             estimate_topic=info.topic("estimate"), truth_topic=info.topic("ground_truth"),
             speed=resolve_speed(options.speed, run.side, f"{run_dir}: speed"),
             window_ns=None if info.window_ns is None else tuple(int(v) for v in info.window_ns),
+            warmup_s=info.warmup_s,
         ))
     return specs
+
+
+def warmup_of_runs(specs: list, given: float | None = None) -> float:
+    """The warm-up the runs are scored with (``ScoreOptions.warmup_s``): ``given`` (``score --warmup``),
+    else the one their run.yaml files record (absent = 0); runs recording different ones are a UserError
+    (every run of a study must skip the same start, or the comparison is not like with like)."""
+    if given is not None:
+        return float(given)
+    recorded: dict = {}
+    for spec in specs:
+        recorded.setdefault(float(spec.warmup_s or 0.0), spec.source)
+    if len(recorded) > 1:
+        shown = ", ".join(f"{source}: {value:g} s" for value, source in sorted(recorded.items()))
+        raise UserError(f"the runs record different warm-ups ({shown}); score them with one: "
+                        "--warmup SECONDS")
+    return next(iter(recorded), 0.0)
 
 
 def parse_window(text: str, where: str = "--window") -> tuple:

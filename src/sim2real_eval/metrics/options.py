@@ -66,6 +66,7 @@ class ScoreOptions:
     bootstrap: int = 1000            # bootstrap resamples for the confidence intervals (0 = none)
     permutations: int = 1000         # label permutations for the p-values (0 = none)
     seed: int = 0
+    warmup_s: float = 0.0            # seconds at the start of every run left out (the judge's start-up)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> ScoreOptions:
@@ -86,6 +87,8 @@ class ScoreOptions:
             raise UserError("--bootstrap/--permutations: must be >= 0")
         if self.seed < 0:
             raise UserError(f"--seed: must be >= 0, got {self.seed}")
+        if not (self.warmup_s >= 0 and self.warmup_s < float("inf")):
+            raise UserError(f"--warmup: must be a number of seconds >= 0, got {self.warmup_s}")
         return self
 
     @property

@@ -47,13 +47,16 @@ def common_timeline(t_est: np.ndarray, t_gt: np.ndarray, rate_hz: float,
 
 
 def resample_run(t_est, v_est, t_gt, v_gt, options: ScoreOptions, end: float | None = None):
-    """(t, v_est(t), v_gt(t)) on the common timeline (``end``: see ``common_timeline``).
+    """(t, v_est(t), v_gt(t)) on the common timeline (``end``: see ``common_timeline``), from
+    ``options.warmup_s`` on (the warm-up's samples are left out; the others keep their times).
 
     v_gt is interpolated linearly; the estimate is first smoothed by a moving average of
     ``options.smoothing_window`` samples applied to *both* its speeds and its times (reference),
     then interpolated.  np.interp holds the end values outside a series (reference behaviour).
     """
     t = common_timeline(t_est, t_gt, options.rate_hz, end)
+    if options.warmup_s:
+        t = t[t >= options.warmup_s]
     v_gt_t = np.interp(t, t_gt, v_gt)
     if options.smoothing_window > 1:
         v_est = moving_average(v_est, options.smoothing_window)
@@ -129,6 +132,11 @@ def score_run(name: str, t_est, v_est, t_gt, v_gt, options: ScoreOptions,
     if end is not None and end - t_est[-1] > MAX_HOLD_S:
         raise UserError(f"{name}: the estimate stops {end - t_est[-1]:.3f} s before the ground truth of the "
                         f"run's window ends (at most {MAX_HOLD_S:g} s)")
+    if options.warmup_s:
+        span = (min(t_est[-1], t_gt[-1]) if end is None else end) - options.warmup_s
+        if span < MIN_DURATION_S:
+            raise UserError(f"{name}: the warm-up of {options.warmup_s:g} s leaves {max(span, 0.0):.3f} s to "
+                            f"score (need >= {MIN_DURATION_S:g} s)")
     if len(t_est) < options.smoothing_window + 1:
         raise UserError(f"{name}: only {len(t_est)} estimate samples (smoothing window "
                         f"{options.smoothing_window} needs more)")

@@ -19,7 +19,9 @@ would see the identical ground truth on a different time axis, and S_gt — henc
 differ between sides for no physical reason.
 
 A replaced IMU is sampled **at the real IMU's header stamps** in the window (and keeps the real
-messages' receive times), so the judge sees the same timing; the truth is never extrapolated.  A
+messages' receive times), so the judge sees the same timing; the truth is never extrapolated.  It
+publishes in the real IMU's frame (``ReplaySpec.imu_frame``), mounted by the judge's static TF to that
+frame (identity for base_link), so it replaces the real IMU where that one sits.  A
 replaced GPS is sampled at the real GPS stream's rate (ticks k·period on the data clock inside the
 window) around the bag's datum.  Every other input stays real (cropped to the window).
 Both runs also carry the same ``/ground_truth/odom`` from the INS truth.
@@ -49,14 +51,17 @@ from .run import (
     TOPICS,
     JudgeConfig,
     RunOutcome,
+    check_divergence,
     gps_cdr_records,
     imu_cdr_records,
+    imu_findings,
     in_receive_order,
     judge_records,
     judge_run,
     load_gps,
     load_imu,
     magnetic_field_cdr_records,
+    model_imu_findings,
     model_parameters,
     truth_records,
     write_run,
@@ -85,20 +90,36 @@ def bag_record(record) -> tuple:
     return record if raw is None else (record[0], record[1], record[2], raw)
 
 
-def parse_replace(items) -> dict:
-    """``["imu=chrono_paper_demo", "gps=ch_rw"]`` → ``{"imu": ..., "gps": ...}``."""
-    out: dict = {}
+def parse_replace(items) -> list:
+    """``--replace SENSOR=MODEL`` items → the ``Replacement`` of every variant they ask for.
+
+    The models given per sensor are crossed, as a study's ``matrix:``: ``imu=a`` → one variant
+    (sim_imu-a); ``gps=x imu=a`` → one variant with both replaced (sim_gps-x_imu-a); ``imu=a imu=b`` →
+    two variants (sim_imu-a, sim_imu-b); ``gps=x gps=y imu=a`` → sim_gps-x_imu-a, sim_gps-y_imu-a.
+    """
+    import itertools
+
+    models: dict = {}
     for item in items or []:
         sensor, sep, spec = str(item).partition("=")
-        sensor = sensor.strip()
-        if not sep or sensor not in SENSORS or not spec.strip():
+        sensor, spec = sensor.strip(), spec.strip()
+        if not sep or sensor not in SENSORS or not spec:
             raise UserError(f"--replace {item!r}: expected imu=PRESET or gps=PRESET")
-        if sensor in out:
-            raise UserError(f"--replace {item!r}: {sensor} is replaced twice")
-        out[sensor] = spec.strip()
-    if not out:
+        if spec in models.setdefault(sensor, []):
+            raise UserError(f"--replace {item!r}: {sensor} model {spec!r} is given twice")
+        models[sensor].append(spec)
+    if not models:
         raise UserError("--replace: name at least one stream to replace (imu=PRESET and/or gps=PRESET)")
-    return out
+    sensors = [sensor for sensor in SENSORS if sensor in models]
+    variants = [Replacement(dict(zip(sensors, chosen)))
+                for chosen in itertools.product(*(models[sensor] for sensor in sensors))]
+    seen: dict = {}
+    for variant in variants:
+        if variant.variant in seen:
+            raise UserError(f"--replace: {seen[variant.variant]} and {variant.replace} both make the variant "
+                            f"{variant.variant!r} (models of the same name); give distinct file names")
+        seen[variant.variant] = variant.replace
+    return variants
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,7 @@ class ReplaySpec:
     msg_path: str | None = None
     imu_topic: str = TOPICS["imu"]
     gps_topic: str = TOPICS["gps"]
+    imu_frame: str | None = None  # the real IMU's frame: a replaced IMU publishes in it (None: the model's)
 
     @classmethod
     def of(cls, bag: RealBag, judge: JudgeConfig, **options) -> ReplaySpec:
@@ -153,12 +175,21 @@ class ReplaySpec:
         replace = {} if sim is None else sim.replace
         gps = (model_parameters("gps", replace["gps"], datum=streams.datum, rate=streams.gps_rate)
                if "gps" in replace else "real")
-        imu = model_parameters("imu", replace["imu"], self.judge) if "imu" in replace else "real"
-        return bag_run_info(self.run_id(sim), self.bag, self.seed, self.judge.record(), replace=replace,
+        imu = (model_parameters("imu", replace["imu"], self.judge, frame=self.imu_frame) if "imu" in replace
+               else "real")
+        info = bag_run_info(self.run_id(sim), self.bag, self.seed, self.judge.record(), replace=replace,
                             gps=gps, imu=imu, window_ns=streams.window_ns,
                             timing=self.judge.timing_record(self.timing, self.seed),
+                            **self.judge.start_records(),
                             ground_truth_rate=self.ground_truth_rate, ground_truth_source=self.truth_source,
                             storage=self.storage, input_topics={"gps": self.gps_topic, "imu": self.imu_topic})
+        state = self.start_state(streams)
+        return info if state is None else info.with_initial_state(streams.window_ns[0], state)
+
+    def start_state(self, streams: RealStreams):
+        """ekf_node's ``initial_state`` for every run of this bag (the real one, each sim one and the
+        noise floor's): the truth at the window's start, or None (the YAML's own; ``pipeline.start``)."""
+        return self.judge.start_state(streams.truth, streams.window_ns[0])
 
 
 @dataclass
@@ -326,6 +357,63 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     return RealStreams(truth, datum, gps, imu, window, gps_stamps, imu_stamps)
 
 
+def check_frames(spec: ReplaySpec, streams: RealStreams) -> None:
+    """The real IMU's and GPS's frames (their first messages) must reach the judge's base_link through
+    its static TFs, or every run of the bag would lose that sensor: a UserError naming the bag, the
+    frames and the option (a bag outside the ART layout gets no TF by default)."""
+    from ..bags import get_typestore
+    from ..judge.tf import TfBuffer, parse_static_tf
+    from .run import _judge_parts
+
+    base = _judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0].base_link_frame
+    store = get_typestore()
+    frames: dict = {}
+    for records, msgtype, topic in ((streams.imu, IMU, spec.imu_topic),
+                                    (streams.gps, NAVSATFIX, spec.gps_topic)):
+        raw = records[0].raw if getattr(records[0], "raw", None) is not None else records[0][3]
+        frames.setdefault(str(store.deserialize_cdr(raw, msgtype).header.frame_id), []).append(topic)
+    buffer = TfBuffer([parse_static_tf(text) for text in spec.judge.static_tfs])
+    missing = {frame: topics for frame, topics in frames.items()
+               if frame not in (base, "") and buffer.lookup_safe(base, frame, 0) is None}
+    if missing:
+        listed = ", ".join(f"{frame!r} ({', '.join(topics)})" for frame, topics in missing.items())
+        example = next(iter(missing))
+        raise UserError(f"{spec.bag}: no static TF from {listed} to {base!r} (the ART ones are applied only "
+                        f"to bags in the ART layout, docs/judge.md): give each with --static-tf "
+                        f"\"{base} {example} x y z yaw pitch roll\" (repeatable)")
+
+
+def real_imu_covariances(streams: RealStreams, limit: int = 8) -> list:
+    """[(frame_id, {part: 9 values})] of the real IMU stream: its distinct covariances (the first
+    ``limit``), for the covariance lint (``judge.lint``)."""
+    import numpy as np
+
+    from .. import message_fields
+    from ..bags import get_typestore
+    from ..bags.columns import decode_messages
+    from ..judge.lint import IMU_PARTS
+
+    datas = [record.raw if getattr(record, "raw", None) is not None else record[3] for record in streams.imu]
+    store = get_typestore()
+    frame = str(store.deserialize_cdr(datas[0], IMU).header.frame_id)
+    columns = decode_messages(store, message_fields.IMU, datas, IMU_PARTS)
+    rows = np.concatenate([np.asarray(columns[part], dtype=float).reshape(-1, 9) for part in IMU_PARTS],
+                          axis=1)
+    distinct = np.unique(rows, axis=0)[:limit]
+    return [(frame, {part: row[9 * i:9 * i + 9] for i, part in enumerate(IMU_PARTS)}) for row in distinct]
+
+
+def run_imu_findings(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
+    """The covariance lint (``pipeline.run.imu_findings``) of the IMU a run judges: the replaced IMU
+    model of ``sim``, else the bag's real IMU."""
+    if sim is not None and "imu" in sim.replace:
+        return model_imu_findings(spec.judge, sim.replace["imu"], frame=spec.imu_frame)
+    found = []
+    for frame, covariances in real_imu_covariances(streams):
+        found += imu_findings(spec.judge, frame, covariances, f"{spec.bag} {spec.imu_topic}")
+    return found
+
+
 def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
     """The replacement IMU: sampled at the real header stamps (all inside the window), real receive times;
     with a magnetometer, also its /imu/mag (bag-only records)."""
@@ -336,7 +424,7 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     stamps = np.asarray(streams.imu_stamps_ns, dtype=np.int64)
     receive = [r[0] for r in streams.imu]
     seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
-    model = load_imu(sim.replace["imu"], spec.judge, seed)
+    model = load_imu(sim.replace["imu"], spec.judge, seed, frame=spec.imu_frame)
     samples = model.sample(streams.truth, stamps_ns=stamps)
     # Keep the real receive times: the judge sees the replaced stream with the real timing.  The judge
     # reads the CDR bytes too (no message objects are built).
@@ -368,13 +456,15 @@ def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | No
 
 
 def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
-                    streams: RealStreams) -> RunOutcome:
+                    streams: RealStreams, sim: Replacement | None = None) -> RunOutcome:
     """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
-    sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml."""
+    sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml.
+    A run that lost a sensor or diverged (``check_divergence``) is an error and is not written."""
     sensors = in_receive_order(sensors)
     bag_sensors = [bag_record(r) for r in sensors]  # CDR bytes where known: the judge decodes them in bulk
-    result = judge_run(spec.judge, bag_sensors, spec.timing)
+    result = judge_run(spec.judge, bag_sensors, spec.timing, spec.start_state(streams))
     result.check_sensors(str(path))  # e.g. a "real" run judged without GPS is not written
+    check_divergence(result, streams.truth, str(path), lambda: run_imu_findings(spec, streams, sim))
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)
@@ -408,9 +498,13 @@ def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> l
     """The bag's real /fix + /imu judged once per ``timings`` (``pipeline.timing.RunTiming``), each scored
     as the scorer scores the real run's bag (``estimate_score``) → [RunScore]."""
     sensors = in_receive_order(streams.gps + streams.imu)
+    start = spec.start_state(streams)
     scores = []
     for timing in timings:
-        result = judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors), timing)
+        records = ((recv, topic, msg) for recv, topic, _type, msg in sensors)
+        result = judge_run(spec.judge, records, timing, start)
+        check_divergence(result, streams.truth, f"{spec.bag} (judged with timing {tuple(timing)})",
+                         lambda: run_imu_findings(spec, streams))
         scores.append(estimate_score(spec, streams, options, result.filtered,
                                      f"{spec.bag} (judged with timing {tuple(timing)})"))
     return scores
@@ -446,6 +540,9 @@ class BagReplay:
     sims: tuple = ()  # Replacement
     real: bool = True
     noise_floor: Any = None  # metrics.ScoreOptions: also judge the real streams for the noise floor
+    default_static_tfs: bool = False  # spec.judge.static_tfs: the bag's default (service.default_static_tfs)
+    real_imu: Any = None  # (frame, {part: covariance}) of the bag's first IMU message: linted before any run
+    # (service.announce_replays)
 
     @property
     def label(self) -> str:
@@ -460,6 +557,7 @@ class BagReplay:
     def execute(self, out) -> RunOutcome:
         """Write (or find complete) every run of the bag; the outcome lists each run's in ``runs``."""
         streams = read_real_streams(self.spec)
+        check_frames(self.spec, streams)
         todo = ([None] if self.real else []) + list(self.sims)
         planned = [(sim, self.spec.run_id(sim).directory(out), self.spec.run_info(streams, sim))
                    for sim in todo]
@@ -471,7 +569,7 @@ class BagReplay:
                 continue
             remove_stale_temporaries(path)
             outcomes.append(judge_and_write(self.spec, path, info, sensor_streams(self.spec, streams, sim),
-                                            streams))
+                                            streams, sim))
         counts: dict = {}
         for outcome in outcomes:
             for topic, count in outcome.messages.items():

@@ -36,6 +36,10 @@ from ..runs import (
 from .timing import RunTiming, TimingModel, judge_timing, period_ns
 
 DEFAULT_GROUND_TRUTH_RATE = 50.0  # Hz: plenty for speed metrics, 2× fewer messages than a 100 Hz truth
+# A run whose /odometry/filtered horizontal speed exceeds DIVERGENCE_FACTOR × the truth's peak speed (the
+# peak taken as at least DIVERGENCE_MIN_PEAK, so a standstill run may reach 10 m/s) has diverged: an error.
+DIVERGENCE_FACTOR = 10.0
+DIVERGENCE_MIN_PEAK = 1.0  # m/s
 
 NAVSATFIX = "sensor_msgs/msg/NavSatFix"
 IMU = "sensor_msgs/msg/Imu"
@@ -44,16 +48,35 @@ ODOMETRY = "nav_msgs/msg/Odometry"
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """The judge of a run: robot_localization YAML files, the static TFs of the launch and the timing
-    model of its timers (``pipeline.timing``; default: ticks on exact multiples, zero latency)."""
+    """The judge of a run: robot_localization YAML files, the static TFs of the launch, the timing
+    model of its timers (``pipeline.timing``; default: ticks on exact multiples, zero latency) and its
+    start (``pipeline.start``): ``initial_state`` "config" (the ekf YAML's) or "truth" (each run's truth
+    at its first instant), ``warmup_s`` the seconds of each run the scorer skips."""
 
     ekf: str
     navsat: str
     static_tfs: tuple = ART_STATIC_TFS
     timing: TimingModel = TimingModel()
+    initial_state: str = "config"
+    warmup_s: float = 0.0
 
     def record(self) -> dict:
         return judge_record(self.ekf, self.navsat, self.static_tfs)
+
+    def start_state(self, truth, stamp_ns: int):
+        """The ekf_node ``initial_state`` of a run whose first instant is ``stamp_ns`` (None: the YAML's)."""
+        if self.initial_state != "truth":
+            return None
+        from .start import initial_state_from_truth
+
+        ekf = _judge_parts(self.ekf, self.navsat, tuple(self.static_tfs))[0]
+        return initial_state_from_truth(truth, stamp_ns, ekf.two_d_mode)
+
+    def start_records(self) -> dict:
+        """run.yaml's ``initial_state`` ({source: truth}, the values added when known) and ``warmup_s``
+        (absent when 0), as ``RunInfo`` keywords."""
+        return {"initial_state": {"source": "truth"} if self.initial_state == "truth" else None,
+                "warmup_s": float(self.warmup_s) if self.warmup_s else None}
 
     def periods(self) -> tuple:
         """(EKF, navsat) timer periods in ns, from the two parameter files."""
@@ -81,14 +104,22 @@ class JudgeConfig:
 
         return mounting_rpy(self.static_tfs, child_frame)
 
-    def imu_overrides(self) -> dict:
-        """The IMU model's ``mounting_rpy`` from the judge's TF (none when the TF is absent)."""
-        rpy = self.mounting_rpy(IMU_FRAME)
-        return {} if rpy is None else {"mounting_rpy": rpy}
+    def imu_overrides(self, frame: str | None = None) -> dict:
+        """The IMU model's ``mounting_rpy`` from the judge's TF base_link→imu (none when the TF is absent);
+        with ``frame`` (a replayed bag's real IMU frame), the model publishes in that frame instead,
+        mounted by the TF to it (identity for base_link itself or an empty frame)."""
+        if frame is None:
+            rpy = self.mounting_rpy(IMU_FRAME)
+            return {} if rpy is None else {"mounting_rpy": rpy}
+        base = _judge_parts(self.ekf, self.navsat, tuple(self.static_tfs))[0].base_link_frame
+        from ..static_tf import mounting_rpy
+
+        rpy = [0.0, 0.0, 0.0] if frame in ("", base) else mounting_rpy(self.static_tfs, frame, base)
+        return {"frame_id": frame, **({} if rpy is None else {"mounting_rpy": rpy})}
 
     def check_imu_frame(self, frame_id: str, spec: Any) -> None:
         children = {text.split()[1] for text in self.static_tfs}
-        if frame_id not in children | {"base_link"}:
+        if frame_id not in children | {"base_link", ""}:
             raise UserError(f"imu model {spec!r}: frame_id {frame_id!r} has no static TF in the judge "
                             f"(TF children: {', '.join(sorted(children))}); "
                             "the judge would drop every IMU message")
@@ -140,8 +171,8 @@ class SimRunSpec:
             from_scenario=True, models={"gps": plain(self.gps), "imu": plain(self.imu)},
             gps=model_parameters("gps", self.gps), imu=model_parameters("imu", self.imu, self.judge),
             judge=self.judge.record(), timing=self.judge.timing_record(self.timing, self.seed),
-            ground_truth_rate=self.ground_truth_rate, storage=self.storage, topics=run_topics(),
-            version=__version__)
+            **self.judge.start_records(), ground_truth_rate=self.ground_truth_rate, storage=self.storage,
+            topics=run_topics(), version=__version__)
 
     def record(self) -> dict:
         """The run.yaml content (see docs/architecture.md)."""
@@ -177,25 +208,27 @@ def _gps_overrides(datum, rate) -> dict:
     return overrides
 
 
-def load_imu(spec: Any, judge: JudgeConfig, seed_sequence=None):
-    """The IMU model of a run, mounted with the judge's base_link→imu rotation (overrides the preset's).
+def load_imu(spec: Any, judge: JudgeConfig, seed_sequence=None, frame: str | None = None):
+    """The IMU model of a run, mounted with the judge's base_link→imu rotation (overrides the preset's);
+    ``frame``: publish in that frame, mounted by the TF to it (a replayed bag's real IMU frame).
 
     The simulated IMU then reports in the frame the static TF describes, and the judge rotates it
     back to base_link exactly as robot_localization does on the vehicle.
     """
     from ..models import load_imu_model
 
-    model = load_imu_model(spec, seed_sequence, **judge.imu_overrides())
+    model = load_imu_model(spec, seed_sequence, **judge.imu_overrides(frame))
     judge.check_imu_frame(model.frame_id, spec)
     return model
 
 
 def model_parameters(kind: str, spec: Any, judge: JudgeConfig | None = None, datum=None,
-                     rate: float | None = None) -> dict:
+                     rate: float | None = None, frame: str | None = None) -> dict:
     """Effective parameters of a run's model (``runs.model_parameters`` with the pipeline's overrides:
-    the IMU mounted like the judge's TF, a replayed GPS at the real bag's datum and rate)."""
+    the IMU mounted like the judge's TF (in ``frame`` when given), a replayed GPS at the real bag's datum
+    and rate)."""
     if kind == "imu":
-        parameters = runs.model_parameters("imu", spec, **judge.imu_overrides())
+        parameters = runs.model_parameters("imu", spec, **judge.imu_overrides(frame))
         judge.check_imu_frame(parameters["frame_id"], spec)
         return parameters
     return runs.model_parameters("gps", spec, **_gps_overrides(datum, rate))
@@ -254,18 +287,115 @@ def _judge_parts(ekf: str, navsat: str, static_tfs: tuple):
     return load_ekf_params(ekf), load_navsat_params(navsat), tuple(parse_static_tf(t) for t in static_tfs)
 
 
-def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None = None):
+def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None = None, initial_state=None):
     """Run the embedded robot_localization on ``(recv_ns, topic, msg)`` or ``(recv_ns, topic, msgtype, msg)``
     records in receive order (``msg`` an object or CDR bytes: decoded in bulk) → JudgeResult, its timers
-    ticking as ``timing`` says (default: exact multiples of the periods, zero latency).
+    ticking as ``timing`` says (default: exact multiples of the periods, zero latency), ekf_node's
+    ``initial_state`` parameter replaced by ``initial_state`` (15 values) when given.
 
     The only place the pipeline calls the judge.
     """
+    import dataclasses
+
     from ..judge import Judge
 
     ekf, navsat, tfs = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
+    if initial_state is not None:
+        import numpy as np
+
+        ekf = dataclasses.replace(ekf, initial_state=np.array(initial_state, dtype=float))
     judge = Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"], timing=judge_timing(timing))
     return judge.run(messages)
+
+
+def imu_findings(judge: JudgeConfig, frame_id: str, covariances: dict, where: str) -> list:
+    """``judge.lint`` findings for an IMU in ``frame_id`` publishing ``covariances`` ({part: 9 values}),
+    under this judge's configuration and static TFs: one line each (none when valid; a frame without a
+    TF is the run's own error)."""
+    from ..judge.lint import imu_covariance_findings
+
+    ekf, _navsat, tfs = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
+    return imu_covariance_findings(ekf, tfs, frame_id, covariances, where, unresolved=False)
+
+
+def model_imu_findings(judge: JudgeConfig, spec: Any, where: str | None = None, frame: str | None = None
+                       ) -> list:
+    """``imu_findings`` for the covariances the IMU model ``spec`` publishes (mounted by the judge's TF;
+    in ``frame`` when given, as ``load_imu``)."""
+    from ..judge.lint import model_covariances
+
+    model = load_imu(spec, judge, frame=frame)
+    name = spec if isinstance(spec, str) else (spec.get("name") if isinstance(spec, dict) else None)
+    return imu_findings(judge, model.frame_id, model_covariances(model),
+                        where or (f"imu model {name}" if name else f"imu model {spec!r}"))
+
+
+def gps_implied_speeds(result):
+    """Horizontal speeds (m/s) between consecutive /odometry/gps positions: what the GPS input itself says
+    (the ART configuration fuses exactly these differences as velocities); empty without navsat."""
+    import numpy as np
+
+    gps = result.gps_odometry
+    if gps is None or len(gps) < 2:
+        return np.empty(0)
+    dt = np.diff(gps.stamp_ns) * 1e-9
+    steps = np.hypot(*np.diff(gps.position[:, :2], axis=0).T)
+    return steps[dt > 0] / dt[dt > 0]
+
+
+def check_divergence(result, truth, where: str, causes=None) -> None:
+    """A UserError when the run's judge diverged: its filtered horizontal speed is non-finite, or above
+    ``DIVERGENCE_FACTOR`` × the truth's peak horizontal speed (at least ``DIVERGENCE_MIN_PEAK``) while
+    its GPS input does not say so (``gps_implied_speeds`` below half that speed): the filter left both
+    the truth and its measurements.  ``causes()`` → lines naming what made it diverge (``imu_findings``),
+    called only then; the first is put in the message.  A filter that follows a GPS input as fast as
+    itself is no divergence but a GPS model the judge cannot use: a DataWarning naming both speeds, and
+    the run is kept (it scores as far from real as it is)."""
+    import warnings
+
+    import numpy as np
+
+    from ..errors import DataWarning
+
+    filtered = result.filtered
+    if filtered is None or len(filtered) == 0:
+        return
+    speed = np.hypot(filtered.linear_velocity[:, 0], filtered.linear_velocity[:, 1])
+    peak_truth = float(np.max(np.hypot(truth.velocity[:, 0], truth.velocity[:, 1])))
+    limit = DIVERGENCE_FACTOR * max(peak_truth, DIVERGENCE_MIN_PEAK)
+    bad = ~np.isfinite(speed) | (speed > limit)
+    if not bad.any():
+        return
+    first = int(np.argmax(bad))
+    at = (int(filtered.stamp_ns[first]) - int(filtered.stamp_ns[0])) * 1e-9
+    finite = speed[np.isfinite(speed)]
+    peak = float(finite.max()) if finite.size else float("nan")
+    what = (f"reaches {peak:.3g} m/s (above {limit:.3g} m/s from {at:.2f} s on)"
+            if np.isfinite(speed[first]) else f"is not finite from {at:.2f} s on")
+    gps = gps_implied_speeds(result)
+    gps_peak = float(gps.max()) if gps.size else 0.0
+    if np.isfinite(speed).all() and gps_peak >= 0.5 * peak:
+        warnings.warn(f"{where}: /odometry/filtered's speed {what}, more than {DIVERGENCE_FACTOR:g} × the "
+                      f"ground truth's peak {peak_truth:.3g} m/s, following its GPS input, whose consecutive "
+                      f"/odometry/gps positions imply up to {gps_peak:.3g} m/s: the GPS model's noise is far "
+                      "beyond what its covariance tells the judge (docs/judge.md, 'Divergence')",
+                      DataWarning, stacklevel=2)
+        return
+    found = list(causes()) if causes is not None else []
+    cause = (f"cause: {found[0]}" if found else
+             "no invalid IMU covariance found: check the static TFs and the sensors' covariances and stamps "
+             "(docs/judge.md, 'Divergence')")
+    raise UserError(f"{where}: the judge diverged: /odometry/filtered's speed {what}, more than "
+                    f"{DIVERGENCE_FACTOR:g} × the ground truth's peak {peak_truth:.3g} m/s while its GPS "
+                    f"input implies at most {gps_peak:.3g} m/s; nothing written for this run; {cause}")
+
+
+def start_stamp_ns(truth) -> int:
+    """A run's first instant: the first header stamp inside the truth span (``replay.truth_window_ns``);
+    the judge's ``initial_state: truth`` is the truth there."""
+    from .replay import truth_window_ns
+
+    return truth_window_ns(truth)[0]
 
 
 def truth_records(truth, rate: float) -> list:
@@ -373,8 +503,13 @@ def simulate_run(spec: SimRunSpec, out, truths: TruthCache | None = None) -> Run
     imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     # The sensor messages serialised in bulk: the judge decodes these bytes, the bag stores them.
     sensors = in_receive_order(sensor_bag_records(gps, imu))
-    result = judge_run(spec.judge, sensors, spec.timing)
+    start = start_stamp_ns(truth)
+    initial_state = spec.judge.start_state(truth, start)
+    result = judge_run(spec.judge, sensors, spec.timing, initial_state)
     result.check_sensors(str(path))  # a run that lost a whole sensor is not written
+    check_divergence(result, truth, str(path), lambda: model_imu_findings(spec.judge, spec.imu))
+    if initial_state is not None:
+        info = info.with_initial_state(start, initial_state)
     records = in_receive_order(sensors + judge_records(result) + truth_messages)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)
     return RunOutcome(spec.label, str(path), False, counts, truth.duration)

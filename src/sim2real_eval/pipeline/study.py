@@ -20,6 +20,10 @@ A study file, every key checked (unknown keys are errors naming the file and key
       timing: {model: random}       # the timers' timing (pipeline.timing): random draws per run (seed:
                                     # the study's, or `seed: S`); or {model: fixed, ekf_phase_ms: 12,
                                     # navsat_phase_ms: 9, tick_latency_ms: 0}; default fixed 0/0/0
+      initial_state: truth          # ekf_node's initial_state from each run's truth at its first instant
+                                    # (pipeline.start); default `config`: the ekf YAML's own
+      warmup_s: 1.0                 # seconds at the start of each run the scorer skips (run.yaml
+                                    # warmup_s; `score` reads it); default 0
     ground_truth_rate: 50           # Hz of /ground_truth/odom in the run bags
     storage: sqlite3                # or mcap
 
@@ -38,11 +42,12 @@ from ..resources import config_path
 from ..runs import NAME_PATTERN, NAME_RULE, STORAGES
 from ..yamlio import Section, load_yaml
 from .run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, SimRunSpec
+from .start import INITIAL_STATES
 from .timing import TimingModel
 
 TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate",
             "storage")
-JUDGE_KEYS = ("ekf", "navsat", "static_tfs", "timing")
+JUDGE_KEYS = ("ekf", "navsat", "static_tfs", "timing", "initial_state", "warmup_s")
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,10 @@ def load_judge_config(section: Section, base_dir: Path) -> JudgeConfig:
     tfs = tuple(parse_static_tf_text(tf, f"{section.source}: {section.name('static_tfs')}[{i}]")
                 for i, tf in enumerate(raw_tfs))
     timing = TimingModel.from_section(section.section("timing")) if section.has("timing") else TimingModel()
-    return JudgeConfig(ekf=str(ekf), navsat=str(navsat), static_tfs=tfs, timing=timing)
+    initial_state = section.string("initial_state", "config", choices=INITIAL_STATES)
+    warmup = section.number("warmup_s", 0.0, nonnegative=True)
+    return JudgeConfig(ekf=str(ekf), navsat=str(navsat), static_tfs=tfs, timing=timing,
+                       initial_state=initial_state, warmup_s=warmup)
 
 
 def _model_spec(section: Section, key: str, value: Any) -> Any:
