@@ -42,6 +42,9 @@ def add_arguments(parser) -> None:
                         help="Hz of /ground_truth/odom (default 50)")
     parser.add_argument("--workers", type=int, default=None,
                         help="bags replayed at once in local processes (default: all cores)")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="replay the bags on Ray: a cluster address, 'auto' (existing cluster) "
+                             "or 'local'")
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
     timing.add_arguments(parser, seed_help="--seed")
 
@@ -85,14 +88,15 @@ def run(args) -> int:
     tasks = plan_replays(bags, [sim], judge, seed=args.seed, storage=args.storage, ground_truth_rate=rate,
                          truth_source=args.truth, msg_path=args.msg_path, imu_topic=args.imu_topic,
                          gps_topic=args.gps_topic)
-    if len(tasks) == 1:
+    if len(tasks) == 1 and args.ray is None:
         from rich.console import Console
 
         # Two judged runs of a possibly long bag: show that work is going on.
         with Console(stderr=True).status(f"replaying {Path(bags[0].path).name}: real run + {sim.variant}"):
             done = replay_bags(tasks, args.out, workers=1, progress=False)
     else:
-        done = replay_bags(tasks, args.out, workers=args.workers, progress=not args.no_progress,
+        done = replay_bags(tasks, args.out, workers=args.workers, ray_address=args.ray,
+                           progress=not args.no_progress,
                            description=f"replaying {len(tasks)} real bags: real runs + {sim.variant}")
     done.raise_on_failure()
     for outcome in done.runs:
