@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import DataWarning, UserError
-from ..workers import WorkerPool
+from ..workers import STOP_TIMEOUT_S, WorkerPool
 from .ray_cluster import call_in, check_nodes, connect_ray
 from .run import RunOutcome, existing_run
 
@@ -194,10 +194,23 @@ def _run_ray(tasks, pending, out, address: str, workers: int, collect: Callable)
         while waiting:
             ready, waiting = ray.wait(waiting, num_returns=1)
             for ref in ready:
-                collect(refs[ref], ray.get(ref))
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError:
+                    raise  # our code raised: a bug, with its traceback
+                except ray.exceptions.RayError as exc:  # the worker or its node died (after Ray's retries)
+                    label = tasks[refs[ref]].label
+                    result = RunFailure(label, f"the Ray worker running it was lost ({type(exc).__name__})")
+                collect(refs[ref], result)
     except BaseException:
+        # Ctrl-C, SIGTERM or a bug: cancelling interrupts the running tasks (their `with` blocks remove
+        # their temporary run directories); wait for that, as the local pool does, before leaving.
         for ref in waiting:
             ray.cancel(ref)
+        try:
+            ray.wait(waiting, num_returns=len(waiting), timeout=STOP_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - leaving anyway
+            pass
         raise
 
 

@@ -134,7 +134,7 @@ def _init(ray, given: str, **options) -> None:
         if exc.code == signal.SIGTERM and _is_cli_handler(handler):
             raise Terminated() from None
         raise
-    except (ConnectionError, ValueError, RuntimeError) as exc:
+    except (ConnectionError, ValueError, RuntimeError, ray.exceptions.RayError) as exc:
         raise UserError(f"--ray {given}: cannot connect to a Ray cluster ({exc})") from None
     finally:
         if handler is not None and signal.getsignal(signal.SIGTERM) is not handler:
