@@ -206,6 +206,26 @@ def test_a_driver_without_the_clusters_token_gets_one_line(cluster, tmp_path):
         assert not (tmp_path / "never" / "sim").exists()
 
 
+@pytest.mark.ray
+def test_a_node_with_other_sources_is_named(cluster, tmp_path):
+    """A node whose Ray runs another copy of sim2real_eval (one comment added) is refused before any
+    run, naming the node and both copies.  (Last of the cluster tests: the cluster keeps the node.)"""
+    import shutil
+
+    nodes, _lines = cluster
+    other = tmp_path / "other_src"
+    shutil.copytree(REPO / "src" / "sim2real_eval", other / "sim2real_eval",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with (other / "sim2real_eval" / "__init__.py").open("a") as init:
+        init.write("# another copy\n")
+    nodes.start(["ray", "start", "--address", nodes.address],
+                {"RAY_AUTH_MODE": "token", "PYTHONPATH": str(other)})
+    done, _seconds = cli(["simulate", TINY, "--out", tmp_path / "out", "--ray", nodes.address], nodes.env)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "runs another sim2real_eval" in done.stderr and str(other / "sim2real_eval") in done.stderr
+    assert not list((tmp_path / "out").rglob("run.yaml"))
+
+
 # -------------------------------------------------------------------------- no cluster needed
 def no_ray_env(tmp_path: Path) -> dict:
     """This checkout's CLI with no Ray token and no Ray settings (a fresh HOME)."""
@@ -237,7 +257,11 @@ def command_lines(tmp_path: Path, address: str) -> dict:
 
 
 def no_ray_settings(monkeypatch, tmp_path: Path) -> None:
-    """In this process: no Ray token and no Ray settings (a fresh HOME)."""
+    """In this process: no Ray token and no Ray settings (a fresh HOME), and no Ray left initialised
+    by another test (``--ray`` would use it as it is)."""
+    import ray
+
+    ray.shutdown()
     for name in RAY_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(no_ray_env(tmp_path)["HOME"]))

@@ -81,8 +81,7 @@ except AuthenticationError:
 except Exception as exc:
     say(error="gcs", target=target, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 local = set(services.find_node_ids())
-alive = [{"ip": info.node_manager_address, "head": bool(info.is_head_node), "local": key.hex() in local,
-          "cpus": float(dict(info.resources_total).get("CPU", 0))}
+alive = [{"ip": info.node_manager_address, "head": bool(info.is_head_node), "local": key.hex() in local}
          for key, info in nodes.items() if info.state == 0]
 say(target=target, nodes=alive)
 """
