@@ -56,7 +56,7 @@ DOCS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
 BUDGET_S = 900            # per command on a loaded 2-core machine: a hang guard
 ROS_BLOCK_BUDGET_S = 300  # per ros2 launch line
 ROS_LIVE_S = 12           # launches that run until stopped get SIGINT after this many seconds
-COMMANDS = ("sim2real-eval", "ros2", "colcon", "rosdep", "docker", "pip", "python3")
+COMMANDS = ("sim2real-eval", "ros2", "colcon", "rosdep", "docker", "pip", "python3", "ray")
 
 
 # ------------------------------------------------------------------------------------- extraction
@@ -74,12 +74,12 @@ class Example:
 
     @property
     def kind(self) -> str:
-        """cli | install | docker | ros."""
+        """cli | install | docker | ray | ros."""
         parts = [part.split() for part in self.text.split("&&")]
         if _installs(parts[0]):
             # `pip install -e … && sim2real-eval …`: the command after the install is the example
             return "cli" if any(part[:1] == ["sim2real-eval"] for part in parts[1:]) else "install"
-        return {"docker": "docker", "sim2real-eval": "cli"}.get(parts[0][0], "ros")
+        return {"docker": "docker", "sim2real-eval": "cli", "ray": "ray"}.get(parts[0][0], "ros")
 
 
 def _installs(words: list) -> bool:
@@ -142,7 +142,9 @@ def extract(path: Path) -> list:
 ALL = [example for doc in DOCS for example in extract(doc)]
 # A block with a ROS line is a ROS block: its sim2real-eval lines score what its launches recorded.
 ROS_BLOCKS_ALL = sorted({e.block for e in ALL if e.kind == "ros"})
-CLI = [e for e in ALL if e.kind == "cli" and e.block not in ROS_BLOCKS_ALL]
+# A block with a `ray` line starts a Ray cluster: tests/test_ray_cluster.py runs it (test_ray_blocks_…).
+RAY_BLOCKS = sorted({e.block for e in ALL if e.kind == "ray"})
+CLI = [e for e in ALL if e.kind == "cli" and e.block not in ROS_BLOCKS_ALL + RAY_BLOCKS]
 BLOCKS: dict = {}
 for _example in CLI:
     BLOCKS.setdefault(_example.block, []).append(_example)
@@ -430,6 +432,15 @@ def test_cli_examples_run(block, world, tmp_path):
                                           f"{done.stderr[-3000:]}")
             if example.expected:
                 assert done.stdout.splitlines() == example.expected, f"{example.where}: other output"
+
+
+def test_ray_blocks_are_the_one_the_cluster_test_runs():
+    """The Ray cluster block (start a head and a worker, run a command with --ray, stop) is run for real
+    by tests/test_ray_cluster.py on a loopback cluster; no other block may start Ray unchecked."""
+    from test_ray_cluster import DOC, documented_block
+
+    first = documented_block()[0]
+    assert RAY_BLOCKS == [next(e.block for e in ALL if e.path == DOC and e.text == first)]
 
 
 def test_every_substitution_is_used(world):

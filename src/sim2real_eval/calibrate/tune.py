@@ -253,18 +253,23 @@ class _Ray:
     """Trials as Ray tasks (1 CPU each) on the cluster at ``address`` ("local" starts one here)."""
 
     def __init__(self, context, address: str, workers: int):
-        from ..pipeline.batch import connect_ray
+        import os
+
+        from ..pipeline.ray_cluster import call_in, check_nodes, connect_ray
 
         ray, self.started = connect_ray(address, workers)
         self.ray = ray
+        if address != "local":
+            check_nodes(ray)  # the same sim2real_eval on every node, or one line up front
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.capacity = max(1, min(workers, cpus) if address == "local" else cpus)
         self.context_ref = ray.put(context)
-        self.remote = ray.remote(num_cpus=1)(run_trial)
+        self.remote = ray.remote(num_cpus=1)(call_in)  # in our working directory: relative study paths
+        self.cwd = os.getcwd()
         self.waiting = []
 
     def submit(self, number, values):
-        self.waiting.append(self.remote.remote(self.context_ref, number, values))
+        self.waiting.append(self.remote.remote(self.cwd, run_trial, self.context_ref, number, values))
 
     def wait_one(self):
         ready, self.waiting = self.ray.wait(self.waiting, num_returns=1)

@@ -59,6 +59,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 help="show tracebacks instead of one-line errors")
     module.add_arguments(command_parser)
     args = command_parser.parse_args(rest)
+    if args.debug:  # e.g. Ray's own logs (pipeline.ray_cluster) are shown only then
+        import logging
+
+        logging.getLogger("sim2real_eval").setLevel(logging.DEBUG)
     from ..workers import Terminated, handle_sigterm
 
     handle_sigterm()  # SIGTERM unwinds like Ctrl-C: nothing half-written, workers stopped

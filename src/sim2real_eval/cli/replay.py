@@ -48,6 +48,9 @@ def add_arguments(parser) -> None:
                         help="Hz of /ground_truth/odom (default 50)")
     parser.add_argument("--workers", type=int, default=None,
                         help="bags replayed at once in local processes (default: all cores)")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="replay the bags on Ray: a cluster address, 'auto' (existing cluster) "
+                             "or 'local'")
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
     timing.add_arguments(parser, seed_help="--seed")
     start.add_arguments(parser, default_help="config, 0 s")
@@ -93,14 +96,15 @@ def run(args) -> int:
                          truth_source=args.truth, msg_path=args.msg_path, imu_topic=args.imu_topic,
                          gps_topic=args.gps_topic, static_tfs_by_layout=not args.static_tf)
     variants = ", ".join(sim.variant for sim in sims)
-    if len(tasks) == 1:
+    if len(tasks) == 1 and args.ray is None:
         from rich.console import Console
 
         # Judged runs of a possibly long bag: show that work is going on.
         with Console(stderr=True).status(f"replaying {Path(bags[0].path).name}: real run + {variants}"):
             done = replay_bags(tasks, args.out, workers=1, progress=False, notice=note("replay"))
     else:
-        done = replay_bags(tasks, args.out, workers=args.workers, progress=not args.no_progress,
+        done = replay_bags(tasks, args.out, workers=args.workers, ray_address=args.ray,
+                           progress=not args.no_progress,
                            description=f"replaying {len(tasks)} real bags: real runs + {variants}",
                            notice=note("replay"))
     done.raise_on_failure()

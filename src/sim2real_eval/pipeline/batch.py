@@ -6,7 +6,8 @@ from its own spec, so where a task runs (in-process, a pool worker, a Ray node) 
 output.  Before anything runs, existing run directories are checked: complete and matching → skipped
 (resume); different → refused (UserError) so nothing is overwritten by accident.
 
-With Ray, OUT must be a path every node can write (a shared filesystem), as with any Ray job.
+With Ray (``ray_cluster``: joining a cluster, checking its nodes), OUT must be a path every node can
+write (a shared filesystem); the runs' inputs are read by the node that runs them, at the same paths.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import DataWarning, UserError
-from ..workers import WorkerPool
+from ..workers import STOP_TIMEOUT_S, WorkerPool
+from .ray_cluster import call_in, check_nodes, connect_ray
 from .run import RunOutcome, existing_run
 
 
@@ -169,38 +171,46 @@ def _run_pool(tasks, pending, out, workers, collect: Callable) -> None:
             collect(futures[future], future.result())
 
 
-def connect_ray(address: str, workers: int):
-    """(ray module, started_here): join the cluster at ``address`` ("auto", an address, or "local" to
-    start one with ``workers`` CPUs here) unless Ray is already initialised in this process."""
-    try:
+def execute_on_node(task, out: str, cwd: str):
+    """``execute_task`` as a Ray task, in the driver's working directory (``ray_cluster.call_in``); a
+    failure names the node it ran on (e.g. an input file missing there)."""
+    result = call_in(cwd, execute_task, task, out)
+    if isinstance(result, RunFailure):
         import ray
-    except ImportError:
-        raise UserError("--ray needs the 'ray' package (pip install 'sim2real_eval[all]')") from None
-    if ray.is_initialized():
-        return ray, False
-    try:
-        if address == "local":
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise UserError(f"--ray {address}: cannot connect to a Ray cluster ({exc})") from None
-    return ray, True
+
+        return RunFailure(result.label, f"{result.message} (on Ray node {ray.util.get_node_ip_address()})")
+    return result
 
 
 def _run_ray(tasks, pending, out, address: str, workers: int, collect: Callable) -> None:
     ray, _started = connect_ray(address, workers)
-    remote = ray.remote(execute_task)
-    refs = {remote.remote(tasks[index], out): index for index in pending}
+    out = os.path.abspath(out)  # a worker starts in its own folder (execute_on_node moves to ours)
+    if address != "local":
+        check_nodes(ray, out)  # same sim2real_eval everywhere, OUT shared: one line up front if not
+    remote = ray.remote(execute_on_node)
+    refs = {remote.remote(tasks[index], out, os.getcwd()): index for index in pending}
     waiting = list(refs)
     try:
         while waiting:
             ready, waiting = ray.wait(waiting, num_returns=1)
             for ref in ready:
-                collect(refs[ref], ray.get(ref))
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError:
+                    raise  # our code raised: a bug, with its traceback
+                except ray.exceptions.RayError as exc:  # the worker or its node died (after Ray's retries)
+                    label = tasks[refs[ref]].label
+                    result = RunFailure(label, f"the Ray worker running it was lost ({type(exc).__name__})")
+                collect(refs[ref], result)
     except BaseException:
+        # Ctrl-C, SIGTERM or a bug: cancelling interrupts the running tasks (their `with` blocks remove
+        # their temporary run directories); wait for that, as the local pool does, before leaving.
         for ref in waiting:
             ray.cancel(ref)
+        try:
+            ray.wait(waiting, num_returns=len(waiting), timeout=STOP_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - leaving anyway
+            pass
         raise
 
 
