@@ -271,7 +271,9 @@ def run_main(args: list, capsys) -> tuple:
     """(exit code, stderr, seconds) of ``main(args)`` in this process."""
     start = time.monotonic()
     code = main([str(a) for a in args])
-    return code, capsys.readouterr().err, time.monotonic() - start
+    # A `note:` line (e.g. the ART static TFs a replay applies) is information, not part of the error.
+    err = "".join(line for line in capsys.readouterr().err.splitlines(True) if ": note: " not in line)
+    return code, err, time.monotonic() - start
 
 
 def test_every_command_refuses_a_bad_address_in_one_line(tmp_path, refused_port, monkeypatch, capsys):
