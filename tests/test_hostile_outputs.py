@@ -57,12 +57,21 @@ def test_demo_refuses_a_folder_of_user_files(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def own_demo(tmp_path_factory):
-    """A finished small demo (its marker lists what it wrote), copied by the tests that change it."""
+    """A finished small demo (its marker lists what it wrote), copied by the tests that change it.  It
+    was written with --overwrite over a folder of the user's whose `runs` is a link to another folder
+    of the user's (what test_demo_overwrite_… checks)."""
     root = tmp_path_factory.mktemp("own_demo")
     config = small_demo_config(root)
     out = root / "report"
-    assert demo(config, out) == 0
-    return config, out
+    out.mkdir()
+    (out / "tables.md").write_text("mine\n")
+    user = root / "user"
+    (user / "empty").mkdir(parents=True)
+    (user / "data.txt").write_text("keep\n")
+    (out / "runs").symlink_to(user, target_is_directory=True)
+    before = tree(user), digest(user)
+    code = demo(config, out, "--overwrite")
+    return config, out, (code, root, user, before)
 
 
 def copy_of(own_demo, tmp_path) -> Path:
@@ -74,7 +83,7 @@ def copy_of(own_demo, tmp_path) -> Path:
 def test_demo_marker_lists_what_it_wrote(own_demo):
     from sim2real_eval import outputs
 
-    _config, out = own_demo
+    out = own_demo[1]
     assert outputs.MARKER == MARKER
     marker = json.loads((out / MARKER).read_text())
     assert marker["command"] == "demo"
@@ -90,7 +99,7 @@ def test_demo_marker_lists_what_it_wrote(own_demo):
 def test_demo_refuses_a_user_file_among_its_own_report(own_demo, tmp_path, capsys, where):
     """A file the demo did not write (or one it wrote, edited since) where its report goes: refused
     up front, with the file named."""
-    config, _ = own_demo
+    config = own_demo[0]
     out = copy_of(own_demo, tmp_path)
     (out / where).write_text("the user's\n")
     before = tree(out), digest(out)
@@ -103,7 +112,7 @@ def test_demo_refuses_a_user_file_among_its_own_report(own_demo, tmp_path, capsy
 def test_demo_never_writes_through_a_symbolic_link(own_demo, tmp_path, capsys, name):
     """OUT/runs as a link to a user folder: refused up front (was: the demo's clean-up deleted the empty
     subfolders in the user's folder)."""
-    config, _ = own_demo
+    config = own_demo[0]
     out = copy_of(own_demo, tmp_path)
     user = tmp_path / "user"
     (user / "empty" / "deeper").mkdir(parents=True)
@@ -122,7 +131,7 @@ def test_demo_resumes_replaces_its_report_and_keeps_kept_runs(own_demo, tmp_path
     """Its own output: the report is replaced, the user's other files stay, a link named like the old
     staging folder is left alone (was: the whole demo ran, then 'Cannot call rmtree on a symbolic
     link'), and runs kept by --keep-runs are not deleted by a later plain demo (were: deleted silently)."""
-    config, _ = own_demo
+    config = own_demo[0]
     out = copy_of(own_demo, tmp_path)
     (out / "notes.txt").write_text("mine\n")
     target = tmp_path / "elsewhere"
@@ -147,22 +156,15 @@ def test_demo_resumes_replaces_its_report_and_keeps_kept_runs(own_demo, tmp_path
     assert json.loads((out / MARKER).read_text())["runs_kept"] is True
 
 
-@pytest.mark.slow
-def test_demo_overwrite_replaces_a_user_folder_without_following_links(tmp_path, capsys):
-    config = small_demo_config(tmp_path)
-    out = tmp_path / "P"
-    out.mkdir()
-    (out / "tables.md").write_text("mine\n")
-    user = tmp_path / "user"
-    (user / "empty").mkdir(parents=True)
-    (user / "data.txt").write_text("keep\n")
-    (out / "runs").symlink_to(user, target_is_directory=True)
-    before = tree(user), digest(user)
-    assert demo(config, out, "--overwrite") == 0
+def test_demo_overwrite_replaces_a_user_folder_without_following_links(own_demo):
+    """--overwrite replaces a folder of the user's (tables.md) once the new output is complete, and
+    never deletes through its link `runs` into the folder it points to."""
+    _config, out, (code, root, user, before) = own_demo
+    assert code == 0
     assert (tree(user), digest(user)) == before
     assert "mine" not in (out / "tables.md").read_text()
     assert (out / MARKER).is_file() and not (out / "runs").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+    assert not [p for p in root.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
 # --------------------------------------------------------------------------------- make-reference
