@@ -156,7 +156,7 @@ def test_tune_out_holding_the_storage_is_refused(tmp_path, capsys):
     assert main(["tune", "--study", str(REPO / "config/studies/tiny.yaml"), "--real", str(tmp_path / "real"),
                  "--params", "gps.sigma=0.01:0.1", "--out", str(tmp_path / "out"),
                  "--storage", str(storage)]) == 2
-    refused(capsys, "tune", "contains the input --storage")
+    refused(capsys, "tune", "--storage", "lies inside the output --out")
     assert storage.read_bytes().startswith(b"SQLite format 3")
 
 

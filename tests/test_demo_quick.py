@@ -76,7 +76,8 @@ def test_quick_demo_writes_the_report(quick_demo):
         GPS_VARIANTS + ["sim_imu-chrono_paper_demo"])
     assert sorted(p.name for p in (out / "runs" / "real" / "real").iterdir()) == ["circle", "line"]
     assert sorted(p.name for p in (out / "reference" / "line").iterdir()) == ["run_00", "run_01"]
-    assert not list(out.glob(".*"))  # no staging or temporary leftovers
+    # no staging or temporary leftovers; the marker lists what the demo wrote (docs/pipeline.md, "Outputs")
+    assert [p.name for p in out.glob(".*")] == [".sim2real-eval.json"]
 
 
 def test_vepd_json_schema(quick_demo):
@@ -235,7 +236,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("sim2real-eval demo: error: --real") and "\n" not in err
     assert main(["demo", "--k", "0", "--out", str(tmp_path / "o")]) == 2
-    assert "--k must be >= 1" in capsys.readouterr().err
+    assert "--k: 0 runs is below the limit of 1 runs" in capsys.readouterr().err
     (tmp_path / "mine" / "line" / "run_00").mkdir(parents=True)
     (tmp_path / "mine" / "line" / "run_00" / "metadata.yaml").write_text("x")
     assert main(["demo", "--real", str(tmp_path / "mine"), "--out", str(tmp_path / "o")]) == 2

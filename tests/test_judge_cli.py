@@ -118,4 +118,6 @@ def test_wrong_message_type_and_empty_bag(art_bag, tmp_path, capsys):
     assert not out.exists()
     existing = tmp_path / "exists"
     existing.mkdir()
+    (existing / "mine.txt").write_text("x")  # an empty folder is written; one holding anything is refused
     assert main(judge_args(art_bag, existing)) == 2
+    assert "holds mine.txt" in capsys.readouterr().err and (existing / "mine.txt").read_text() == "x"

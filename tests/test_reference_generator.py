@@ -424,7 +424,7 @@ def test_make_reference_cli(tmp_path, capsys):
     assert main(args) == 0
     assert "0 runs written, 2 kept" in capsys.readouterr().out
     assert main(common + ["--k", "0"]) == 2
-    assert "--k must be >= 1" in capsys.readouterr().err
+    assert "--k: 0 runs is below the limit of 1 runs" in capsys.readouterr().err
     assert main(args + ["--scenario", "nowhere"]) == 2
     assert "--scenario 'nowhere': neither a scenario of" in capsys.readouterr().err
     assert not (out / "nowhere").exists()

@@ -96,7 +96,7 @@ def test_bad_bag_names_say_what_to_do(tmp_path):
     with pytest.raises(UserError, match=r"its folder 'my bags' cannot name the scenario .* --scenario NAME"):
         runs.name_real_bag(bag)
     assert runs.name_real_bag(bag, scenario="line").scenario == "line"
-    with pytest.raises(UserError, match=r"--scenario '\.\./x': use letters"):
+    with pytest.raises(UserError, match=r"--scenario '\.\./x': use ASCII letters"):
         runs.name_real_bag(bag, scenario="../x")
     with pytest.raises(UserError, match="no such bag"):
         runs.name_real_bag(tmp_path / "absent")

@@ -127,5 +127,6 @@ def test_sensors_cli_bad_inputs_exit_2_nothing_written(tmp_path, capsys):
         assert not out.exists()
     existing = tmp_path / "exists"
     existing.mkdir()
+    (existing / "mine.txt").write_text("x")
     assert main(["sensors", "--scenario", "rest", "--out", str(existing)]) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert "holds mine.txt" in capsys.readouterr().err and (existing / "mine.txt").read_text() == "x"

@@ -149,7 +149,7 @@ def test_existing_output_needs_overwrite(csv_study, tmp_path, capsys):
     out.mkdir()
     (out / "old.txt").write_text("old")
     code, err = _score(capsys, "--csv-dir", csv_study, "--out", out)
-    assert code == 2 and "already exists" in err[0]
+    assert code == 2 and "holds old.txt" in err[0] and "--overwrite" in err[0]
     assert (out / "old.txt").read_text() == "old"
 
 

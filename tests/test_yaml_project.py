@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sim2real_eval import limits
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 from sim2real_eval.models import load_gps_model
@@ -83,12 +84,13 @@ def test_unreadable_files_are_one_line(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="is a directory"):
         load_yaml(tmp_path)
     # The test may run as root, who reads any file: the OS's refusal is simulated here.
-    def refuse(self):
-        raise PermissionError(13, "Permission denied", str(self))
+    def refuse(path, *args):
+        raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
-    with pytest.raises(UserError, match=r"study\.yaml: permission denied \(the file cannot be read\)"):
-        load_yaml(latin1)
+    with monkeypatch.context() as patch:
+        patch.setattr(limits.os, "open", refuse)
+        with pytest.raises(UserError, match=r"study\.yaml: permission denied \(the file cannot be read\)"):
+            load_yaml(latin1)
 
 
 def test_cli_latin1_study_is_one_line_and_exit_2(tmp_path, capsys):

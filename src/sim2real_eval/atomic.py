@@ -41,13 +41,23 @@ def current_umask() -> int:
     return mask
 
 
+TEMP_NAME_BYTES = 200  # of the final name kept in a temporary's: ".<name>.tmp-XXXXXXXX" stays <= 255 bytes
+
+
+def temp_prefix(final) -> str:
+    """``.<final name>.tmp-``: how temporaries of ``final`` are named (a long name is shortened so the
+    temporary's name stays within the file system's 255 bytes)."""
+    name = os.fsencode(Path(final).name)[:TEMP_NAME_BYTES]
+    return f".{os.fsdecode(name)}.tmp-"
+
+
 def _temp_sibling(final: Path, kind: str) -> Path:
     parent = final.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{parent}: cannot create output directory ({exc.strerror})") from None
-    prefix = f".{final.name}.tmp-"
+    prefix = temp_prefix(final)
     umask = current_umask()
     try:
         if kind == "dir":
@@ -114,14 +124,14 @@ def atomic_directory(final, overwrite: bool = False, empty: bool = True) -> Iter
     ``final`` only after the new one is complete.
     """
     final = Path(final)
-    if final.exists() and not overwrite:
+    if os.path.lexists(final) and not overwrite:
         raise UserError(f"{final}: already exists (choose another output or remove it)")
     temp = _temp_sibling(final, "dir")
     if empty:
         temp.rmdir()
     try:
         yield temp
-        if final.exists():
+        if os.path.lexists(final):  # a link is moved aside and unlinked: its target is never touched
             old = _temp_sibling(final, "dir")
             old.rmdir()
             with deferred_signals():
@@ -215,6 +225,16 @@ def atomic_files(finals: Sequence, overwrite: bool = True) -> Iterator[List[Path
     finally:
         for temp in temps:
             _remove(temp)
+
+
+def replace_files(temps: Sequence, finals: Sequence) -> None:
+    """Rename finished files ``temps`` (each on the file system of its final) to ``finals`` as one
+    result: signals held back, the files already placed rolled back if a rename fails.  A final that
+    is a symbolic link is replaced as a link (its target is not written)."""
+    try:
+        _commit([Path(t) for t in temps], [Path(f) for f in finals], True)
+    except OSError as exc:
+        raise _write_error(Path(exc.filename or finals[0]), exc) from None
 
 
 def _commit(temps: List[Path], finals: List[Path], overwrite: bool) -> None:

@@ -22,14 +22,21 @@ Steps (``run_demo``):
 4. ``OUT/demo.json``: wall time per step, K, inputs, and the paper's qualitative ordering checks.
 5. The run bags (``OUT/runs``, 3.7 MB per run: 705 MB for K = 10) are the scorer's input, not part of
    the report: this demo's runs are removed once the report is in place, unless ``keep_runs``
-   (``--keep-runs``).  Until then they make an interrupted demo resumable.  Measured alternative (not
-   taken): MCAP with zstd chunk compression shrinks them 3.9x, still 179 MB for K = 10 (README).
+   (``--keep-runs``); runs an earlier ``--keep-runs`` kept are kept again (and the summary says so).
+   Until then they make an interrupted demo resumable.  Measured alternative (not taken): MCAP with
+   zstd chunk compression shrinks them 3.9x, still 179 MB for K = 10 (README).
 
-The report files are built in a staging folder by ``report.write_report`` (atomic) and moved into
-OUT only when every score is done, so OUT never holds a half-written report file.
+OUT follows the output policy (``outputs``; docs/pipeline.md, "Outputs"): the demo writes a new or empty
+folder, or resumes its own earlier output, recognised by its marker file (``OUT/.sim2real-eval.json``,
+listing every report file it wrote with its size and SHA-256): those files are replaced, nothing else
+in OUT is touched, and a file among its report names that it did not write is refused up front.  A
+folder of the user's is replaced only with ``--overwrite``.  The report files are built in a staging
+folder by ``report.write_report`` (atomic) and moved into OUT only when every score is done, so OUT
+never holds a half-written report file.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -77,6 +84,7 @@ class DemoConfig:
 
 def load_demo_config(path=None) -> DemoConfig:
     """Parse the demo YAML (default: config/studies/demo.yaml); errors name file: key."""
+    from .pipeline.run import check_ground_truth_rate
     from .pipeline.study import check_name, load_judge_config
     from .resources import config_path
 
@@ -118,7 +126,8 @@ def load_demo_config(path=None) -> DemoConfig:
         imu_scenario=imu.string("scenario", "line"),
         imu_study_imu=_model(imu, "imu"),
         judge=judge,
-        ground_truth_rate=sec.number("ground_truth_rate", 50.0, positive=True),
+        ground_truth_rate=check_ground_truth_rate(sec.number("ground_truth_rate", 50.0, positive=True),
+                                                  f"{path}: ground_truth_rate"),
         bootstrap=score.integer("bootstrap", 1000, minimum=0),
         permutations=score.integer("permutations", 1000, minimum=0),
         score_seed=score.integer("seed", 0, minimum=0),
@@ -161,12 +170,14 @@ def reference_bags(setup, k: int, out: Path, shipped: Path, workers: int, progre
             if not ref.made_by(path, setup):
                 path = ref.run_path(out / REFERENCE, scenario, index)
                 if not ref.made_by(path, setup):
-                    if path.exists():
-                        raise UserError(f"{path}: a reference run made with another setup; "
-                                        f"remove {out / REFERENCE}")
+                    if os.path.lexists(path):
+                        ref.owned_item(path, setup)  # raises: another setup's run, or not one of ours
                     missing.append((scenario, index))
             bags[scenario].append(path)
     if missing:
+        readme = out / REFERENCE / ref.README
+        if os.path.lexists(readme) and not ref.readme_is_ours(readme):
+            raise UserError(f"--out {out}: {REFERENCE}/{ref.README}: not written by the demo; move it away")
         _generate(setup, out / REFERENCE, missing, workers, progress)
         ref.write_readme(setup, out / REFERENCE)
     return bags
@@ -282,30 +293,29 @@ class DemoResult:
     noise_floor: dict | None = None  # {"gps_study" | "imu_study": pooled floor VEPD}
     runs_bytes: int = 0       # size of the run bags (OUT/runs) when the report was written
     runs_kept: bool = False   # False: OUT/runs was removed after the report
+    runs_note: str | None = None  # why the runs were kept without --keep-runs
 
 
 def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
              config_path=None, progress: bool = True, imu_scenario: str | None = None,
              ray_address: str | None = None, timing=None, noise_floor: bool = False,
-             keep_runs: bool = False, notice=None, start=None) -> DemoResult:
+             keep_runs: bool = False, overwrite: bool = False, notice=None, start=None) -> DemoResult:
     """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
     ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: also
     measure the judge-noise floor (``metrics.noise_floor``); ``keep_runs``: leave the run bags in OUT/runs
-    (default: removed once the report is written); ``notice(text)``: told what was applied by default
-    (the ART static TFs), one line; ``start(judge) -> judge``: the judge's start (``pipeline.start``:
-    initial state, warm-up) in place of the demo file's."""
+    (default: removed once the report is written, unless an earlier ``keep_runs`` kept them);
+    ``notice(text)``: told what was applied by default (the ART static TFs), one line; ``start(judge) ->
+    judge``: the judge's start (``pipeline.start``: initial state, warm-up) in place of the demo file's.
+
+    OUT follows the output policy (``outputs.output_folder``): a new or empty folder, or this demo's own
+    earlier output (its marker lists what it wrote: those files are replaced, the runs resumed, nothing
+    else touched); any other folder only with ``overwrite``."""
     import dataclasses
 
-    from . import reference as ref
+    from .limits import check_repeats
     from .metrics import ScoreOptions
-    from .metrics.noise_floor import judge_noise_floor
     from .pipeline.batch import available_cores
-    from .report import Study, tables, write_report
-    from .report.provenance import collect as collect_provenance
-    from .service import replay_bags
 
-    timings = {}
-    t_start = time.perf_counter()
     config = load_demo_config(config_path)
     if timing is not None:
         config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
@@ -316,14 +326,32 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
                            warmup_s=config.judge.warmup_s).validate()
     if k is None:
         k = config.quick_repeats if quick else config.repeats
-    if k < 1:
-        raise UserError(f"--k must be >= 1, got {k}")
+    check_repeats(k, "--k")
     workers = available_cores() if workers is None else int(workers)
     if workers < 1:
         raise UserError(f"--workers must be >= 1, got {workers}")
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: exists and is not a directory")
+    with claim_output(out, overwrite) as previous:
+        return _demo(out, previous, config, options, real, k, workers, progress, imu_scenario, ray_address,
+                     noise_floor, keep_runs, notice)
+
+
+def _demo(out: Path, previous: dict, config: DemoConfig, options, real, k: int, workers: int, progress: bool,
+          imu_scenario, ray_address, noise_floor: bool, keep_runs: bool, notice=None) -> DemoResult:
+    import tempfile
+
+    from . import reference as ref
+    from .metrics.noise_floor import judge_noise_floor
+    from .outputs import write_marker
+    from .report import Study, tables, write_report
+    from .report.provenance import collect as collect_provenance
+    from .service import replay_bags
+
+    timings = {}
+    t_start = time.perf_counter()
+    runs_dir = out / RUNS
+    # Runs an earlier --keep-runs kept are the user's now: resumed, never removed by a plain demo.
+    runs_were_kept = bool(previous.get("runs_kept")) and runs_dir.is_dir()
 
     # 1. real bags
     t = time.perf_counter()
@@ -348,13 +376,14 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     # 2. runs
     t = time.perf_counter()
     groups = plan_groups(config, bags, imu_scenario, options if noise_floor else None)
-    runs_dir = out / RUNS
     replayed = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
                            description=f"judging {len(groups)} real bags and their simulations",
                            notice=notice)
     report = replayed.report
     report.raise_on_failure()
     run_paths = [Path(run.path) for run in replayed.runs]
+    # Only this demo's runs are scored (kept runs of an earlier demo with another K or variants stay out).
+    labels = {run.label for run in replayed.runs}
     timings["runs"] = time.perf_counter() - t
     runs_total = sum(1 + len(g.sims) for g in groups)
 
@@ -362,10 +391,15 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     t = time.perf_counter()
     gps_names = set(config.gps_variants)
     imu_name = imu_variant(config)
-    gps_result, gps_series = score_runs(runs_dir, lambda s: s.side == "real" or s.variant in gps_names,
-                                        options, workers)
+
+    def ours(spec) -> bool:
+        return f"{spec.side}/{spec.variant}/{spec.scenario}/{spec.k}" in labels
+
+    gps_result, gps_series = score_runs(
+        runs_dir, lambda s: ours(s) and (s.side == "real" or s.variant in gps_names), options, workers)
     imu_result, imu_series = score_runs(
-        runs_dir, lambda s: s.scenario == imu_scenario and (s.side == "real" or s.variant == imu_name),
+        runs_dir,
+        lambda s: ours(s) and s.scenario == imu_scenario and (s.side == "real" or s.variant == imu_name),
         options, workers)
     floors = None
     if noise_floor:
@@ -378,71 +412,169 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
 
     t = time.perf_counter()
     extra = {"input": "demo", "source": real_source, "k": k}
-    staging = out / ".report-staging"
-    if staging.exists():
-        shutil.rmtree(staging)
     imu_study = f"real GPS + {imu_name} vs real GPS + real IMU ({imu_scenario})"
     context = {"command": "sim2real-eval demo", "demo configuration": config.source, "runs per scenario": k}
     imu_provenance = collect_provenance(imu_result, "demo runs", str(runs_dir), context)
     imu_section = Study(IMU_STUDY, f"Simulated-IMU study: {imu_study}", imu_result, imu_series,
                         note=IMU_STUDY_NOTE, provenance=imu_provenance)
-    write_report(staging, gps_result, gps_series, str(runs_dir), extra_options=extra, workers=workers,
-                 provenance=collect_provenance(gps_result, "demo runs", str(runs_dir), context),
-                 studies=[imu_section])
-    write_report(staging / IMU_STUDY, imu_result, imu_series, str(runs_dir),
-                 extra_options=dict(extra, study=imu_study), workers=workers, provenance=imu_provenance)
-    gps_doc = tables.vepd_document(gps_result, extra)
-    imu_doc = tables.vepd_document(imu_result, extra)
-    ordering = ordering_checks(gps_doc, imu_doc)
-    timings["report"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t_start
-    runs_bytes = sum(tree_bytes(path) for path in run_paths)
-    summary = {
-        "k": k, "scenarios": list(bags), "real_source": real_source, "imu_study_scenario": imu_scenario,
-        "runs": {"groups": len(groups), "groups_with_new_runs": report.written, "total": runs_total,
-                 "bag_bytes": runs_bytes, "kept": keep_runs},
-        "wall_time_s": {name: round(value, 3) for name, value in timings.items()},
-        "workers": workers, "ordering": ordering, "config": config.source,
-        "judge_timing": config.judge.timing.describe(), "judge_noise_floor_vepd": floors,
-    }
-    (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    _publish(staging, out)
-    if not keep_runs:
+    keep = keep_runs or runs_were_kept
+    staging_root = Path(tempfile.mkdtemp(prefix=".report.tmp-", dir=out))
+    try:
+        staging = staging_root / "report"
+        write_report(staging, gps_result, gps_series, str(runs_dir), extra_options=extra, workers=workers,
+                     provenance=collect_provenance(gps_result, "demo runs", str(runs_dir), context),
+                     studies=[imu_section])
+        write_report(staging / IMU_STUDY, imu_result, imu_series, str(runs_dir),
+                     extra_options=dict(extra, study=imu_study), workers=workers, provenance=imu_provenance)
+        gps_doc = tables.vepd_document(gps_result, extra)
+        imu_doc = tables.vepd_document(imu_result, extra)
+        ordering = ordering_checks(gps_doc, imu_doc)
+        timings["report"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - t_start
+        runs_bytes = sum(tree_bytes(path) for path in run_paths)
+        summary = {
+            "k": k, "scenarios": list(bags), "real_source": real_source, "imu_study_scenario": imu_scenario,
+            "runs": {"groups": len(groups), "groups_with_new_runs": report.written, "total": runs_total,
+                     "bag_bytes": runs_bytes, "kept": keep},
+            "wall_time_s": {name: round(value, 3) for name, value in timings.items()},
+            "workers": workers, "ordering": ordering, "config": config.source,
+            "judge_timing": config.judge.timing.describe(), "judge_noise_floor_vepd": floors,
+        }
+        (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        files = _publish(staging, out, previous.get("files", {}))
+    finally:
+        shutil.rmtree(staging_root, ignore_errors=True)
+    if not keep:
         remove_runs(run_paths, runs_dir)
+    write_marker(out, COMMAND, files, runs_kept=keep and runs_dir.is_dir())
+    note = None
+    if runs_were_kept and not keep_runs:
+        note = (f"run bags ({runs_bytes / 1e6:.0f} MB) kept in {runs_dir}: an earlier --keep-runs kept them "
+                f"(remove that folder to free the space)")
     return DemoResult(out, k, list(bags), timings, gps_doc, imu_doc, ordering, real_source,
-                      report.written, runs_total, floors, runs_bytes, keep_runs)
+                      report.written, runs_total, floors, runs_bytes, keep, note)
+
+
+COMMAND = "demo"
+# What the demo writes in OUT: the report (files it lists in its marker) and the folders it manages.
+REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY)
+FOLDERS = (RUNS, REFERENCE)
+
+
+@contextlib.contextmanager
+def claim_output(out: Path, overwrite: bool):
+    """OUT for this demo (``outputs.output_folder``), yielding the marker of its earlier output ({} when
+    new).  A folder of the user's is refused unless ``overwrite``: then it is moved aside (a hidden
+    sibling ``.OUT.tmp-…``) and deleted only when the new output is complete; an interrupted or failed
+    demo puts it back.  Its own output is checked up front: no link among the names it writes, no
+    file there that it did not write (or that changed since)."""
+    from .atomic import _remove, _temp_sibling, deferred_signals
+    from .outputs import NEW, OWN, output_folder, read_marker, visible_entries, write_marker
+
+    mode = output_folder(out, "--out", overwrite, command=COMMAND)
+    if mode == OWN:
+        previous = read_marker(out) or {}
+        check_own_output(out, previous)
+        yield previous
+        return
+    aside = None
+    created = not os.path.lexists(out)
+    if mode != NEW:
+        aside = _temp_sibling(out, "dir")
+        aside.rmdir()
+        os.replace(out, aside)  # a link is moved as a link: its target is not touched
+    try:
+        try:
+            out.mkdir(parents=True, exist_ok=mode == NEW)
+        except OSError as exc:
+            raise UserError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
+        write_marker(out, COMMAND, {}, runs_kept=False)  # claimed: an interrupted demo resumes here
+        yield {}
+    except BaseException:
+        if aside is not None:
+            with deferred_signals():
+                _remove(out)
+                os.replace(aside, out)
+        elif created and out.is_dir() and not visible_entries(out):  # failed before writing anything
+            _remove(out)
+        raise
+    if aside is not None:
+        _remove(aside)
+
+
+def check_own_output(out: Path, marker: dict) -> None:
+    """Refuse (before any work) a link among the names the demo writes in OUT, or a file among its
+    report that its marker does not list with the same size and SHA-256 (the user's, or edited)."""
+    from .outputs import same_file
+
+    files = marker.get("files", {})
+    for name in (*REPORT_NAMES, *FOLDERS):
+        path = out / name
+        if path.is_symlink():
+            raise UserError(f"--out {out}: {name}: a symbolic link; the demo writes {name} itself and never "
+                            "writes through a link (remove the link or choose another --out)")
+    for name in REPORT_NAMES:
+        top = out / name
+        if not os.path.lexists(top):
+            continue
+        found = [top] if not top.is_dir() else \
+            [Path(folder) / entry for folder, dirs, names in os.walk(top) for entry in names + [
+                d for d in dirs if (Path(folder) / d).is_symlink()]]
+        for path in sorted(found):
+            rel = path.relative_to(out).as_posix()
+            if ".tmp-" in path.name:
+                continue
+            if not same_file(path, files.get(rel)):
+                raise UserError(f"--out {out}: {rel}: not written by sim2real-eval demo (or changed since); "
+                                "move it away, or pass --overwrite to replace the whole folder")
+
+
+def _publish(staging: Path, out: Path, previous: dict) -> dict:
+    """Move the finished report from the staging folder into OUT, file by file (all renamed in one
+    block, rolled back if one fails); remove the files of the previous report that this one does not
+    write, if unchanged.  Returns the marker's {relative path: {size, sha256}}."""
+    from .atomic import replace_files
+    from .outputs import file_record, same_file
+
+    sources = sorted(p for p in staging.rglob("*") if p.is_file())
+    names = [p.relative_to(staging).as_posix() for p in sources]
+    targets = [out / name for name in names]
+    for name, target in zip(names, targets):
+        if os.path.lexists(target) and not same_file(target, previous.get(name)):
+            raise UserError(f"--out {out}: {name}: appeared while the demo ran and is not the demo's; the "
+                            "report was not written (move the file away and run the demo again)")
+        for parent in reversed(target.relative_to(out).parents[:-1]):
+            folder = out / parent
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                raise UserError(f"--out {out}: {parent.as_posix()}: not a folder of the demo's")
+            folder.mkdir(exist_ok=True)
+    records = {name: file_record(source) for name, source in zip(names, sources)}
+    replace_files(sources, targets)
+    for name, record in previous.items():
+        parts = Path(name).parts
+        if name in records or Path(name).is_absolute() or ".." in parts or not parts:
+            continue
+        if same_file(out / name, record):
+            (out / name).unlink()
+    return records
 
 
 def remove_runs(paths: list, runs_dir: Path) -> None:
     """Remove this demo's run directories, then the folders of OUT/runs they leave empty (anything
-    else a user keeps there stays)."""
+    else a user keeps there stays).  Nothing is followed through a symbolic link."""
+    if runs_dir.is_symlink() or not runs_dir.is_dir():
+        return
     for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
-    for folder in sorted((p for p in runs_dir.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
-                         reverse=True) + [runs_dir]:
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        if not path.is_symlink() and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+    for folder, _dirs, _files in sorted(os.walk(runs_dir), key=lambda entry: len(entry[0]), reverse=True):
+        if not Path(folder).is_symlink() and not os.listdir(folder):
+            os.rmdir(folder)
 
 
 def tree_bytes(path: Path) -> int:
     """Bytes of the files below ``path`` (what ``du --apparent-size`` counts)."""
     return sum(entry.stat().st_size for entry in Path(path).rglob("*") if entry.is_file())
-
-
-def _publish(staging: Path, out: Path) -> None:
-    """Move the finished report from the staging folder into OUT (each entry one rename)."""
-    for entry in sorted(staging.iterdir()):
-        target = out / entry.name
-        if target.is_dir() and not target.is_symlink():
-            old = out / f".{entry.name}.old"
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(target, old)
-            os.replace(entry, target)
-            shutil.rmtree(old)
-        else:
-            os.replace(entry, target)
-    staging.rmdir()
 
 
 def summary_table(result: DemoResult) -> str:
@@ -471,8 +603,12 @@ def summary_table(result: DemoResult) -> str:
                  f"runs {result.timings['runs']:.1f}, score {result.timings['score']:.1f}, "
                  f"report {result.timings['report']:.1f}); report: {result.out / 'report.html'}")
     size = f"{result.runs_bytes / 1e6:.0f} MB"
-    lines.append(f"run bags: {result.out / RUNS} ({size})" if result.runs_kept else
-                 f"run bags ({size}) removed after scoring; --keep-runs keeps them in {result.out / RUNS}")
+    if result.runs_note:
+        lines.append(result.runs_note)
+    else:
+        lines.append(f"run bags: {result.out / RUNS} ({size})" if result.runs_kept else
+                     f"run bags ({size}) removed after scoring; --keep-runs keeps them in "
+                     f"{result.out / RUNS}")
     return "\n".join(lines)
 
 

@@ -28,11 +28,15 @@ config/scenarios) are written the same way, recorded before the study on the clo
 takes the standstill.
 
 Layout: ``DIR/<scenario>/run_<kk>/`` rosbag2 v8 sqlite3 directories, each with ``reference.yaml``
-(what made it), and ``DIR/README.md`` saying the data is synthetic.
+(what made it), and ``DIR/README.md`` saying the data is synthetic.  ``reference.yaml`` and the README's
+title are how ``make-reference`` and the demo recognise their own output (``owned_item``): a bag or a
+README.md of the user's at one of these places is never replaced without ``--overwrite`` nor described
+as synthetic.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -384,7 +388,7 @@ def made_by(path, setup: ReferenceSetup) -> bool:
     from .yamlio import dump_yaml
 
     sidecar = Path(path) / SIDECAR
-    if not (Path(path) / "metadata.yaml").is_file() or not sidecar.is_file():
+    if Path(path).is_symlink() or not (Path(path) / "metadata.yaml").is_file() or not sidecar.is_file():
         return False
     found = load_yaml(sidecar)
     return isinstance(found, dict) and found.get("setup") == yaml.safe_load(dump_yaml(setup.record()))
@@ -395,10 +399,10 @@ def shipped_reference_dir() -> Path:
     return share_dir() / "bags" / "reference"
 
 
-README_TEXT = """\
-# Synthetic reference data set (NOT real data)
+README_TITLE = "# Synthetic reference data set (NOT real data)"
+README_TEXT = README_TITLE + """
 
-Every bag below is **synthetic**: made by `sim2real-eval make-reference` from
+Every run listed below is **synthetic**: made by `sim2real-eval make-reference` from
 `config/studies/{setup}` (seed {seed}).  It plays the *real* ART vehicle in `sim2real-eval demo`,
 because the paper's real recordings are not publicly available.  Its sensor setup is deliberately
 different from all five simulated GPS variants (an RTK receiver with correlated cm-level error, a
@@ -421,11 +425,14 @@ machine and library versions: the same message bytes; elsewhere the same values 
 
 
 def describe_contents(directory) -> str:
-    """"line runs 0..9, standstill run 0" for the run folders present in ``directory``."""
+    """"line runs 0..9, standstill run 0" for the run folders present in ``directory`` that
+    make-reference wrote (a bag of the user's beside them is not described as synthetic)."""
+    from .runs import is_number
+
     parts = []
     for folder in sorted(p for p in Path(directory).iterdir() if p.is_dir() and not p.name.startswith(".")):
-        runs = existing_runs(directory, folder.name)
-        numbers = sorted(int(p.name[4:]) for p in runs if p.name[4:].isdigit())
+        runs = [run for run in existing_runs(directory, folder.name) if written_by_us(run)]
+        numbers = sorted(int(p.name[4:]) for p in runs if is_number(p.name[4:]))
         if not numbers:
             continue
         if numbers == list(range(numbers[0], numbers[-1] + 1)) and len(numbers) > 1:
@@ -436,15 +443,57 @@ def describe_contents(directory) -> str:
     return "; ".join(parts) or "no runs yet"
 
 
-def write_readme(setup: ReferenceSetup, directory) -> None:
-    """``directory/README.md``: the data are synthetic, what the folder holds, how to regenerate."""
+def write_readme(setup: ReferenceSetup, directory, overwrite: bool = False) -> None:
+    """``directory/README.md``: the data are synthetic, what the folder holds, how to regenerate.  A
+    README.md that make-reference did not write is refused unless ``overwrite``."""
     from .atomic import atomic_file
 
+    path = Path(directory) / README
+    if os.path.lexists(path) and not overwrite and not readme_is_ours(path):
+        raise UserError(f"{path}: not written by make-reference; move it away or pass --overwrite")
     text = README_TEXT.format(setup=Path(setup.source).name, seed=setup.seed,
                               contents=describe_contents(directory), last_shipped=setup.shipped_repeats - 1,
                               scenarios=", ".join(setup.scenarios))
     with atomic_file(Path(directory) / README, encoding="utf-8") as stream:
         stream.write(text)
+
+
+def readme_is_ours(path) -> bool:
+    """``path`` is a README.md make-reference wrote (a regular file starting with its title)."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(len(README_TITLE) + 1).decode("utf-8", "replace").rstrip("\n") == README_TITLE
+    except OSError:
+        return False
+
+
+def written_by_us(run) -> bool:
+    """``run`` is a reference run make-reference wrote (whatever its setup): its ``reference.yaml``
+    says so."""
+    sidecar = Path(run) / SIDECAR
+    if Path(run).is_symlink() or sidecar.is_symlink() or not sidecar.is_file():
+        return False
+    try:
+        found = load_yaml(sidecar)
+    except UserError:
+        return False
+    return isinstance(found, dict) and found.get("synthetic") is True \
+        and found.get("generator") == "sim2real-eval make-reference"
+
+
+def owned_item(path, setup: ReferenceSetup, what: str = "make-reference") -> str:
+    """How an existing reference run at ``path`` may be treated: "same" (written with this setup: keep),
+    else a UserError saying whose it is (--overwrite rewrites it)."""
+    if made_by(path, setup):
+        return "same"
+    if written_by_us(path):
+        raise UserError(f"{path}: a reference run made with another setup or seed; pass --overwrite to "
+                        "rewrite it, or choose another --out")
+    raise UserError(f"{path}: not written by make-reference (no {SIDECAR}: a bag of yours?); move it away, "
+                    "pass --overwrite to replace it, or choose another --out")
 
 
 def existing_runs(directory, scenario: str) -> list[Path]:

@@ -42,16 +42,29 @@ SIDES = (REAL, "sim")
 SENSORS = ("gps", "imu")
 STORAGES = ("sqlite3", "mcap")
 OUTCOME_KEY = "judge_outcome"  # written after the judge ran: an output, never compared on resume
+FILES_KEY = "files"  # {name: {size, sha256}} of the run's data files, written with them; checked on resume
 LAYOUT = "OUT/<side>/<variant>/<scenario>/<k>/"
 
-# Names become directory components: keep them portable and unambiguous.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-NAME_RULE = "letters, digits, '_', '.', '+', '-'"
+# Names become directory components: keep them portable and unambiguous.  Always ``fullmatch``: ``$``
+# also matches before a final newline, and ``\d`` / str.isdigit accept any Unicode digit ('٢', '²').
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+NAME_RULE = "ASCII letters, digits, '_', '.', '+', '-'"
+NUMBER_PATTERN = re.compile(r"[0-9]+")
+
+
+def is_name(value: Any) -> bool:
+    """``value`` can name a directory of the layout (the whole string matches ``NAME_PATTERN``)."""
+    return isinstance(value, str) and NAME_PATTERN.fullmatch(value) is not None
+
+
+def is_number(text: Any) -> bool:
+    """``text`` is a run number k as written in a name: ASCII digits only, nothing else."""
+    return isinstance(text, str) and NUMBER_PATTERN.fullmatch(text) is not None
 
 
 def check_name(value: Any, what: str) -> str:
     """``value`` if it can name a directory of the layout, else a UserError naming ``what``."""
-    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+    if not is_name(value):
         raise UserError(f"{what} {value!r}: use {NAME_RULE} (it names a directory)")
     return value
 
@@ -105,11 +118,16 @@ def find_runs(root, exclude_scenarios: Iterable[str] = ()) -> List[Tuple[RunId, 
     for side_dir in sides:
         for variant_dir in _visible_dirs(side_dir):
             for scenario_dir in _visible_dirs(variant_dir):
+                for folder, what in ((variant_dir, "variant"), (scenario_dir, "scenario")):
+                    if not is_name(folder.name):
+                        raise UserError(f"{folder}: folder name {folder.name!r} cannot name a {what} "
+                                        f"({NAME_RULE})")
                 if scenario_dir.name in excluded:
                     continue
                 for run_dir in _visible_dirs(scenario_dir):
-                    if not run_dir.name.isdigit():
-                        raise UserError(f"{run_dir}: run folder name must be the run number k")
+                    if not is_number(run_dir.name):
+                        raise UserError(f"{run_dir}: run folder name must be the run number k "
+                                        "(ASCII digits 0-9)")
                     found.append((RunId(side_dir.name, variant_dir.name, scenario_dir.name,
                                         int(run_dir.name)), run_dir))
     return found
@@ -160,7 +178,7 @@ def name_real_bag(path, scenario: Optional[str] = None, k: Optional[int] = None)
         raise UserError(f"{path}: no such bag")
     if scenario is None:
         scenario = bag.parent.name
-        if not NAME_PATTERN.match(scenario):
+        if not is_name(scenario):
             raise UserError(f"{path}: its folder {scenario!r} cannot name the scenario "
                             f"(DIR/<scenario>/<run>/ with {NAME_RULE}); give it with --scenario NAME")
     else:
@@ -197,7 +215,7 @@ def find_real_bags(paths: Sequence, scenario: Optional[str] = None, limit: Optio
         for folder in folders:
             name = scenario if scenario is not None else folder.name
             bags = bags_in(folder)[:limit]
-            if bags and not NAME_PATTERN.match(name):
+            if bags and not is_name(name):
                 raise UserError(f"{prefix}{folder}: folder name {name!r} cannot name a scenario "
                                 f"({NAME_RULE})")
             found += [RealBag(str(bag), name, k) for k, bag in enumerate(bags)]
@@ -241,19 +259,46 @@ def file_sha256(path) -> str:
     """SHA-256 (hex) of a file's bytes: the identity of a judge configuration in run.yaml.
 
     Cached per (path, size, modification time), so an edited file is hashed again."""
+    import stat as stat_module
+
     try:
         stat = os.stat(path)
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat_module.S_ISREG(stat.st_mode):
+        raise UserError(f"{path}: not a regular file")
     return _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+def file_record(path) -> Dict[str, Any]:
+    """{size, sha256} of a file, read in blocks (flat memory): what run.yaml ``files`` records."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def data_files(run_dir) -> Dict[str, Dict[str, Any]]:
+    """run.yaml ``files``: {name: {size, sha256}} of every file of the run directory but run.yaml
+    (metadata.yaml and the bag's storage files), computed when the run is written."""
+    run_dir = Path(run_dir)
+    return {p.name: file_record(p) for p in sorted(run_dir.iterdir())
+            if p.name != RUN_FILE and p.is_file() and not p.is_symlink()}
 
 
 @functools.lru_cache(maxsize=64)
 def _file_sha256(path: str, _size: int, _mtime_ns: int) -> str:
+    digest = hashlib.sha256()
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        with open(path, "rb") as stream:  # in blocks: flat memory whatever the file is
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    return digest.hexdigest()
 
 
 def plain(value: Any) -> Any:
@@ -326,6 +371,8 @@ class RunInfo:
       sensor topics; ``ground_truth_rate`` (Hz of /ground_truth/odom), ``ground_truth_source``,
       ``storage``, ``recorded_by`` (the ROS recorder), ``version`` (of the package);
     - ``judge_outcome``: what the judge did (inputs, drops by reason, outputs), written after it ran;
+    - ``files``: {name: {size, sha256}} of the run's data files (``data_files``), written with them;
+      resume checks them (``existing_run``);
     - ``extra``: keys this version does not know, kept as read.
     """
 
@@ -352,6 +399,7 @@ class RunInfo:
     recorded_by: Optional[str] = None
     version: Optional[str] = None
     judge_outcome: Optional[dict] = None
+    files: Optional[dict] = None
     extra: dict = field(default_factory=dict)
 
     def topic(self, role: str) -> str:
@@ -377,6 +425,10 @@ class RunInfo:
         values = {"source": "truth", "stamp_ns": int(stamp_ns), "state": [float(v) for v in state]}
         return dataclasses.replace(self, initial_state=values)
 
+    def with_files(self, run_dir) -> RunInfo:
+        """This record + the ``files`` of ``run_dir`` (its data files as written: ``data_files``)."""
+        return dataclasses.replace(self, files=data_files(run_dir))
+
     def to_dict(self) -> dict:
         """The run.yaml mapping, keys in the one order every writer uses."""
         run = self.run
@@ -389,6 +441,8 @@ class RunInfo:
         out.update(self.extra)
         if self.judge_outcome is not None:
             out[OUTCOME_KEY] = self.judge_outcome
+        if self.files is not None:
+            out[FILES_KEY] = self.files
         return out
 
     def to_yaml(self) -> str:
@@ -440,7 +494,8 @@ class RunInfo:
                                        and window[0] <= window[1]):
             raise sec.error("window_ns", f"expected [start, end] integer ns with start <= end, "
                                          f"got {window!r}")
-        for key in ("scenario_params", "models", "judge", "timing", "initial_state", "judge_outcome"):
+        for key in ("scenario_params", "models", "judge", "timing", "initial_state", "judge_outcome",
+                    FILES_KEY):
             value = data.get(key)
             if value is not None and not isinstance(value, Mapping):
                 raise sec.error(key, f"expected a mapping, got {value!r}")
@@ -473,7 +528,12 @@ class RunInfo:
         if version is not None and (isinstance(version, bool) or not isinstance(version, (str, int, float))):
             raise sec.error("version", f"expected a version string, got {version!r}")
         values["version"] = version
-        known = {"side", "variant", "scenario", "k", OUTCOME_KEY, *_ORDER}
+        for name, record in (values[FILES_KEY] or {}).items():
+            digest = record.get("sha256") if isinstance(record, Mapping) else None
+            if not (isinstance(record, Mapping) and _is_int(record.get("size"))
+                    and isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+                raise sec.error(f"{FILES_KEY}.{name}", f"expected {{size, sha256}}, got {record!r}")
+        known = {"side", "variant", "scenario", "k", OUTCOME_KEY, FILES_KEY, *_ORDER}
         values["extra"] = {key: value for key, value in data.items() if key not in known}
         return cls(**values)
 
@@ -552,11 +612,12 @@ def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[M
 def _comparable(record: dict) -> dict:
     """run.yaml fields that must match for an existing run to count as this run.
 
-    Not compared: the package version, the judge's outcome, the judge files' paths (their sha256
-    are compared) and the values of ``initial_state`` (its source is compared; the values are the run's
-    truth at its first instant), so an output tree survives a reinstall or a moved config directory.
+    Not compared: the package version, the judge's outcome, the data files' record (checked against the
+    files, ``check_data_files``), the judge files' paths (their sha256 are compared) and the values of
+    ``initial_state`` (its source is compared; the values are the run's truth at its first instant), so
+    an output tree survives a reinstall or a moved config directory.
     """
-    out = {k: v for k, v in record.items() if k not in ("version", OUTCOME_KEY)}
+    out = {k: v for k, v in record.items() if k not in ("version", OUTCOME_KEY, FILES_KEY)}
     if isinstance(out.get("judge"), dict):
         out["judge"] = {k: v for k, v in out["judge"].items() if k not in ("ekf", "navsat")}
     if isinstance(out.get("initial_state"), dict):  # its values follow from the run's truth and window
@@ -589,16 +650,17 @@ def first_difference(a: Any, b: Any, prefix: str = "") -> Optional[str]:
 
 
 def existing_run(path, record: Union[RunInfo, Mapping]) -> bool:
-    """True when ``path`` holds this run already; False when absent; UserError when it differs."""
+    """True when ``path`` holds this run already: its run.yaml is the requested record and its data files
+    are the ones written (``check_data_files``); False when absent; UserError when either differs."""
     import yaml
 
     from .yamlio import dump_yaml, load_yaml
 
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return False
     run_file = path / RUN_FILE
-    if not run_file.is_file():
+    if path.is_symlink() or not run_file.is_file():
         raise UserError(f"{path}: exists but has no {RUN_FILE}, so it is not a run; "
                         "remove it or choose another --out")
     found = load_yaml(run_file)
@@ -613,21 +675,79 @@ def existing_run(path, record: Union[RunInfo, Mapping]) -> bool:
             f"{run_file}: an existing run differs from the requested one at '{diff}'; "
             "remove it or choose another --out"
         )
+    check_data_files(path, found)
     return True
 
 
+def check_data_files(path, found: Mapping) -> None:
+    """The run's data files are what run.yaml ``files`` recorded when they were written (size, then
+    SHA-256); a run written before ``files`` existed must at least have the storage files its
+    metadata.yaml names.  Otherwise one line naming the run: it is not resumed (its bag was truncated,
+    deleted or replaced after it was written — rejudging would hide that), the user removes it."""
+    path = Path(path)
+    label = "/".join(str(found.get(key)) for key in ("side", "variant", "scenario", "k"))
+    recorded = found.get(FILES_KEY)
+    problem = None
+    if isinstance(recorded, Mapping) and recorded:
+        for name in sorted(recorded):
+            record = recorded[name]
+            file = path / str(name)
+            if "/" in str(name) or file.is_symlink() or not file.is_file():
+                problem = f"{name} is missing"
+            elif not isinstance(record, Mapping) or file.stat().st_size != record.get("size"):
+                problem = f"{name} has {file.stat().st_size} bytes, {record.get('size')} when written"
+            elif file_record(file)["sha256"] != record.get("sha256"):
+                problem = f"{name} has other bytes than when written (SHA-256 differs)"
+            if problem:
+                break
+    else:
+        problem = _missing_storage(path)
+    if problem:
+        raise UserError(f"{path}: run {label}: {problem}; the run's data changed after it was written "
+                        f"(truncated, deleted or replaced): remove {path} to judge it again")
+
+
+def _missing_storage(path: Path) -> Optional[str]:
+    """What is missing of the storage files metadata.yaml names (runs written before ``files``)."""
+    from .yamlio import load_yaml
+
+    metadata = path / "metadata.yaml"
+    if not metadata.is_file():  # not a bag directory (nothing written by this package to check)
+        return None
+    try:
+        info = load_yaml(metadata)
+        names = info["rosbag2_bagfile_information"]["relative_file_paths"]
+    except (UserError, KeyError, TypeError):
+        return "metadata.yaml is not a rosbag2 metadata file"
+    for name in names if isinstance(names, list) else []:
+        if not (path / str(name)).is_file():
+            return f"{name} is missing"
+    return None
+
+
 def remove_stale_temporaries(path) -> None:
-    """Remove leftovers of a run killed hard (SIGKILL) while building ``path`` (atomic.py siblings)."""
+    """Remove leftovers of a run killed hard (SIGKILL) while building ``path`` (atomic.py siblings).
+    Links are unlinked, never followed."""
+    from .atomic import temp_prefix
+
     path = Path(path)
     parent = path.parent
-    if parent.is_dir():
-        for stale in parent.glob(f".{path.name}.tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+    if parent.is_dir() and not parent.is_symlink():
+        prefix = temp_prefix(path)
+        for name in os.listdir(parent):
+            stale = parent / name
+            if not name.startswith(prefix):
+                continue
+            if stale.is_symlink() or not stale.is_dir():
+                stale.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(stale, ignore_errors=True)
 
 
-__all__ = ["LAYOUT", "NAME_PATTERN", "OUTCOME_KEY", "REAL", "RUN_FILE", "SENSORS", "SIDES",
+__all__ = ["FILES_KEY", "LAYOUT", "NAME_PATTERN", "OUTCOME_KEY", "REAL", "RUN_FILE", "SENSORS", "SIDES",
            "STORAGES", "RealBag", "RunId", "RunInfo", "bag_run_id", "bag_run_info", "bags_in",
-           "check_name", "existing_run", "file_sha256", "find_real_bags", "find_runs", "first_difference",
+           "check_data_files", "check_name", "data_files", "existing_run", "file_record", "file_sha256",
+           "is_name", "is_number", "find_real_bags", "find_runs", "first_difference",
            "is_bag", "judge_record", "model_label", "model_parameters", "name_real_bag", "plain",
            "read_run_info", "remove_stale_temporaries", "replay_variant",
            "run_directory", "run_topics"]

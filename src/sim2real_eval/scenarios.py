@@ -28,6 +28,7 @@ import numpy as np
 
 from . import rotations
 from .errors import UserError
+from .limits import SCENARIO_DURATION, SCENARIO_RATE
 from .models.noise import GaussMarkovNoise
 from .models.seeding import child, generator, sensor_seed
 from .resources import config_path
@@ -124,8 +125,9 @@ def simulate(data: Dict, source: str, seed_sequence) -> GroundTruth:
     sec.unknown_keys(SCENARIO_KEYS)
     wheelbase = sec.number("wheelbase", 0.5, positive=True)
     rate = sec.number("rate", 200.0, positive=True)
-    if rate < 100.0:
+    if rate < SCENARIO_RATE.low:
         raise sec.error("rate", f"must be >= 100 Hz (IMU truth), got {rate}")
+    SCENARIO_RATE.check(rate, f"{source}: rate")
     start_time = sec.number("start_time", 10.0, positive=True)
     v_max = sec.number("max_speed", 2.0, positive=True)
     a_max = sec.number("max_accel", 1.0, positive=True)
@@ -136,6 +138,7 @@ def simulate(data: Dict, source: str, seed_sequence) -> GroundTruth:
     initial = sec.section("initial")
     initial.unknown_keys(["x", "y", "yaw"])
     commands = _Commands(sec)
+    SCENARIO_DURATION.check(commands.duration, f"{source}: phases: total duration")
     variation = sec.section("variation")
     variation.unknown_keys(VARIATION_KEYS)
     rng = generator(seed_sequence, 0)

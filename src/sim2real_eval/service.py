@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .errors import DataWarning, UserError
-from .outputs import check_paths
+from .outputs import check_name, check_paths
 
 # ============================================================================ judge a bag
 EXPECTED_TYPES = {
@@ -407,6 +407,7 @@ def simulate_study(study, out, *, storage: str | None = None, workers: int | Non
         study = load_study(study)
     if timing is not None:
         study = dataclasses.replace(study, judge=dataclasses.replace(study.judge, timing=timing))
+    check_name(out, "--out")
     tasks = study.runs(storage=storage)
     files = [p for t in tasks for p in (t.judge.ekf, t.judge.navsat, t.gps, t.imu)]
     check_paths({"STUDY": study.source, "(files of the study)": _existing_files(files)},
@@ -585,6 +586,7 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
 
     start = time.perf_counter()
     tasks = list(tasks)
+    check_name(out, "--out")
     check_paths({"BAG": [t.spec.bag for t in tasks], "--msg-path": [t.spec.msg_path for t in tasks],
                  "(judge/model files)": _existing_files(
                      [f for t in tasks for f in (t.spec.judge.ekf, t.spec.judge.navsat)]

@@ -16,7 +16,9 @@ systemd and SLURM too, and the CLI exits 143.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import concurrent.futures.process  # noqa: F401 - BrokenProcessPool
 import ctypes
+import itertools
 import multiprocessing
 import os
 import signal
@@ -24,24 +26,42 @@ import sys
 import threading
 import time
 
+from .errors import UserError
+
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STOP_TIMEOUT_S = 10.0  # running workers get this long to clean up after SIGTERM, then SIGKILL
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM received: unwinds like Ctrl-C (KeyboardInterrupt), exit status 128 + 15."""
+# Signals that end a command (``kill``, ``timeout``, ``docker stop``, a closed terminal or SSH session):
+# handled like Ctrl-C, so temporaries are removed.  Without a handler SIGHUP kills at once.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
-    exit_code = 128 + signal.SIGTERM
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or SIGHUP) received: unwinds like Ctrl-C (KeyboardInterrupt), exit status 128 + signal."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 def _raise_terminated(signum, frame):
-    raise Terminated()
+    raise Terminated(signum)
 
 
 def handle_sigterm() -> None:
-    """Make SIGTERM raise ``Terminated`` in the main thread (the CLI calls this once)."""
+    """Make SIGTERM and SIGHUP raise ``Terminated`` in the main thread (the CLI calls this once)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        for number in STOP_SIGNALS:
+            signal.signal(number, _raise_terminated)
 
 
 class WorkerStopped(BaseException):
@@ -54,6 +74,8 @@ class WorkerStopped(BaseException):
 
 _busy = False  # a task is running in this worker
 _stopping = 0  # the stop signal taken (0: none): the task is unwinding
+_slots = None  # the pool's shared (pid, task number + 1) table, and this worker's row in it
+_slot = -1
 
 
 def _worker_signal(signum, frame):
@@ -90,41 +112,97 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(128 + signal.SIGTERM)
 
 
-def _worker_start(parent_pid: int, initializer, initargs) -> None:
-    signal.signal(signal.SIGTERM, _worker_signal)
-    signal.signal(signal.SIGINT, _worker_signal)
+def _worker_start(parent_pid: int, slots, initializer, initargs) -> None:
+    global _slots, _slot
+    for number in (*STOP_SIGNALS, signal.SIGINT):
+        signal.signal(number, _worker_signal)
+    with slots.get_lock():  # a row of the pool's table: which task this worker runs (for a death notice)
+        for row in range(len(slots) // 2):
+            if slots[2 * row] == 0:
+                slots[2 * row] = os.getpid()
+                _slots, _slot = slots, row
+                break
     die_with_parent(parent_pid)
     if initializer is not None:
         initializer(*initargs)
 
 
-def _call(function, *args, **kwargs):
-    """Run one task in a worker; a stop signal unwinds it (cleaning up) and ends the worker."""
+def _call(number, function, *args, **kwargs):
+    """Run task ``number`` in a worker; a stop signal unwinds it (cleaning up) and ends the worker."""
     global _busy
     _busy = True
+    if _slot >= 0:
+        _slots[2 * _slot + 1] = number + 1
     try:
         return function(*args, **kwargs)
     except WorkerStopped as stop:
         os._exit(128 + stop.signum)
     finally:
         _busy = False
+        if _slot >= 0:
+            _slots[2 * _slot + 1] = 0
         if _stopping:  # the WorkerStopped was swallowed (raised inside a __del__ or a callback that
             os._exit(128 + _stopping)  # ignores errors): the task ran on, but the worker still stops
+
+
+class WorkerDied(UserError):
+    """A worker process died (killed: SIGKILL, the out-of-memory killer …) while the pool was in use."""
 
 
 class WorkerPool(cf.ProcessPoolExecutor):
     """A ProcessPoolExecutor of forked workers that die with the parent and stop on its signal.
 
     Forked workers inherit the already imported modules (and compiled numba kernels), so per-task
-    start-up cost is ~0.  Use it as a context manager: leaving it by an exception terminates it.
+    start-up cost is ~0.  Use it as a context manager: leaving it by an exception terminates it.  If a
+    worker dies (``kill -9``, the out-of-memory killer), leaving the pool raises ``WorkerDied``: one line
+    naming the task that worker was running (``submit_labelled``) and how it died.
     """
 
     def __init__(self, max_workers: int, initializer=None, initargs=()):
-        super().__init__(max_workers, mp_context=multiprocessing.get_context("fork"),
-                         initializer=_worker_start, initargs=(os.getpid(), initializer, initargs))
+        context = multiprocessing.get_context("fork")
+        self._table = context.Array("q", 2 * max_workers)  # per worker: pid, task number + 1 (0: idle)
+        self._labels: dict = {}
+        self._numbers = itertools.count()
+        self._seen: dict = {}  # pid -> Process of every worker started
+        super().__init__(max_workers, mp_context=context, initializer=_worker_start,
+                         initargs=(os.getpid(), self._table, initializer, initargs))
 
     def submit(self, fn, /, *args, **kwargs):
-        return super().submit(_call, fn, *args, **kwargs)
+        return self.submit_labelled(None, fn, *args, **kwargs)
+
+    def submit_labelled(self, label, fn, /, *args, **kwargs):
+        """``submit``, naming the task (e.g. a run's label) in the notice if its worker dies."""
+        number = next(self._numbers)
+        if label is not None:
+            self._labels[number] = str(label)
+        future = super().submit(_call, number, fn, *args, **kwargs)
+        self._seen.update(self._processes or {})
+        return future
+
+    def death_error(self) -> WorkerDied:
+        """The ``WorkerDied`` of a broken pool: which worker, running what, and how it died."""
+        self._seen.update(self._processes or {})
+        table = list(self._table)
+        running = {table[2 * row]: table[2 * row + 1] - 1 for row in range(len(table) // 2) if table[2 * row]}
+        notes = []
+        for pid, process in sorted(self._seen.items()):
+            process.join(0.5)
+            code = process.exitcode
+            if code in (None, 0):
+                continue
+            if code < 0:
+                how = f"killed by {_signal_name(-code)}"
+                if -code == signal.SIGKILL:
+                    how += ", e.g. by the out-of-memory killer"
+            elif code > 128:
+                how = f"stopped by {_signal_name(code - 128)}"
+            else:
+                how = f"exit status {code}"
+            task = running.get(pid, -1)
+            what = f" while running {self._labels[task]}" if task in self._labels else ""
+            notes.append(f"worker process {pid} died{what} ({how})")
+        detail = "; ".join(notes) or "a worker process died"
+        return WorkerDied(f"{detail}; work finished before is kept: rerun the command to resume")
 
     def terminate(self) -> None:
         """Drop queued tasks, stop running ones (SIGTERM: they remove their temporaries) and wait
@@ -146,6 +224,17 @@ class WorkerPool(cf.ProcessPoolExecutor):
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
+            if issubclass(exc_type, cf.process.BrokenProcessPool):
+                error = self.death_error()
+                self.terminate()
+                raise error from None
             self.terminate()
             return False
         return super().__exit__(exc_type, exc, tb)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

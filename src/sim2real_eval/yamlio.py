@@ -69,18 +69,26 @@ for _cls in (_ProjectLoader, _ProjectDumper):
     _cls.add_implicit_resolver(_FLOAT_TAG, _EXTRA_FLOAT, _FLOAT_FIRST)
 
 
-def _read_text(path: Path, note: str = "") -> str:
-    """The file's text; every way of not getting it is one line naming the file."""
+def _represent_str(dumper, value: str):
+    """A string as YAML text; a file name that is not UTF-8 (a \\xff byte, a surrogate escape in Python)
+    is written with the byte spelled ``\\xff``: YAML cannot hold a lone surrogate, and the same name
+    always gives the same text (resume compares records through this dump)."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected a YAML file") from None
-    except PermissionError:
-        raise UserError(f"{path}: permission denied (the file cannot be read)") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return dumper.represent_str(value)
+
+
+_ProjectDumper.add_representer(str, _represent_str)
+
+
+def _read_text(path: Path, note: str = "") -> str:
+    """The file's text; every way of not getting it is one line naming the file.  Regular files of at
+    most ``limits.FILE_BYTES`` only (``limits.read_file``: a FIFO or a device is refused, not read)."""
+    from .limits import read_file
+
+    data = read_file(path, "YAML file")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a byte-order mark: YAML allows it
         try:
             return data.decode("utf-16")
@@ -97,6 +105,39 @@ def _read_text(path: Path, note: str = "") -> str:
         ) from None
 
 
+def expanded_values(root, limit: int) -> int:
+    """How many values (scalars, lists, mappings) the composed document ``root`` holds with every alias
+    expanded, counted without expanding (each node once, its size memoised); stops above ``limit``.
+    A recursive alias (a node inside itself) counts as unbounded."""
+    sizes: Dict[int, int] = {}
+    pending = set()
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        if isinstance(node, ScalarNode):
+            sizes[key] = 1
+            continue
+        children = ([part for pair in node.value for part in pair] if isinstance(node, MappingNode)
+                    else node.value)
+        if ready:
+            pending.discard(key)
+            sizes[key] = min(limit + 1, 1 + sum(sizes[id(child)] for child in children))
+            continue
+        if key in pending:
+            return limit + 1
+        pending.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in pending:  # the node contains itself
+                return limit + 1
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes.get(id(root), 0)
+
+
 def _yaml_error(path, exc: yaml.YAMLError) -> UserError:
     mark = getattr(exc, "problem_mark", None)
     where = f" line {mark.line + 1}" if mark is not None else ""
@@ -104,17 +145,31 @@ def _yaml_error(path, exc: yaml.YAMLError) -> UserError:
 
 
 def load_yaml(path) -> Any:
-    """Parse one of the project's YAML files; any problem is a one-line UserError naming it."""
+    """Parse one of the project's YAML files; any problem is a one-line UserError naming it.  Aliases
+    may not expand the document beyond ``limits.YAML_VALUES`` values (an alias bomb of a few hundred
+    bytes expands to billions: refused before anything walks it)."""
+    from .limits import YAML_VALUES
+
     path = Path(path)
     text = _read_text(path)
+    loader = _ProjectLoader(text)
     try:
-        return yaml.load(text, Loader=_ProjectLoader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        limit = int(YAML_VALUES.high)
+        if expanded_values(node, limit) > limit:
+            raise UserError(f"{path}: YAML aliases (*name) expand the document to more than {limit:,} values "
+                            "(an alias bomb?); write the values out or use fewer aliases")
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise _yaml_error(path, exc) from None
     except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
         raise UserError(f"{path}: invalid YAML value ({exc})") from None
     except RecursionError:
         raise UserError(f"{path}: invalid YAML (nested too deeply)") from None
+    finally:
+        loader.dispose()
 
 
 def dump_yaml(data: Any) -> str:

@@ -12,6 +12,8 @@ directory and checkpointed there, so the messages still in the WAL are read too.
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import sqlite3
 import struct
@@ -63,6 +65,51 @@ def _memoise_qos_parse() -> None:
 
 
 _memoise_qos_parse()
+
+# The first bytes of each storage format: checked before rosbags reads a file, so a file of another
+# kind (a 1 GB sparse file of NULs named .bag) is one line at once, not gigabytes read first.
+MAGIC = {".db3": b"SQLite format 3\x00", ".mcap": b"\x89MCAP0\r\n", ".bag": b"#ROSBAG V2.0\n"}
+FORMATS = {".db3": "SQLite (rosbag2 sqlite3)", ".mcap": "MCAP", ".bag": "ROS 1 bag (v2.0)"}
+
+
+def _check_magic(path: Path) -> None:
+    magic = MAGIC[path.suffix]
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(len(magic))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read bag ({exc.strerror})") from None
+    if head != magic:
+        raise UserError(f"{path}: not a {FORMATS[path.suffix]} file (it does not start with the format's "
+                        "magic bytes)")
+
+
+def _check_storage_files(bag_dir: Path) -> None:
+    """metadata.yaml is a bounded YAML file (``yamlio.load_yaml``: regular, <= 16 MiB, no alias bomb)
+    and every storage file it names that exists starts with its format's magic."""
+    from ..yamlio import load_yaml
+
+    info = load_yaml(bag_dir / "metadata.yaml")
+    try:
+        names = info["rosbag2_bagfile_information"]["relative_file_paths"]
+    except (KeyError, TypeError):
+        return  # rosbags reports what is wrong with the metadata
+    for name in names if isinstance(names, list) else []:
+        path = bag_dir / str(name)
+        if path.suffix in MAGIC and path.is_file():
+            _check_magic(path)
+
+
+def _is_loop(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def _bytes(folder: Path) -> str:
+    return f"{sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6:.0f} MB"
 
 
 @dataclass(frozen=True)
@@ -133,20 +180,32 @@ class BagReader:
     # -- opening -----------------------------------------------------------------------------
     def _open(self, typestore, msg_path) -> None:
         path = self.path
+        if path.is_symlink() and not path.exists():
+            problem = "a symbolic link loop" if _is_loop(path) else "a symbolic link to nothing"
+            raise UserError(f"{path}: bag not found ({problem})")
         if not path.exists():
             raise UserError(f"{path}: bag not found")
-        if path.is_dir():
-            if not (path / "metadata.yaml").is_file():
-                raise UserError(f"{path}: not a rosbag2 directory (metadata.yaml is missing; "
-                                "`ros2 bag reindex` can rebuild it)")
-            read_path = self._checkpointed_copy(path)
-        elif path.suffix in (".db3", ".mcap"):
-            read_path = path
-        elif path.suffix == ".bag":
-            self._is_ros1 = True
-            read_path = path
-        else:
-            raise UserError(f"{path}: unknown bag format (expected a rosbag2 directory, .db3, .mcap or .bag)")
+        try:
+            if path.is_dir():
+                if not (path / "metadata.yaml").is_file():
+                    raise UserError(f"{path}: not a rosbag2 directory (metadata.yaml is missing; "
+                                    "`ros2 bag reindex` can rebuild it)")
+                _check_storage_files(path)
+                read_path = self._checkpointed_copy(path)
+            elif path.suffix in (".db3", ".mcap"):
+                _check_magic(path)
+                read_path = path
+            elif path.suffix == ".bag":
+                _check_magic(path)
+                self._is_ros1 = True
+                read_path = path
+            else:
+                raise UserError(f"{path}: unknown bag format (expected a rosbag2 directory, .db3, .mcap or "
+                                ".bag)")
+            read_path = self._utf8_alias(read_path)
+        except BaseException:
+            self.close()
+            raise
         try:
             self._reader = Reader1(read_path) if self._is_ros1 else Reader2(read_path)
             self._reader.open()
@@ -165,18 +224,45 @@ class BagReader:
             self.close()
             raise UserError(f"{path}: cannot read bag ({_one_line(exc)})") from None
 
+    def _scratch(self) -> Path:
+        """This reader's temporary folder (in TMPDIR; removed by ``close``)."""
+        if self._tempdir is None:
+            try:
+                self._tempdir = tempfile.TemporaryDirectory(prefix="sim2real_eval-bag-")
+            except OSError as exc:
+                raise UserError(f"{self.path}: cannot make a temporary folder in TMPDIR "
+                                f"{tempfile.gettempdir()} ({exc.strerror})") from None
+        return Path(self._tempdir.name)
+
+    def _utf8_alias(self, read_path: Path) -> Path:
+        """``read_path``, or a link to it with an ASCII name when its path is not UTF-8 (a \\xff byte in a
+        folder name): sqlite (apsw) takes its file name as UTF-8 text."""
+        try:
+            str(read_path.resolve()).encode("utf-8")
+            return read_path
+        except UnicodeEncodeError:
+            alias = self._scratch() / ("bag" + ("" if read_path.is_dir() else read_path.suffix))
+            alias.symlink_to(read_path.resolve())
+            return alias
+
     def _checkpointed_copy(self, bag_dir: Path) -> Path:
         """Return ``bag_dir``, or a checkpointed temporary copy when a .db3 has a non-empty -wal."""
         wal_files = [p for p in bag_dir.glob("*.db3-wal") if p.stat().st_size > 0]
         if not wal_files:
             return bag_dir
-        self._tempdir = tempfile.TemporaryDirectory(prefix="sim2real_eval-bag-")
-        copy = Path(self._tempdir.name) / bag_dir.name
-        shutil.copytree(bag_dir, copy)
+        copy = self._scratch() / "bag"
+        try:
+            shutil.copytree(bag_dir, copy)
+        except (OSError, shutil.Error) as exc:  # shutil.Error: a list of the files it could not copy
+            reason = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] \
+                else (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+            raise UserError(f"{bag_dir}: its -wal file holds messages not yet in the database; reading them "
+                            f"needs a copy of the bag in TMPDIR {tempfile.gettempdir()}, which failed "
+                            f"({reason}); set TMPDIR to a folder with {_bytes(bag_dir)} free") from None
         for wal in wal_files:
             db_file = copy / wal.name[: -len("-wal")]
             try:
-                with sqlite3.connect(db_file) as conn:
+                with sqlite3.connect(os.fsencode(db_file)) as conn:
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:
                 raise UserError(f"{bag_dir / db_file.name}: cannot recover the WAL ({exc})") from None

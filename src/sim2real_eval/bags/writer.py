@@ -14,6 +14,8 @@ hidden temporary sibling (and rosbags never fsynced ``metadata.yaml`` anyway).
 from __future__ import annotations
 
 import functools
+import inspect
+import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -60,7 +62,8 @@ class _BatchSqlite3Writer(Sqlite3Writer):
         if compression == CompressionMode.STORAGE:
             raise WriterError("SQLITE3 writer does not support storage-side compression.")
         self.path = path / f"{path.name}.db3"
-        self.conn = sqlite3.connect(f"file:{self.path}", uri=True)
+        # The path as bytes: a folder name that is not UTF-8 (a \xff byte) is a valid name on Linux.
+        self.conn = sqlite3.connect(os.fsencode(self.path))
         # Connection settings only (not stored in the file): readers see an ordinary rosbag2 database.
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("PRAGMA journal_mode=MEMORY")
@@ -143,7 +146,8 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
     ROS 2 bag, or the ``bags.messages.*_cdr`` builders: the fast path, no per-message serialisation).
     ``storage``: "sqlite3" (default) or "mcap".  ``extra_files`` {name: text} are written inside the
     bag directory before the rename (e.g. ``run.yaml``); a text may be a callable, called after the last
-    message is written (a summary of a stream that is written while it runs).  Every topic is recorded with
+    message is written (a summary of a stream that is written while it runs), with the bag directory
+    when it takes one argument (to record the written files).  Every topic is recorded with
     reliable QoS.  Returns the final path.
     """
     final = Path(path)
@@ -159,7 +163,7 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
     with atomic_directory(final, overwrite=overwrite, empty=False) as temp:
         # rosbags names the storage file after its directory: build in temp/<final name>, then move up,
         # so the file is "<final name>.db3" rather than the temp directory's random name.
-        inner = temp / final.name
+        inner = temp / _storage_stem(final.name)
         writer = _Writer(inner, version=METADATA_VERSION, storage_plugin=STORAGES[storage])
         try:
             writer.open()
@@ -179,8 +183,30 @@ def write_bag(path, messages: Iterable, storage: str = "sqlite3", typestore: Typ
             item.rename(temp / item.name)
         inner.rmdir()
         for name, text in extra_files.items():
-            (temp / name).write_text(text() if callable(text) else text, encoding="utf-8")
+            (temp / name).write_text(_render(text, temp), encoding="utf-8")
     return final
+
+
+def _storage_stem(name: str) -> str:
+    """The storage file's name: the bag folder's (as rosbag2 names it), or "bag" when that name is not
+    UTF-8 (metadata.yaml lists the file by name, as UTF-8 text)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "bag"
+    return name
+
+
+def _render(text, directory: Path) -> str:
+    """An extra file's text: as given, or what a callable returns — called with the bag directory
+    (before its rename) when it takes an argument (e.g. run.yaml recording the data files' SHA-256)."""
+    if not callable(text):
+        return text
+    try:
+        wants_directory = bool(inspect.signature(text).parameters)
+    except (TypeError, ValueError):
+        wants_directory = False
+    return text(directory) if wants_directory else text()
 
 
 def _write_all(writer: _Writer, messages: Iterable, store: Typestore, final: Path) -> None:

@@ -20,9 +20,11 @@ axis.  Ranges: ``NAME=LOW:HIGH`` (uniform) or ``NAME=LOW:HIGH:log`` (log-uniform
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from ..errors import UserError
 
 TUNE_VARIANT = "tuned"
 OBJECTIVE_COMBINED = "combined"
+COMMAND = "tune"  # in the marker of its --out (outputs.write_marker)
 
 
 # ------------------------------------------------------------------------------------ parameters
@@ -234,13 +237,17 @@ class _Pool:
         self.futures = set()
 
     def submit(self, number, values):
-        self.futures.add(self.pool.submit(run_trial, self.context, number, values))
+        future = self.pool.submit_labelled(f"trial {number}", run_trial, self.context, number, values)
+        self.futures.add(future)
 
     def wait_one(self):
         done, _ = self.cf.wait(self.futures, return_when=self.cf.FIRST_COMPLETED)
         future = next(iter(done))
         self.futures.discard(future)
-        return future.result()
+        try:
+            return future.result()
+        except self.cf.process.BrokenProcessPool:
+            raise self.pool.death_error() from None
 
     def close(self):
         if any(not future.done() for future in self.futures):  # interrupted: stop the running trials
@@ -295,6 +302,11 @@ class TuneResult:
     parallel: int
     executor: str
 
+    @property
+    def best_is_baseline(self) -> bool:
+        """No trial beat the untuned model: the result is the untuned model itself."""
+        return self.best is self.baseline
+
 
 def load_real_records(real_dir, scenarios, options) -> tuple:
     """Scored real runs (side ``real``) of the given scenarios; every scenario needs ≥ 2 runs."""
@@ -340,16 +352,25 @@ def _distributions(ranges):
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+OPTUNA_TABLES = {"studies", "trials", "alembic_version"}  # what Optuna's RDB storage creates
 
 
 def check_storage(storage) -> None:
-    """--storage must be an SQLite file (or a new/empty file) in an existing folder."""
+    """--storage must be a new or empty file, or an Optuna SQLite storage, in an existing folder: any
+    other SQLite database (a run bag's .db3, a user's data) is refused, never written into."""
+    import sqlite3
+    import urllib.parse
+
     path = Path(storage)
+    if path.is_symlink():
+        raise UserError(f"--storage {path}: a symbolic link; give the storage file itself")
     if path.is_dir():
         raise UserError(f"--storage {path}: is a directory, expected an SQLite file (e.g. tune.db)")
     if not path.parent.is_dir():
         raise UserError(f"--storage {path}: folder {path.parent} does not exist")
     if path.exists():
+        if not path.is_file():
+            raise UserError(f"--storage {path}: not a regular file (refusing to touch it)")
         try:
             with open(path, "rb") as stream:
                 head = stream.read(len(SQLITE_MAGIC))
@@ -357,6 +378,17 @@ def check_storage(storage) -> None:
             raise UserError(f"--storage {path}: cannot read ({exc.strerror})") from None
         if head and head != SQLITE_MAGIC:
             raise UserError(f"--storage {path}: not an SQLite database (refusing to touch it)")
+        if head:
+            uri = "file:" + urllib.parse.quote(os.fsencode(path.resolve())) + "?mode=ro"
+            try:
+                with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+                    tables = {row[0] for row in connection.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            except sqlite3.Error as exc:
+                raise UserError(f"--storage {path}: cannot read it as SQLite ({exc})") from None
+            if not OPTUNA_TABLES <= tables:
+                raise UserError(f"--storage {path}: an SQLite database but not an Optuna storage (tables: "
+                                f"{', '.join(sorted(tables)) or 'none'}); refusing to write into it")
 
 
 def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = OBJECTIVE_COMBINED,
@@ -473,7 +505,10 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
     if not complete:
         raise UserError(f"every trial failed; first error: {trials[0].error if trials else 'none ran'}")
     best = min(complete, key=lambda t: (t.vepd, t.number))
-    best_models = apply_params(models, ranges, best.values)
+    if not best.vepd < baseline.vepd:  # no trial beat the untuned model: it stays the result
+        best, best_models = baseline, models
+    else:
+        best_models = apply_params(models, ranges, best.values)
     return TuneResult(study_name, ranges, baseline, trials, best, best_models, wall, executor.capacity, kind)
 
 
@@ -529,6 +564,8 @@ class _Progress:
 # ------------------------------------------------------------------------------------ outputs
 def trials_csv(result: TuneResult) -> str:
     """number, state, VEPD, W1, W2, parameters, per-scenario VEPD, seconds, error — one row per trial."""
+    from ..report.tables import csv_text
+
     scenarios = sorted({s for t in result.trials for s in t.per_scenario} | set(result.baseline.per_scenario))
     names = [r.full_name for r in result.ranges]
     buffer = io.StringIO()
@@ -545,7 +582,8 @@ def trials_csv(result: TuneResult) -> str:
     for t in sorted(result.trials, key=lambda t: t.number):
         writer.writerow([t.number, "complete" if t.vepd is not None else "failed", fmt(t.vepd), fmt(t.w1),
                          fmt(t.w2), *(fmt(t.values.get(n)) for n in names),
-                         *(fmt(t.per_scenario.get(s)) for s in scenarios), fmt(t.seconds), t.error or ""])
+                         *(fmt(t.per_scenario.get(s)) for s in scenarios), fmt(t.seconds),
+                         csv_text(t.error or "")])
     return buffer.getvalue()
 
 
@@ -556,7 +594,7 @@ def summary(result: TuneResult) -> dict:
         "objective_baseline_vepd": base.vepd,
         "best_vepd": best.vepd,
         "improvement_factor": (base.vepd / best.vepd) if best.vepd else None,
-        "best_trial": best.number,
+        "best_trial": "baseline" if result.best_is_baseline else best.number,
         "best_params": {k: float(v) for k, v in best.values.items()},
         "best_w1": best.w1,
         "best_w2": best.w2,
@@ -589,7 +627,8 @@ def convergence_plot(result: TuneResult, path) -> Path:
     ax.set_xlabel("trial")
     ax.set_ylabel("VEPD")
     ax.set_yscale("log")
-    ax.set_title(f"{result.study_name}: best {result.best.vepd:.4g} (trial {result.best.number})")
+    which = "the untuned model" if result.best_is_baseline else f"trial {result.best.number}"
+    ax.set_title(f"{result.study_name}: best {result.best.vepd:.4g} ({which})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -603,6 +642,7 @@ def write_outputs(result: TuneResult, out, overwrite: bool = False) -> Path:
     """OUT/: best_gps.yaml, best_imu.yaml (presets for load_*_model), best.yaml (a study variant plus
     the numbers), trials.csv, convergence.png — built in a temporary sibling, renamed on success."""
     from ..atomic import atomic_directory
+    from ..outputs import file_record, write_marker
     from ..yamlio import dump_yaml
 
     with atomic_directory(out, overwrite=overwrite) as tmp:
@@ -613,4 +653,6 @@ def write_outputs(result: TuneResult, out, overwrite: bool = False) -> Path:
         (tmp / "best.yaml").write_text(dump_yaml(best), encoding="utf-8")
         (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
         convergence_plot(result, tmp / "convergence.png")
+        # A later tune with this --out replaces it (an earlier tune output, recognised by its marker).
+        write_marker(tmp, COMMAND, {p.name: file_record(p) for p in sorted(tmp.iterdir())})
     return Path(out)

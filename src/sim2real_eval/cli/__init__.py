@@ -31,6 +31,25 @@ COMMANDS = {
 }
 
 
+# The output policy (outputs.py; docs/pipeline.md, "Outputs"), as each command's --help says it.
+REPLACED = ("Outputs (docs/pipeline.md, 'Outputs'): an existing non-empty {what} is refused unless "
+            "--overwrite, which replaces it atomically (the new one is complete before the old one goes); "
+            "nothing is ever written or deleted through a symbolic link; an output may not overlap an input.")
+RUN_TREE = ("Outputs (docs/pipeline.md, 'Outputs'): OUT is a run tree; a run already there is resumed only "
+            "when its run.yaml is the requested run and its data files have the size and SHA-256 run.yaml "
+            "recorded; any other run there is refused (never overwritten); nothing else in OUT is touched.")
+
+
+def integer(text: str) -> int:
+    """argparse type of a count or an index (--k): an integer in ASCII digits.  ``int()`` also takes
+    '٢' (Arabic-Indic two) and '1_0'; a name or k is only ever ASCII digits here."""
+    import re
+
+    if re.fullmatch(r"[+-]?[0-9]+", text) is None:
+        raise argparse.ArgumentTypeError(f"expected an integer in ASCII digits, got {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sim2real-eval",
@@ -58,6 +77,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     command_parser.add_argument("--debug", action="store_true", default=known.debug,
                                 help="show tracebacks instead of one-line errors")
     module.add_arguments(command_parser)
+    policy = getattr(module, "OUTPUTS", None)  # the output policy, in every command's --help
+    if policy:
+        command_parser.epilog = f"{command_parser.epilog}  {policy}" if command_parser.epilog else policy
     args = command_parser.parse_args(rest)
     if args.debug:  # e.g. Ray's own logs (pipeline.ray_cluster) are shown only then
         import logging
@@ -65,22 +87,58 @@ def main(argv: Optional[List[str]] = None) -> int:
         logging.getLogger("sim2real_eval").setLevel(logging.DEBUG)
     from ..workers import Terminated, handle_sigterm
 
-    handle_sigterm()  # SIGTERM unwinds like Ctrl-C: nothing half-written, workers stopped
+    handle_sigterm()  # SIGTERM/SIGHUP unwind like Ctrl-C: nothing half-written, workers stopped
     _show_data_warnings(known.command)
+    _names_as_bytes()
     try:
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not as "Exception ignored" at exit
+        return code
     except UserError as exc:
         if args.debug:
             raise
         print(f"sim2real-eval {known.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Terminated as exc:
-        print(f"sim2real-eval {known.command}: terminated (SIGTERM); nothing half-written is left",
+        print(f"sim2real-eval {known.command}: terminated ({exc.name}); nothing half-written is left",
               file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"sim2real-eval {known.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _broken_pipe()
+    except OSError as exc:  # the environment refused (a path the OS cannot take, a full disk …)
+        if args.debug:
+            raise
+        from ..limits import describe_os_error
+
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"sim2real-eval {known.command}: error: {where}{describe_os_error(exc)}", file=sys.stderr)
+        return 2
+
+
+def _names_as_bytes() -> None:
+    """Print file names as the bytes they are: a name that is not UTF-8 (a \\xff byte) reaches Python as
+    a surrogate escape and is written back as that byte, never a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            reconfigure(errors="surrogateescape")
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``| head``, ``| true``): stop quietly with the status a process
+    killed by SIGPIPE has, as other command-line tools do (the work itself finished or was unwound)."""
+    import os
+    import signal
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not fail again
+    except (OSError, ValueError):
+        pass
+    return 128 + signal.SIGPIPE
 
 
 def note(command: str):

@@ -8,6 +8,10 @@ import argparse
 
 from ..errors import UserError
 
+OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): an existing output file is refused unless --overwrite; "
+           "all files (presets, report, plots) appear together, complete, or none does (a link is replaced "
+           "as a link, never written through); an output may not lie inside the bag.")
+
 
 def _epe(text: str):
     if text == "status":

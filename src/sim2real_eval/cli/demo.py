@@ -7,7 +7,14 @@ embedded robot_localization → VEPD report in OUT, a summary table and the wall
 from __future__ import annotations
 
 from ..pipeline import start, timing  # standard library only: --help stays cheap
-from . import note
+from . import integer, note
+
+OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): OUT must be new, empty or an earlier demo output: its "
+           "marker OUT/.sim2real-eval.json lists every file the demo wrote, and only those are replaced (its "
+           "runs are resumed; runs kept by --keep-runs stay, also after a plain demo); a file of yours among "
+           "the report's names is refused up front, other files in OUT are never touched.  Any other "
+           "folder is refused unless --overwrite, which moves it aside and deletes it only once the new "
+           "output is complete.  Nothing is written or deleted through a symbolic link.")
 
 # Measured costs (README "What it costs": /usr/bin/time -v on the 2-core development machine, 24 Nov 2026).
 COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 1 min 22 s wall, 107 s CPU "
@@ -22,15 +29,20 @@ def add_arguments(parser) -> None:
                         help="your real bags as DIR/<scenario>/<run>/ (rosbag2 folders or .bag files; "
                              "the first K runs per scenario by name); default: the synthetic reference "
                              "data set")
-    parser.add_argument("--k", type=int, default=None,
+    parser.add_argument("--k", type=integer, default=None,
                         help="runs per scenario (default 10; --quick: 3); reference runs beyond the shipped "
                              "ones are regenerated into OUT/reference")
-    parser.add_argument("--out", default="report", help="output folder (default: report)")
+    parser.add_argument("--out", default="report",
+                        help="output folder: new, empty or an earlier demo output (default: report)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an --out folder that is not a demo output (once the new one is "
+                             "complete)")
     parser.add_argument("--quick", action="store_true", help=f"K = 3 (57 runs): a smoke test; {QUICK_COST}")
     parser.add_argument("--keep-runs", action="store_true",
                         help="keep the run bags in OUT/runs (3.7 MB per run, 705 MB for K = 10; a rerun "
                              "resumes them, and 'sim2real-eval score OUT/runs --exclude-variant "
-                             "\"sim_imu-*\"' scores them again); default: removed once the report is written")
+                             "\"sim_imu-*\"' scores them again); default: removed once the report is written "
+                             "(runs an earlier --keep-runs kept are kept, and the summary says so)")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (default: all cores; 1 = in this process)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
@@ -51,18 +63,21 @@ def run(args) -> int:
 
     from .. import demo
     from ..demo import run_demo, summary_table
-    from ..outputs import check_paths
+    from ..outputs import check_name, check_paths
     from ..reference import shipped_reference_dir
 
+    check_name(args.out, "--out")
     out = Path(args.out)
     written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
-                                       ".report-staging", *demo.REPORT_FILES)]
-    check_paths({"--real": args.real if args.real else shipped_reference_dir(), "--config": args.config},
-                {"--out": written})
+                                       *demo.REPORT_FILES)]
+    inputs = {"--real": args.real if args.real else shipped_reference_dir(), "--config": args.config}
+    check_paths(inputs, {"--out": written})
+    if args.overwrite:  # OUT may be replaced as a whole: it must not hold an input either
+        check_paths(inputs, {"--out": out})
     result = run_demo(args.out, real=args.real, k=args.k, quick=args.quick, workers=args.workers,
                       config_path=args.config, progress=not args.no_progress, imu_scenario=args.imu_scenario,
                       ray_address=args.ray, timing=timing.from_args(args),
-                      noise_floor=args.noise_floor, keep_runs=args.keep_runs, notice=note("demo"),
-                      start=lambda judge: start.from_args(args, judge))
+                      noise_floor=args.noise_floor, keep_runs=args.keep_runs, overwrite=args.overwrite,
+                      notice=note("demo"), start=lambda judge: start.from_args(args, judge))
     print(summary_table(result))
     return 0

@@ -10,7 +10,9 @@ import contextlib
 from pathlib import Path
 
 from ..pipeline import timing  # standard library only: --help stays cheap
-from . import note
+from . import REPLACED, note
+
+OUTPUTS = REPLACED.format(what="--output")
 
 
 def add_arguments(parser) -> None:
@@ -65,10 +67,11 @@ def add_arguments(parser) -> None:
         help="ROS-style topic remapping of the nodes' topics; repeatable",
     )
     parser.add_argument(
-        "--output", type=Path, help="output rosbag2 directory (must not exist; required unless --check)"
+        "--output", type=Path, help="output rosbag2 directory (new or empty; required unless --check)"
     )
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT when complete")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --output, atomically once the new one is complete")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--allow-missing-sensor", action="store_true",
                         help="write the output even when a whole input was lost (e.g. every /imu dropped "
@@ -135,8 +138,10 @@ def _imu_lint(path, imu_models, bag, static_tfs) -> list:
 
 
 def run(args) -> int:
+    import os
+
     from ..errors import UserError
-    from ..outputs import check_paths
+    from ..outputs import NEW, check_paths, output_folder
     from ..service import judge_bag
 
     if args.check:
@@ -147,13 +152,14 @@ def run(args) -> int:
         raise UserError(f"missing {', '.join(missing)} (needed unless --check)")
     remaps = parse_remaps(args.remap)
     check_paths({"BAG": args.bag, "--config": args.config, "--navsat": args.navsat},
-                {"--output": args.output}, overwrite=args.overwrite)  # before the (long) judging
+                {"--output": args.output})  # before the (long) judging
+    replace = output_folder(args.output, "--output", args.overwrite) != NEW or os.path.lexists(args.output)
     judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
                        navsat_node=args.navsat_node, gps_topic=args.gps_topic,
                        static_tfs=args.static_tf or None, remaps=remaps, timing=timing.from_args(args),
                        progress=None if args.no_progress else _progress,
                        allow_missing_sensor=args.allow_missing_sensor,  # written while judged:
-                       output=args.output, storage=args.storage, overwrite=args.overwrite,
+                       output=args.output, storage=args.storage, overwrite=replace,
                        notice=note("judge"))
     result = judged.result
     print(

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from ..art import TOPICS  # standard library only: --help stays cheap
 from ..pipeline import start, timing
-from . import note
+from . import RUN_TREE, integer, note
+
+OUTPUTS = RUN_TREE
 
 
 def add_arguments(parser) -> None:
@@ -36,7 +38,7 @@ def add_arguments(parser) -> None:
                              "the IMU's x axis up; said on stderr), none for any other bag")
     parser.add_argument("--scenario", default=None,
                         help="scenario name of every bag (default: the folder each bag is in)")
-    parser.add_argument("--k", type=int, default=None,
+    parser.add_argument("--k", type=integer, default=None,
                         help="repeat index, for one bag (default: its position among the bags of its folder)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated streams (default 0)")
     parser.add_argument("--truth", default="auto", help="ground-truth source in the bag (default: auto)")
@@ -60,7 +62,7 @@ def run(args) -> int:
     from ..art import EKF_CONFIG, NAVSAT_CONFIG
     from ..errors import UserError
     from ..pipeline.replay import parse_replace
-    from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
+    from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, check_ground_truth_rate
     from ..pipeline.study import parse_static_tf_text
     from ..resources import config_path
     from ..runs import RealBag, find_real_bags
@@ -89,6 +91,7 @@ def run(args) -> int:
     rate = DEFAULT_GROUND_TRUTH_RATE if args.ground_truth_rate is None else args.ground_truth_rate
     if not rate > 0:
         raise UserError(f"--ground-truth-rate must be > 0, got {rate}")
+    check_ground_truth_rate(rate, "--ground-truth-rate")
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be >= 1, got {args.workers}")
     sims = parse_replace(args.replace)

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import argparse
 
+from . import integer
+
+OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): an existing --out or --plot file is refused unless "
+           "--overwrite; the files appear together, complete, or neither does (a link is replaced as a "
+           "link, never written through).")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "name", metavar="NAME", help="scenario name (line, sine, circle, rest) or a YAML path"
     )
     parser.add_argument(
-        "--k", type=int, default=0, help="repeat index: selects the run's perturbation (default 0)"
+        "--k", type=integer, default=0, help="repeat index: selects the run's perturbation (default 0)"
     )
     parser.add_argument("--seed", type=int, default=0, help="study seed (default 0)")
     parser.add_argument(
@@ -52,7 +58,7 @@ def run(args) -> int:
 
     import numpy as np
 
-    from ..atomic import atomic_file
+    from ..atomic import atomic_files
     from ..errors import UserError
     from ..outputs import check_paths
     from ..scenarios import generate
@@ -62,11 +68,19 @@ def run(args) -> int:
     check_paths({"NAME": args.name if Path(args.name).is_file() else None},
                 {"--out": args.out, "--plot": args.plot}, overwrite=args.overwrite)
     truth = generate(args.name, k=args.k, seed=args.seed)
-    with atomic_file(args.out, "wb", overwrite=args.overwrite) as stream:
-        np.savez(stream, **truth.as_dict())
+    finals = [args.out] + ([args.plot] if args.plot else [])
+    with atomic_files(finals, overwrite=args.overwrite) as temps:  # both or neither
+        for index, temp in enumerate(temps):
+            try:
+                with open(temp, "wb") as stream:
+                    if index == 0:
+                        np.savez(stream, **truth.as_dict())
+                    else:
+                        plot_truth(truth, f"scenario {args.name}, k={args.k}, seed={args.seed}", stream)
+            except OSError as exc:
+                exc.filename = str(temp)  # the error names the file that failed
+                raise
     print(f"{args.out}: {len(truth)} samples, t = {truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
     if args.plot:
-        with atomic_file(args.plot, "wb", overwrite=args.overwrite) as stream:
-            plot_truth(truth, f"scenario {args.name}, k={args.k}, seed={args.seed}", stream)
         print(f"{args.plot}: plot written")
     return 0

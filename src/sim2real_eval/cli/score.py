@@ -13,7 +13,10 @@ import argparse
 import dataclasses
 import os
 import sys
-from pathlib import Path
+
+from . import REPLACED
+
+OUTPUTS = REPLACED.format(what="--out")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--csv-dir", metavar="DIR",
                         help="reference CSV layout: DIR/Real/<scenario>_<k>.csv, "
                              "DIR/Sim/<variant>/<scenario>_<k>.csv")
-    parser.add_argument("--out", required=True, metavar="DIR", help="report folder (written atomically)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="report folder, new or empty (written atomically)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --out folder, once the new report is complete")
     parser.add_argument("--exclude-scenario", action="append", metavar="NAME",
                         help="scenario to leave out (repeatable; default: rest). Use --exclude-scenario '' "
                              "to keep every scenario")
@@ -118,7 +123,7 @@ def run(args) -> int:
 
     from ..errors import UserError
     from ..metrics import ScoreOptions
-    from ..outputs import check_paths
+    from ..outputs import NEW, check_paths, output_folder
     from ..report import parse_trace_run, write_report
     from ..report.provenance import collect as collect_provenance
     from ..service import find_runs_to_score, score_runs
@@ -132,8 +137,7 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers: must be >= 1, got {args.workers}")
     trace_runs = [parse_trace_run(t) for t in args.trace_runs] if args.trace_runs else None
-    if Path(args.out).exists() and not args.overwrite:
-        raise UserError(f"{args.out}: already exists (choose another --out or add --overwrite)")
+    replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
     kind, source, specs = find_runs_to_score(options, args.runs_dir, args.manifest, args.csv_dir)
     if args.window:
         from ..metrics.inputs import parse_window, with_window
@@ -144,8 +148,7 @@ def run(args) -> int:
 
     options = dataclasses.replace(options, warmup_s=warmup_of_runs(specs, args.warmup)).validate()
     label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
-    check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out},
-                overwrite=args.overwrite)
+    check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out})
 
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -171,7 +174,7 @@ def run(args) -> int:
                      extra_options={"input": kind, "source": str(source),
                                     **({"window_ns": list(parse_window(args.window))} if args.window else {}),
                                     **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
-                     overwrite=args.overwrite, workers=args.workers or os.cpu_count() or 1,
+                     overwrite=replace, workers=args.workers or os.cpu_count() or 1,
                      provenance=collect_provenance(result, kind, str(source)))
         progress.advance(report_task, 1)
         progress.refresh()

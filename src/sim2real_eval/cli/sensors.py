@@ -12,6 +12,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from . import REPLACED, integer
+
+OUTPUTS = REPLACED.format(what="--out")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
@@ -21,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--truth", metavar="FILE.npz", help="ground truth written by `sim2real-eval scenario`"
     )
-    parser.add_argument("--k", type=int, default=0, help="repeat index (default 0)")
+    parser.add_argument("--k", type=integer, default=0, help="repeat index (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="study seed (default 0)")
     parser.add_argument(
         "--gps", default="ch_gauss", metavar="PRESET", help="GPS preset or YAML (default ch_gauss)"
@@ -46,10 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("ROLL", "PITCH", "YAW"),
         help="IMU frame in base_link, rad (default: the preset's, identity)",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (written atomically)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder, new or empty (written "
+                                                                    "atomically)")
     parser.add_argument("--format", choices=("npz", "csv", "both"), default="both", help="series format")
     parser.add_argument("--plot", action="store_true", help="also write sensors.png")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --out folder, once the new one is complete")
 
 
 def _write_csv(path: Path, columns: dict) -> None:
@@ -125,6 +131,7 @@ def plot_sensors(truth, fixes, gps_enu, imu, imu_truth, title: str, stream) -> N
 
 def run(args) -> int:
     import math
+    import os
 
     import numpy as np
 
@@ -132,7 +139,7 @@ def run(args) -> int:
     from ..errors import UserError
     from ..geodesy import as_datum, geodetic_to_enu
     from ..models import load_gps_model, load_imu_model, sensor_seed
-    from ..outputs import check_paths
+    from ..outputs import NEW, check_paths, output_folder
     from ..scenarios import generate, load_scenario
     from ..truth import GroundTruth
     from ..yamlio import dump_yaml
@@ -144,8 +151,8 @@ def run(args) -> int:
     if args.mounting_rpy and not all(math.isfinite(v) for v in args.mounting_rpy):
         raise UserError(f"--mounting-rpy: expected three finite angles (rad), got {args.mounting_rpy}")
     files = [args.scenario, args.truth, args.gps, args.imu]
-    check_paths({"inputs": [f for f in files if f and Path(f).is_file()]}, {"--out": args.out},
-                overwrite=args.overwrite)
+    check_paths({"inputs": [f for f in files if f and Path(f).is_file()]}, {"--out": args.out})
+    replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
     if args.scenario:
         name = load_scenario(args.scenario)[2]
         truth = generate(args.scenario, k=args.k, seed=args.seed)
@@ -169,7 +176,7 @@ def run(args) -> int:
         "imu": {"spec": args.imu, **imu.parameters},
         "counts": {"truth": len(truth), "gps": len(fixes), "imu": len(imu_samples)},
     }
-    with atomic_directory(args.out, overwrite=args.overwrite, empty=False) as folder:
+    with atomic_directory(args.out, overwrite=replace, empty=False) as folder:
         (folder / "sensors.yaml").write_text(dump_yaml(description), encoding="utf-8")
         if args.format in ("npz", "both"):
             np.savez(folder / "truth.npz", **truth.as_dict())

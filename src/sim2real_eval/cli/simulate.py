@@ -6,11 +6,15 @@ skips complete runs; a run directory that differs from the study is refused.
 from __future__ import annotations
 
 from ..pipeline import timing  # standard library only: --help stays cheap
+from . import RUN_TREE
+
+OUTPUTS = RUN_TREE
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("study", help="study file (config/studies/*.yaml)")
-    parser.add_argument("--out", required=True, help="output directory (runs go to OUT/sim/...)")
+    parser.add_argument("--out", required=True,
+                        help="output directory (runs go to OUT/sim/...; complete runs there are resumed)")
     parser.add_argument("--workers", type=int, default=None,
                         help="local worker processes (default: all cores; 1 = in this process)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,

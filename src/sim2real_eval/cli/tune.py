@@ -7,6 +7,11 @@ from pathlib import Path
 
 from ..errors import UserError
 
+OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): --out must be new, empty or an earlier tune output (its "
+           "marker .sim2real-eval.json; replaced when the search is done); any other folder is refused "
+           "unless --overwrite, which replaces it atomically; --storage must be a new file or an Optuna "
+           "SQLite storage, outside --real and --out; nothing is written through a symbolic link.")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", required=True,
@@ -18,13 +23,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "'gps.position_noise.sigma=0.005:0.5:log,imu.accelerometer.b0=0:0.2' "
                              "(a unique suffix such as gps.sigma is enough)")
     parser.add_argument("--out", required=True,
-                        help="output directory: best presets, trials.csv, convergence.png")
+                        help="output directory: best presets, trials.csv, convergence.png (new, empty or an "
+                             "earlier tune output)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --out that is not a tune output, once the search is done")
     parser.add_argument("--variant", default=None, help="study variant to tune (needed when it has several)")
     parser.add_argument("--budget", type=int, default=20, help="number of trials in total (default 20)")
     parser.add_argument("--objective", default="combined",
                         help="'combined' (scenarios pooled, Table I) or one scenario name")
     parser.add_argument("--storage", default=None, metavar="FILE.db",
-                        help="SQLite file for a resumable study (finished trials count towards --budget)")
+                        help="SQLite file for a resumable study (finished trials count towards --budget): a "
+                             "new file or an Optuna storage, outside --real and --out")
     parser.add_argument("--ray", default=None, metavar="ADDRESS",
                         help="run trials as Ray tasks: a cluster address, 'auto' or 'local'")
     parser.add_argument("--workers", type=int, default=1,
@@ -37,15 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from rich.console import Console
 
-    from ..calibrate.tune import tune, write_outputs
-    from ..outputs import check_paths
+    from ..calibrate.tune import COMMAND, tune, write_outputs
+    from ..outputs import check_paths, output_folder
 
     out = Path(args.out)
-    # tune reads DIR/real/real/<scenario>/<k>/ of --real: an --out beside that (DIR/out) is fine
-    check_paths({"--study": args.study, "--real": Path(args.real) / "real", "--storage": args.storage},
-                {"--out": out})
-    if out.exists() and not (out / "trials.csv").is_file():
-        raise UserError(f"--out {out}: exists and is not a previous tune output; choose another directory")
+    # tune reads DIR/real/real/<scenario>/<k>/ of --real: an --out (or a --storage) beside that is fine.
+    # --storage is written: an output, so it may not lie in the runs tune reads nor in --out (replaced).
+    check_paths({"--study": args.study, "--real": Path(args.real) / "real"},
+                {"--out": out, "--storage": args.storage})
+    output_folder(out, "--out", args.overwrite, command=COMMAND)
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
     result = tune(args.study, args.real, args.params, budget=args.budget, objective=args.objective,
@@ -54,10 +63,16 @@ def run(args) -> int:
     write_outputs(result, out, overwrite=True)
     console = Console(stderr=True)
     base, best = result.baseline, result.best
-    factor = base.vepd / best.vepd if best.vepd else float("inf")
-    values = ", ".join(f"{k}={v:.5g}" for k, v in best.values.items())
-    console.print(f"untuned VEPD {base.vepd:.5g} -> best {best.vepd:.5g} (x{factor:.2f} lower) at trial "
-                  f"{best.number}: {values}")
+    if result.best_is_baseline:
+        tried = min((t for t in result.trials if t.vepd is not None), key=lambda t: t.vepd, default=None)
+        closest = f"; the best trial, {tried.number}, has VEPD {tried.vepd:.5g}" if tried else ""
+        console.print(f"no trial beat the untuned model (VEPD {base.vepd:.5g}{closest}): best_*.yaml hold "
+                      "the untuned parameters; widen --params or raise --budget")
+    else:
+        factor = base.vepd / best.vepd if best.vepd else float("inf")
+        values = ", ".join(f"{k}={v:.5g}" for k, v in best.values.items())
+        console.print(f"untuned VEPD {base.vepd:.5g} -> best {best.vepd:.5g} (x{factor:.2f} lower) at trial "
+                      f"{best.number}: {values}")
     console.print(f"{len(result.trials)} trials, {result.wall_seconds:.1f} s wall ({result.executor}); "
                   f"wrote {out}/best_gps.yaml, best_imu.yaml, best.yaml, trials.csv, convergence.png")
     return 0

@@ -13,8 +13,9 @@ the ticks due before it, and with ``final`` then the ticks up to ``final_ns``:
   to /odometry/gps; processed at the next EKF tick).
 
 It returns (next row, status): DONE; NEED_SPACE when the queue pool or an output buffer might not hold
-what the next step adds (the owner grows the pool or takes the outputs, and calls again); FAULT when a
-callback refused an input or the filter became non-finite (``counters.fault_*``).
+what the next step adds, or after ``TICKS_PER_CALL`` ticks (the owner grows the pool or takes the
+outputs, and calls again: Python's signal handlers run in between); FAULT when a callback refused an
+input or the filter became non-finite (``counters.fault_*``).
 """
 
 from __future__ import annotations
@@ -60,16 +61,25 @@ def _gps_to_ekf(ekf, tf, queue, outputs, navsat, topics):
     return _callbacks(ekf, tf, queue, topics, ekf.node.gps_odometry_topic, row)
 
 
+# Ticks run per call at most: then the loop returns to Python (as NEED_SPACE), where signal handlers run,
+# so SIGTERM / Ctrl-C are acted on within milliseconds even when a gap in a bag holds millions of ticks
+# that publish nothing (an uninitialised filter) — before, one call could run for minutes.
+TICKS_PER_CALL = 1 << 16
+
+
 @njit(cache=True, inline="always")
 def _ticks(ekf, tf, queue, outputs, navsat, topics, timing, until, inclusive, reserve):
-    """Run the ticks due before ``until`` (at it too when ``inclusive``) → DONE, NEED_SPACE or FAULT."""
+    """Run the ticks due before ``until`` (at it too when ``inclusive``) → DONE, NEED_SPACE (also after
+    ``TICKS_PER_CALL`` ticks) or FAULT."""
+    count = 0
     while True:
         next_ekf, next_navsat = timing.next_ekf, timing.next_navsat
         due = min(next_ekf, next_navsat)
         if due > until or (due == until and not inclusive):
             return DONE
-        if not _room(queue, outputs, reserve):
+        if not _room(queue, outputs, reserve) or count >= TICKS_PER_CALL:
             return NEED_SPACE
+        count += 1
         if next_ekf == due:
             status = ekf_tick(ekf, tf, queue, outputs, due)
             if status < 0:

@@ -34,7 +34,7 @@ from .speed import speed_from_velocity
 from .study import REAL, RunRecord
 
 CSV_COLUMNS = ("se_time", "gt_time", "se_vel", "gt_vel")
-CSV_NAME = re.compile(r"^(?P<scenario>.+)_(?P<k>\d+)\.csv$")
+CSV_NAME = re.compile(r"(?P<scenario>.+)_(?P<k>[0-9]+)\.csv")  # fullmatch; ASCII digits (not '٢', '²')
 DEFAULT_TOPICS = {"estimate": "/odometry/filtered", "ground_truth": "/ground_truth/odom"}
 SIDES = (REAL, "sim")
 
@@ -80,7 +80,7 @@ class RunSeries:
 def _csv_specs(directory: Path, side: str, variant: str, exclude) -> list:
     specs = []
     for path in sorted(directory.glob("*.csv")):
-        match = CSV_NAME.match(path.name)
+        match = CSV_NAME.fullmatch(path.name)
         if not match:
             raise UserError(f"{path}: file name does not match <scenario>_<k>.csv")
         if match["scenario"] in exclude:

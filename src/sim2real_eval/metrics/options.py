@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import UserError
+from ..limits import RESAMPLES, SCORE_RATE
 
 SPECTRA = ("full", "one_sided", "welch")
 # Highest common-timeline rate: the inputs are published at tens of Hz (ekf_node, INS); resampling
-# them faster only interpolates, and 1e6 Hz would make billions of samples.
-MAX_RATE_HZ = 1000.0
+# them faster only interpolates, and 1e6 Hz would make billions of samples.  (limits.py, docs/limits.md)
+MAX_RATE_HZ = SCORE_RATE.high
 
 # Speed of one series from its velocity vector (x, y, z as stored in the message).
 #   horizontal  sqrt(x^2 + y^2)                  (our definition, frame-independent about z)
@@ -85,6 +86,8 @@ class ScoreOptions:
             raise UserError(f"--speed: unknown {self.speed!r}; expected one of {', '.join(SPEED_CHOICES)}")
         if self.bootstrap < 0 or self.permutations < 0:
             raise UserError("--bootstrap/--permutations: must be >= 0")
+        RESAMPLES.check(self.bootstrap, "--bootstrap")
+        RESAMPLES.check(self.permutations, "--permutations")
         if self.seed < 0:
             raise UserError(f"--seed: must be >= 0, got {self.seed}")
         if not (self.warmup_s >= 0 and self.warmup_s < float("inf")):

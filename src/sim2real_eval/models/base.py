@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import UserError
+from ..limits import GPS_RATE, IMU_RATE
 from ..resources import config_path
 from ..stamps import NS_PER_S
 from ..stamps import ns_to_seconds as stamps_to_seconds  # the one ns -> s conversion every host uses
@@ -23,8 +24,8 @@ from ..yamlio import load_yaml
 
 # Highest sample rate a model accepts, Hz: the fastest GNSS receivers publish at 100 Hz, the fastest
 # MEMS/tactical IMUs at a few kHz.  Above that a typo (rate: 1000000) would only make millions of
-# samples and minutes of work.
-MAX_RATE_HZ = {"gps": 100.0, "imu": 5000.0}
+# samples and minutes of work.  (The bounds table: limits.py, docs/limits.md.)
+MAX_RATE_HZ = {"gps": GPS_RATE.high, "imu": IMU_RATE.high}
 
 
 def model_rate(sec, kind: str, default: float) -> float:

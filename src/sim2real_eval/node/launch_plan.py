@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..art import ART_STATIC_TFS, EKF_CONFIG, GPS_ODOMETRY_TOPIC, NAVSAT_CONFIG, TOPICS
 from ..errors import UserError
+from ..runs import is_number
 from ..static_tf import parse_static_tf
 from .params import RECORDED_TOPICS, REPLAY_MODES, STORAGES
 from .ticks import period_ns
@@ -142,8 +143,8 @@ def _index(value: str, name: str, empty: Optional[int] = None) -> int:
     text = str(value).strip()
     if not text and empty is not None:
         return empty
-    if not text.isdigit():
-        raise UserError(f"launch argument {name}:={value!r}: expected an integer >= 0")
+    if not is_number(text):
+        raise UserError(f"launch argument {name}:={value!r}: expected an integer >= 0 (ASCII digits)")
     return int(text)
 
 

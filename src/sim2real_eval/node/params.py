@@ -20,6 +20,7 @@ import numpy as np
 
 from ..art import GPS_FRAME, GPS_ODOMETRY_TOPIC, IMU_FRAME, TOPICS
 from ..errors import UserError
+from ..runs import is_number
 from .ticks import period_ns
 from .truth_stream import TRUTH_MODES, SensorStream
 
@@ -129,7 +130,7 @@ def seed_keys(values: Sequence[str]) -> List[Any]:
     keys: List[Any] = []
     for value in values:
         text = str(value)
-        keys.append(int(text) if text.isdigit() else text)
+        keys.append(int(text) if is_number(text) else text)
     return keys
 
 
@@ -344,7 +345,7 @@ def parse_wait_for(values: Sequence[str]) -> List[Tuple[str, int]]:
     out = []
     for item in values:
         topic, sep, count = str(item).partition("=")
-        if not sep or not topic.startswith("/") or not count.isdigit() or int(count) < 1:
+        if not sep or not topic.startswith("/") or not is_number(count) or int(count) < 1:
             raise UserError(f"parameter wait_for: {item!r} is not TOPIC=SUBSCRIBERS (e.g. /fix=2)")
         out.append((topic, int(count)))
     return out

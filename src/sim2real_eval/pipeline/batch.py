@@ -166,7 +166,8 @@ def _run_pool(tasks, pending, out, workers, collect: Callable) -> None:
     # Ctrl-C, SIGTERM or a bug: the pool drops queued runs and stops running ones (they remove their
     # temporary directory); workers also die with this process if it is killed (workers.WorkerPool).
     with WorkerPool(min(workers, len(pending))) as pool:
-        futures = {pool.submit(execute_task, tasks[index], out): index for index in pending}
+        futures = {pool.submit_labelled(tasks[index].label, execute_task, tasks[index], out): index
+                   for index in pending}
         for future in cf.as_completed(futures):
             collect(futures[future], future.result())
 

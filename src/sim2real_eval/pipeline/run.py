@@ -398,14 +398,25 @@ def start_stamp_ns(truth) -> int:
     return truth_window_ns(truth)[0]
 
 
+def check_ground_truth_rate(rate: float, where: str) -> float:
+    """A ground_truth_rate inside ``limits.GROUND_TRUTH_RATE`` (1 Hz … 1 kHz); errors name ``where``."""
+    from ..limits import GROUND_TRUTH_RATE
+
+    return GROUND_TRUTH_RATE.check(float(rate), where)
+
+
 def truth_records(truth, rate: float) -> list:
     """/ground_truth/odom at ``rate`` Hz: ticks k·period inside the truth span (docs: Time), as
-    (recv_ns, topic, msgtype, CDR bytes) records."""
+    (recv_ns, topic, msgtype, CDR bytes) records.  A run is never written without them."""
     import numpy as np
 
     from ..bags import messages as bag_messages
 
+    check_ground_truth_rate(rate, "ground_truth_rate")
     stamps = bag_messages.tick_stamps_ns(truth, rate)
+    if len(stamps) < 2:
+        raise UserError(f"ground_truth_rate {rate:g} Hz: {len(stamps)} /ground_truth/odom message(s) in the "
+                        f"{truth.duration:.3g} s of ground truth; the scorer needs at least 2")
     # ns -> s may step past the span by an ulp at epoch-scale times: clip, never extrapolate.
     sampled = truth.interpolate(np.clip(stamps * 1e-9, truth.t[0], truth.t[-1]))
     return bag_messages.truth_odometry_cdr(sampled, TOPICS["ground_truth"])
@@ -477,9 +488,14 @@ def write_run(path: Path, records: list, record: RunInfo | dict, storage: str) -
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec[1]] = counts.get(rec[1], 0) + 1
-    text = record.to_yaml() if isinstance(record, RunInfo) else dump_yaml(record)
+    def run_yaml(directory: Path) -> str:
+        # The data files' sizes and SHA-256 as written: resume checks them (runs.existing_run).
+        if isinstance(record, RunInfo):
+            return record.with_files(directory).to_yaml()
+        return dump_yaml({**record, runs.FILES_KEY: runs.data_files(directory)})
+
     # write_bag builds the bag in a temporary sibling and renames it: no half directory on failure.
-    write_bag(path, records, storage=storage, extra_files={RUN_FILE: text})
+    write_bag(path, records, storage=storage, extra_files={RUN_FILE: run_yaml})
     return counts
 
 

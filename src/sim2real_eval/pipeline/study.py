@@ -38,10 +38,11 @@ from typing import Any
 
 from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
 from ..errors import UserError
+from ..limits import check_repeats
 from ..resources import config_path
-from ..runs import NAME_PATTERN, NAME_RULE, STORAGES
+from ..runs import NAME_RULE, STORAGES, is_name
 from ..yamlio import Section, load_yaml
-from .run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, SimRunSpec
+from .run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, SimRunSpec, check_ground_truth_rate
 from .start import INITIAL_STATES
 from .timing import TimingModel
 
@@ -99,7 +100,7 @@ class Study:
 
 
 def check_name(section: Section, key: str, value: Any, what: str) -> str:
-    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+    if not is_name(value):
         raise section.error(key, f"{what} {value!r} must be a string of {NAME_RULE}")
     return value
 
@@ -239,6 +240,8 @@ def load_study(path) -> Study:
     repeats = study.integer("repeats", required=True, minimum=1)
     storage = study.string("storage", "sqlite3", choices=STORAGES)
     rate = study.number("ground_truth_rate", DEFAULT_GROUND_TRUTH_RATE, positive=True)
+    check_ground_truth_rate(rate, f"{path}: ground_truth_rate")
+    check_repeats(repeats, f"{path}: repeats")
     return Study(
         name=name,
         source=str(path),

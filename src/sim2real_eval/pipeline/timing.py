@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Tuple
 
 from ..errors import UserError
+from ..limits import TICK_LATENCY
 from ..runs import TIMING_MODELS as MODES
 
 LATENCY_HIGH_NS = 25_000_000  # random: tick latency ~ U(0, 25 ms), the period of `ros2 bag play --clock`
@@ -76,6 +77,7 @@ class TimingModel:
         for name in ("ekf_phase_ns", "navsat_phase_ns", "tick_latency_ns"):
             if getattr(self, name) < 0:
                 raise UserError(f"timing: {name[:-3]} must be >= 0, got {_ms(getattr(self, name))}")
+        TICK_LATENCY.check(self.tick_latency_ns / 1e6, "--tick-latency-ms / tick_latency_ms")
         if self.mode == "random" and (self.ekf_phase_ns or self.navsat_phase_ns or self.tick_latency_ns):
             raise UserError("timing: random draws the phases and the latency; do not give them too")
         if self.mode == "fixed" and self.seed is not None:
@@ -110,7 +112,9 @@ class TimingModel:
             navsat = _to_ns(values[-1])
         latency = 0
         if latency_ms is not None:
-            latency = _to_ns(_number(latency_ms, f"--tick-latency-ms {latency_ms!r}"))
+            latency_ms = TICK_LATENCY.check(_number(latency_ms, f"--tick-latency-ms {latency_ms!r}"),
+                                            "--tick-latency-ms")
+            latency = _to_ns(latency_ms)
         return cls(mode, ekf, navsat, latency, seed)
 
     @classmethod
@@ -127,6 +131,8 @@ class TimingModel:
             raise section.error(given[0], "model random draws the phases and the latency: remove it")
         if mode == "fixed" and section.has("seed"):
             raise section.error("seed", "only model random has a seed")
+        TICK_LATENCY.check(section.number("tick_latency_ms", 0.0, nonnegative=True),
+                           f"{section.source}: {section.name('tick_latency_ms')}")
         values = {key: _to_ns(section.number(key, 0.0, nonnegative=True)) for key in
                   ("ekf_phase_ms", "navsat_phase_ms", "tick_latency_ms")}
         return cls(mode, values["ekf_phase_ms"], values["navsat_phase_ms"], values["tick_latency_ms"],

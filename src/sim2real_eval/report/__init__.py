@@ -19,8 +19,10 @@ __all__ = ["Study", "default_trace_runs", "parse_trace_run", "write_report"]
 
 def parse_trace_run(text: str) -> tuple[str, int]:
     """"SCENARIO:K" -> (scenario, k)."""
+    from ..runs import is_number
+
     scenario, sep, k = text.rpartition(":")
-    if not sep or not scenario or not k.isdigit():
+    if not sep or not scenario or not is_number(k):
         raise UserError(f"--trace-runs: expected SCENARIO:K (e.g. line:1), got {text!r}")
     return scenario, int(k)
 
@@ -109,8 +111,8 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
     }
     out_dir = Path(out_dir)
     with atomic_directory(out_dir, overwrite=overwrite, empty=False) as temp:
-        for name, text in documents.items():
-            (temp / name).write_text(text, encoding="utf-8")
+        for name, text in documents.items():  # a file name that is not UTF-8 is shown as \xff
+            (temp / name).write_text(text, encoding="utf-8", errors="backslashreplace")
         figure_dir = temp / "figures"
         figure_dir.mkdir()
         for name, png in pngs.items():

@@ -77,13 +77,24 @@ def to_json(document: dict) -> str:
     return json.dumps(document, indent=2, allow_nan=False) + "\n"
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value) -> str:
+    """A text cell of a CSV file: one that a spreadsheet would run as a formula (it starts with = + - @,
+    tab or CR: a variant named ``=HYPERLINK(...)``) gets a leading ``'``, as OWASP advises.  Only text
+    cells: numbers are written as they are (a negative number stays a number)."""
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def runs_csv(result: StudyResult) -> str:
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(RUN_COLUMNS)
     for r in result.runs:
         s = r.score
-        writer.writerow([r.side, r.variant, r.scenario, r.k,
+        writer.writerow([csv_text(r.side), csv_text(r.variant), csv_text(r.scenario), r.k,
                          repr(s.rmse), repr(s.S_est), repr(s.S_gt), repr(s.D)])
     return stream.getvalue()
 
