@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fixtures.hostile import digest, one_line_error, run, tree
-from test_cli_guards import art_bag
+from test_cli_guards import ART_TFS, art_bag
 
 from sim2real_eval.cli import main
 
@@ -174,7 +174,8 @@ def test_bag_and_output_names_that_are_not_utf8(tmp_path):
     bag = os.fsdecode(root + b"/bag\xff")
     os.rename(art_bag(tmp_path / "bag"), bag)
     output = os.fsdecode(root + b"/judged\xff")
-    result = run(["judge", bag, "--config", EKF, "--navsat", NAVSAT, "--output", output, "--no-progress"],
+    tfs = [arg for tf in ART_TFS for arg in ("--static-tf", tf)]  # no INS: not the ART layout
+    result = run(["judge", bag, "--config", EKF, "--navsat", NAVSAT, "--output", output, "--no-progress", *tfs],
                  timeout=120)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert b"judged\xff" in result.stdout and b"Traceback" not in result.stderr
