@@ -175,8 +175,8 @@ def test_bag_and_output_names_that_are_not_utf8(tmp_path):
     os.rename(art_bag(tmp_path / "bag"), bag)
     output = os.fsdecode(root + b"/judged\xff")
     tfs = [arg for tf in ART_TFS for arg in ("--static-tf", tf)]  # no INS: not the ART layout
-    result = run(["judge", bag, "--config", EKF, "--navsat", NAVSAT, "--output", output, "--no-progress", *tfs],
-                 timeout=120)
+    result = run(["judge", bag, "--config", EKF, "--navsat", NAVSAT, "--output", output, "--no-progress",
+                  *tfs], timeout=120)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert b"judged\xff" in result.stdout and b"Traceback" not in result.stderr
     assert (Path(output) / "metadata.yaml").is_file() and (Path(output) / "summary.json").is_file()

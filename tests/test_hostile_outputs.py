@@ -335,7 +335,7 @@ def test_runs_csv_neutralises_spreadsheet_formulas(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", ["demo", "scenario", "sensors", "judge", "simulate", "replay", "score",
-                                     "make-reference", "calibrate", "tune"])
+                                     "make-reference", "calibrate", "tune", "import"])
 def test_every_writing_command_states_the_output_policy_in_its_help(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])

@@ -151,7 +151,7 @@ def test_existing_output_is_refused_and_overwrite_replaces(tmp_path, capsys):
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     assert main(["import", "comma2k19", str(shipped_comma2k19()), "--out", str(out), "--window", "20"]) == 2
-    assert "already exists" in capsys.readouterr().err and (out / "keep.txt").exists()
+    assert "--overwrite" in capsys.readouterr().err and (out / "keep.txt").exists()
     assert main(["import", "comma2k19", str(shipped_comma2k19()), "--out", str(out), "--window", "20",
                  "--overwrite"]) == 0
     assert not (out / "keep.txt").exists() and (out / "highway" / "run_01").is_dir()

@@ -6,7 +6,10 @@ layout of docs/import.md).  The work is ``sim2real_eval.importer``; the inputs a
 """
 from __future__ import annotations
 
+from . import REPLACED
+
 FORMATS = ("comma2k19", "csv")  # importer.FORMATS (not imported here: --help stays cheap)
+OUTPUTS = REPLACED.format(what="--out DIR")
 
 
 def add_arguments(parser) -> None:
@@ -42,18 +45,21 @@ def add_arguments(parser) -> None:
                         help="csv: added to every t (header stamps must be > 0)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing DIR (atomically, once the new one is complete)")
+                        help="replace an existing non-empty DIR (atomically, once the new one is complete)")
 
 
 def run(args) -> int:
+    import os
+
     from ..errors import UserError
     from ..importer import import_comma2k19, import_csv
-    from ..outputs import check_paths
+    from ..outputs import NEW, check_paths, output_folder
 
-    check_paths({"SRC": list(args.sources)}, {"--out": args.out}, overwrite=args.overwrite)
+    check_paths({"SRC": list(args.sources)}, {"--out": args.out})
+    replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
     options = dict(window=args.window, stride=args.stride, fix_covariance=args.fix_covariance,
                    fix_covariance_scale=args.fix_covariance_scale, estimate_mounting=args.estimate_mounting,
-                   overwrite=args.overwrite, storage=args.storage)
+                   overwrite=replace, storage=args.storage)
     if args.format == "comma2k19":
         for name in ("datum", "time_offset"):
             if getattr(args, name) not in (None, 0.0):
