@@ -114,7 +114,14 @@ class LoopbackCluster:
             deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline and _alive(targets):
                 time.sleep(0.2)
-            _signal(_alive(targets) | self.processes(), signal.SIGKILL)
+            # SIGKILL is not instantaneous, and a raylet may fork a worker while being stopped: kill
+            # until nothing of the cluster is left (or give up after 10 s; the caller checks).
+            deadline = time.monotonic() + 10.0
+            left = _alive(targets) | self.processes()
+            while left and time.monotonic() < deadline:
+                _signal(left, signal.SIGKILL)
+                time.sleep(0.2)
+                left = _alive(left) | self.processes()
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
