@@ -308,7 +308,10 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
                              None if k < 0 else k, truth_source, ekf, navsat, storage)
     except UserError as exc:
         raise UserError(f"evaluate.launch.py: {exc}") from None
-    info = replay.info()
+    # Marked incomplete until the launch confirms the run (node.recording.RunCompletion).
+    from .recording import UNCONFIRMED
+
+    info = replay.info().marked(UNCONFIRMED)
     output = get["output"].strip() or str(replay.directory(os.path.join(cwd or os.getcwd(), "runs")))
     if Path(output).exists():
         raise UserError(f"launch argument output: {output} already exists (choose another output)")
