@@ -81,6 +81,14 @@ setup(
             "ruff>=0.4",
             "vermin>=1.5",
         ],
+        # Beside a ROS 2 Humble on its system python3 (README "ROS 2"; docker/ros-requirements.txt is
+        # install_requires + this list, for installing the dependencies without building the package):
+        "ros": [
+            "numpy<2",          # Humble's binaries (and Ubuntu 22.04's python3-*) are built on numpy 1.x
+            "pytest>=7,<9.1",   # pytest >= 9.1 refuses launch_testing's plugin hook (PluginValidationError)
+            "hypothesis>=6",    # imported by the test modules (launch_testing's collection imports them all)
+            "coverage>=7",      # numba beside Debian's python3-coverage 6.5: no coverage.types
+        ],
     },
     zip_safe=False,
     entry_points={"console_scripts": ["sim2real-eval = sim2real_eval.cli:main"] + ROS_NODES},

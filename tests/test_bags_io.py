@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import yaml
 from fixtures.bags import header, merge_by_time
+from fixtures.optional import requires
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rosbags.highlevel import AnyReader
@@ -21,6 +22,8 @@ from sim2real_eval.bags.messages import imu_messages, navsatfix_messages, truth_
 from sim2real_eval.errors import UserError
 from sim2real_eval.models.samples import GpsSamples, ImuSamples
 from sim2real_eval.truth import GroundTruth
+
+NEEDS_MCAP = requires("mcap", "test", "reads the file with the mcap library")
 
 STRING = "std_msgs/msg/String"
 
@@ -123,6 +126,7 @@ def test_metadata_is_rosbag2_version_8(written):
         assert qos[0]["reliability"] == 1 and qos[0]["durability"] == 2  # reliable, volatile
 
 
+@NEEDS_MCAP
 def test_mcap_file_readable_by_mcap_library(written):
     from mcap.reader import make_reader
 

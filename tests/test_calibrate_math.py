@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fixtures.optional import requires
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim2real_eval.calibrate import gps, hdop, imu
 from sim2real_eval.errors import UserError
+
+NEEDS_ALLANTOOLS = requires("allantools", "all", "the IMU Allan deviation")
 
 
 # ---------------------------------------------------------------- GPS
@@ -142,6 +145,7 @@ def test_read_allan_on_analytic_curve():
     assert params.bias_instability == pytest.approx(expected_b, rel=0.01)
 
 
+@NEEDS_ALLANTOOLS
 def test_chrono_drift_recovered_from_samples():
     rng = np.random.default_rng(2)
     rate, n, sigma, b0, t_b = 100.0, 60000, 0.05, 1e-3, 0.1
@@ -153,6 +157,7 @@ def test_chrono_drift_recovered_from_samples():
     assert est_b0 == pytest.approx(b0, rel=0.35)
 
 
+@NEEDS_ALLANTOOLS
 @settings(max_examples=15, deadline=None)
 @given(st.floats(1e-3, 1e3), st.integers(0, 2**32 - 1))
 def test_allan_reading_scales_with_the_signal(scale, seed):

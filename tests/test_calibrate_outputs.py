@@ -8,6 +8,7 @@ import hashlib
 import numpy as np
 import pytest
 from fixtures.bags import merge_by_time
+from fixtures.optional import requires
 from test_calibrate_standstill import gps_spec, imu_spec, standstill_truth
 
 from sim2real_eval.bags import messages as bag_messages
@@ -15,6 +16,8 @@ from sim2real_eval.bags import write_bag
 from sim2real_eval.calibrate import plots
 from sim2real_eval.cli import main
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
+
+NEEDS_ALLANTOOLS = requires("allantools", "all", "the IMU Allan deviation")
 
 OUTPUTS = ("p.yaml", "p_gps.yaml", "p_imu.yaml")
 
@@ -56,6 +59,7 @@ def test_plots_inside_the_bag_are_refused(bag, tmp_path, capsys):
     assert tree_digest(bag) == before and not list(tmp_path.iterdir())
 
 
+@NEEDS_ALLANTOOLS
 @pytest.mark.parametrize("existing", OUTPUTS)
 def test_existing_outputs_need_overwrite(bag, tmp_path, existing, capsys):
     (tmp_path / existing).write_text("precious\n")
@@ -80,6 +84,7 @@ def test_wrong_message_type_is_one_line(bag, tmp_path, args, expected, capsys):
     assert not list(tmp_path.iterdir())
 
 
+@NEEDS_ALLANTOOLS
 @pytest.mark.parametrize("failing", ["gps_plot", "hdop_plot"])
 def test_a_failure_between_the_files_leaves_none(bag, tmp_path, monkeypatch, failing, capsys):
     """Full disk while the set is being written (the presets were complete, the plots not)."""

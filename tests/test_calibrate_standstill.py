@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import yaml
 from fixtures.bags import merge_by_time
+from fixtures.optional import requires
 
 from sim2real_eval.bags import messages as bag_messages
 from sim2real_eval.bags import write_bag
@@ -13,6 +14,8 @@ from sim2real_eval.calibrate.core import calibrate_standstill, data_from_samples
 from sim2real_eval.cli import main
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 from sim2real_eval.truth import GRAVITY, GroundTruth
+
+NEEDS_ALLANTOOLS = requires("allantools", "all", "the IMU Allan deviation")
 
 # Known parameters of the synthetic receiver and IMU.
 GPS_SIGMA = 0.03                      # m, Gaussian per axis
@@ -76,12 +79,14 @@ def check_recovery(cal, check_b0=True):
         assert got["t_b"] == truth_params["t_b"]
 
 
+@NEEDS_ALLANTOOLS
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_recovers_known_parameters_from_model_samples(seed):
     gps, imu = sample(standstill_truth(300.0), seed)
     check_recovery(calibrate_standstill(data_from_samples(gps, imu)))
 
 
+@NEEDS_ALLANTOOLS
 def test_presets_load_in_the_models_and_reproduce_the_statistics():
     gps, imu = sample(standstill_truth(300.0), 4)
     cal = calibrate_standstill(data_from_samples(gps, imu))
@@ -93,6 +98,7 @@ def test_presets_load_in_the_models_and_reproduce_the_statistics():
     np.testing.assert_allclose(again.imu_preset["gyroscope"]["sigma"], GYRO["sigma"], rtol=2 * TOL_SIGMA)
 
 
+@NEEDS_ALLANTOOLS
 def test_gauss_markov_receiver_is_recognised():
     # gz form: stationary bias std = bias_sigma*sqrt(tau/2); white sigma on top.
     truth = standstill_truth(600.0, rate=10.0)
@@ -107,6 +113,7 @@ def test_gauss_markov_receiver_is_recognised():
     assert np.sqrt(np.mean(np.square(position["bias_sigma"]))) == pytest.approx(0.02, rel=0.3)
 
 
+@NEEDS_ALLANTOOLS
 def test_cli_end_to_end_on_a_real_bag(tmp_path):
     # 120 s keeps the test quick; the drift (b0) needs the longer records of the array-level tests.
     bag = write_standstill_bag(tmp_path / "standstill", standstill_truth(120.0))
@@ -162,6 +169,7 @@ def test_missing_topic_is_named(tmp_path, capsys):
     assert "missing topic(s) /imu/data" in err and "/fix (sensor_msgs/msg/NavSatFix)" in err
 
 
+@NEEDS_ALLANTOOLS
 def test_same_input_same_bytes(tmp_path):
     bag = write_standstill_bag(tmp_path / "bag", standstill_truth(70.0))
     outputs = []
@@ -172,6 +180,7 @@ def test_same_input_same_bytes(tmp_path):
     assert outputs[0] == outputs[1]
 
 
+@NEEDS_ALLANTOOLS
 def test_constant_driver_covariance_becomes_a_diagonal_preset():
     # nmea_navsat_driver at HDOP 1.2, RTK fixed: var_h = (1.2*0.02)^2, var_v = (2*1.2*2*0.02)^2.
     truth = standstill_truth(61.0)
@@ -188,6 +197,7 @@ def test_constant_driver_covariance_becomes_a_diagonal_preset():
     np.testing.assert_allclose(again.position_covariance[0], gps.position_covariance[0], rtol=1e-12)
 
 
+@NEEDS_ALLANTOOLS
 def test_zero_covariance_is_kept_zero():
     truth = standstill_truth(61.0)
     gps = load_gps_model("ch_gauss", sensor_seed(8, "gps")).sample(truth)

@@ -44,6 +44,7 @@ import os
 import re
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -489,6 +490,9 @@ def _ros_missing() -> str:
 
 
 ROS_MISSING = _ros_missing()
+# The ROS blocks run with a scratch HOME (their ~/ws); dependencies installed with `pip install --user`
+# (README "ROS 2", Debian) live in the real user site, which must stay visible.
+USER_SITE = {"PYTHONUSERBASE": os.environ.get("PYTHONUSERBASE") or site.getuserbase()}
 LAUNCHES = [e for e in ALL if e.kind == "ros" and e.text.startswith("ros2 launch ")]
 DOCKER = [e for e in ALL if e.kind == "docker"]
 BUILD_BLOCKS = sorted({e.block for e in ALL if e.kind == "ros" and "colcon build" in e.text})
@@ -592,7 +596,8 @@ def build_workspace(block: str, world: dict, home: Path) -> list:
     examples = [e for e in ALL if e.block == block]
     script = ros_script(examples, world, home) + ["python3 -c 'import rosbags, pyproj, rich, scipy, numba'"]
     done = subprocess.run(["bash", "-ec", "shopt -s expand_aliases\n" + "\n".join(script)], cwd=REPO,
-                          env=dict(os.environ, HOME=str(home)), capture_output=True, text=True, timeout=1800)
+                          env=dict(os.environ, HOME=str(home), **USER_SITE), capture_output=True, text=True,
+                          timeout=1800)
     assert done.returncode == 0, f"{examples[0].where} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return [line for line in script if line.startswith("alias ")]
 
@@ -615,7 +620,7 @@ def test_ros_examples_run(block, world, tmp_path, request):
             build_workspace(block, world, tmp_path / "home")
         return
     examples = [e for e in ALL if e.block == block]
-    env = dict(cli_environment(tmp_path), HOME=str(home))
+    env = dict(cli_environment(tmp_path), HOME=str(home), **USER_SITE)
     for number, group in enumerate([[e] for e in examples] if alternatives(examples) else [examples]):
         cwd = workdir(tmp_path / f"work{number}", group, world)
         script = ["shopt -s expand_aliases", f"source {home}/ws/install/setup.bash", *aliases,

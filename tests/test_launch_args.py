@@ -171,7 +171,8 @@ def test_sensors_and_judge_plans():
     assert nodes[0].must_succeed
     both = launch_plan.sensors_plan({"gps_rate": "5"})
     assert [n.name for n in both] == ["gps_noise_node", "imu_noise_node"]
-    assert both[0].parameters[0]["gps_rate"] == 5.0 and both[0].parameters[0]["gps_model"] == "ch_gauss"
+    assert both[0].parameters[0]["gps_rate"] == 5.0 and both[0].parameters[0]["gps_model"] == "robot_rtk_f9p"
+    assert both[1].parameters[0]["imu_model"] == "robot_ahrs_mti"  # realistic robot defaults
     with pytest.raises(UserError, match="sensors"):
         launch_plan.sensors_plan({"sensors": "lidar"})
     judge = launch_plan.judge_plan({"use_sim_time": "false"})
@@ -233,3 +234,24 @@ def test_launch_descriptions_load_where_ros_is_installed(name, table):
     description = source.get_launch_description(LaunchContext())
     declared = {a.name for a in description.get_launch_arguments()}
     assert declared == set(getattr(launch_plan, table)), name
+
+
+def test_sensors_show_args_say_what_each_default_models():
+    """`ros2 launch sim2real_eval sensors.launch.py --show-args` prints these descriptions: each default
+    model is named with what it models (numbers checked against the preset) and the paper's demo preset
+    one argument away."""
+    import math
+
+    from sim2real_eval.models import load_gps_model
+
+    args = launch_plan.SENSORS_ARGUMENTS
+    gps_default, gps_text = args["gps_model"]
+    imu_default, imu_text = args["imu_model"]
+    assert gps_text.count(gps_default) == 1 and "gps_model:=ch_gauss" in gps_text
+    assert imu_text.count(imu_default) == 1 and "imu_model:=chrono_paper_demo" in imu_text
+    assert "ZED-F9P" in gps_text and "MTi" in imu_text
+    cov = load_gps_model(gps_default, 0).covariance.variances
+    assert f"{100 * math.sqrt(cov[0]):.2f} cm per horizontal axis" in gps_text
+    assert f"{100 * math.sqrt(cov[2]):.2f} cm vertical" in gps_text
+    for name, (_default, text) in args.items():
+        assert text.strip(), name  # every argument says what it is

@@ -25,6 +25,7 @@ GPS_PRESETS = [
     "airsim_default",
     "hector",
     "ideal",
+    "robot_rtk_f9p",
 ]
 
 

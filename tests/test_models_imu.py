@@ -14,7 +14,7 @@ from sim2real_eval.models.noise import AirSimNoise, ChronoDriftNoise, MavsNoise,
 from sim2real_eval.models.seeding import generator
 from sim2real_eval.truth import GRAVITY, GroundTruth
 
-IMU_PRESETS = ["chrono_paper_demo", "chrono_paper_text", "airsim_imu", "mavs_mems", "ideal"]
+IMU_PRESETS = ["chrono_paper_demo", "chrono_paper_text", "airsim_imu", "mavs_mems", "ideal", "robot_ahrs_mti"]
 ART_MOUNTING = [0.0, -1.5708, 3.1416]  # base_link -> imu: roll 0, pitch −1.5708, yaw 3.1416
 
 

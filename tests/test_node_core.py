@@ -178,7 +178,7 @@ def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both",
     return node, offline, stamps
 
 
-@pytest.mark.parametrize("spec", ["ch_gauss", "ch_rw_airsim", "hector"])
+@pytest.mark.parametrize("spec", ["ch_gauss", "ch_rw_airsim", "hector", "robot_rtk_f9p"])
 def test_gps_node_path_equals_offline_sample(spec):
     node, offline, stamps = node_and_offline("gps", spec, 10.0)
     period = ticks.period_ns(10.0)
@@ -188,7 +188,7 @@ def test_gps_node_path_equals_offline_sample(spec):
         assert np.array_equal(getattr(node, name), value), name
 
 
-@pytest.mark.parametrize("spec", ["chrono_paper_demo", "mavs_mems"])
+@pytest.mark.parametrize("spec", ["chrono_paper_demo", "mavs_mems", "robot_ahrs_mti"])
 def test_imu_node_path_equals_offline_sample(spec):
     node, offline, _ = node_and_offline("imu", spec, 100.0)
     assert len(node) > 500
@@ -270,7 +270,7 @@ def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
 def test_noise_node_parameters_defaults_and_preset_overrides():
     config = node_params.parse_noise_node_params("gps", {"use_sim_time": True})
     assert (config.model_spec, config.rate_hz, config.frame_id, config.output_topic, config.truth_topic) == (
-        "ch_gauss", 10.0, "gps", "/fix", "/ground_truth/odom")
+        "robot_rtk_f9p", 10.0, "gps", "/fix", "/ground_truth/odom")  # the realistic robot default
     config = node_params.parse_noise_node_params("imu", {
         "imu_model": "chrono_paper_demo", "seed": 7, "seed_keys": ["sim_imu", "lot17", "0"], "imu_rate": 200,
         "model_params.accelerometer.sigma": [0.1, 0.1, 0.02],

@@ -74,6 +74,7 @@ def test_simulate_writes_every_run(simulated):
         assert record["imu"]["mounting_rpy"] == [0.0, -1.5708, 3.1416]
         outcome = record["judge_outcome"]
         assert outcome["inputs"]["/imu"] > 450 and outcome["published"] > 30 * 4
+        assert record["complete"] is True and "failure" not in record  # written after its judge finished
         with open_bag(run) as reader:
             assert set(reader.topics) == TOPICS
             imu = [m.msg for m in reader.messages(["/imu"])]

@@ -7,11 +7,14 @@ import csv
 
 import pytest
 import yaml
+from fixtures.optional import requires
 
 from sim2real_eval.cli import main
 from sim2real_eval.models import load_gps_model, sensor_seed
 from sim2real_eval.pipeline.run import SimRunSpec
 from sim2real_eval.pipeline.study import load_study
+
+pytestmark = requires("optuna", "all", "tune searches with Optuna")
 
 TRUE_SIGMA = 0.03     # m: the "real" receiver (ch_gauss)
 MISSET_SIGMA = 0.6    # m: the study's variant

@@ -13,7 +13,9 @@ All of them use this module for
 - the run.yaml record ``RunInfo`` (typed; ``to_dict``/``to_yaml`` write it in one key order,
   ``RunInfo.from_dict``/``read_run_info`` validate it) and the builders of its parts
   (``judge_record``, ``model_parameters``, ``bag_run_info``);
-- resume: ``existing_run`` (a complete matching run is kept, a different one refused);
+- resume: ``existing_run`` (a complete matching run is kept, a different or incomplete one refused);
+- completeness: ``complete``/``failure`` in run.yaml (``RunInfo.incomplete``, ``mark_run``): a run that
+  did not finish (a node died, the launch failed or was stopped) says so, and readers refuse it;
 - ``file_sha256``, the one file digest of the package.
 
 Robot-side: Python 3.8, standard library + PyYAML (+ the models, imported lazily), so the ROS
@@ -43,6 +45,9 @@ SENSORS = ("gps", "imu")
 STORAGES = ("sqlite3", "mcap")
 OUTCOME_KEY = "judge_outcome"  # written after the judge ran: an output, never compared on resume
 FILES_KEY = "files"  # {name: {size, sha256}} of the run's data files, written with them; checked on resume
+# Written by every writer since 0.1.0+ (the offline pipeline: true, as the run is written only after its
+# judge finished; the ROS launch: false until the launch confirms the bag was played to its end).
+COMPLETE_KEY, FAILURE_KEY = "complete", "failure"
 LAYOUT = "OUT/<side>/<variant>/<scenario>/<k>/"
 
 # Names become directory components: keep them portable and unambiguous.  Always ``fullmatch``: ``$``
@@ -345,7 +350,7 @@ def model_parameters(kind: str, spec: Any, **overrides) -> dict:
 # run.yaml keys after side, variant, scenario, k, in the order they are written; `judge_outcome` last.
 _ORDER = ("seed", "seed_keys", "source", "scenario_params", "replaced", "models", "gps", "imu", "window_ns",
           "judge", "timing", "initial_state", "warmup_s", "ground_truth_rate", "ground_truth_source",
-          "storage", "input_topics", "topics", "recorded_by", "version")
+          "storage", "input_topics", "topics", "recorded_by", "version", COMPLETE_KEY, FAILURE_KEY)
 
 
 @dataclass(frozen=True)
@@ -370,6 +375,9 @@ class RunInfo:
       ``topics``: ``run_topics``; ``input_topics``: the real bag's
       sensor topics; ``ground_truth_rate`` (Hz of /ground_truth/odom), ``ground_truth_source``,
       ``storage``, ``recorded_by`` (the ROS recorder), ``version`` (of the package);
+    - ``complete``: True when the run finished (its judge ran over the whole input), False when it did
+      not (``failure`` says why: a node died, the launch failed or was stopped); absent in files written
+      before this key existed.  ``incomplete`` is what readers check;
     - ``judge_outcome``: what the judge did (inputs, drops by reason, outputs), written after it ran;
     - ``files``: {name: {size, sha256}} of the run's data files (``data_files``), written with them;
       resume checks them (``existing_run``);
@@ -398,6 +406,8 @@ class RunInfo:
     topics: Optional[dict] = None
     recorded_by: Optional[str] = None
     version: Optional[str] = None
+    complete: Optional[bool] = None
+    failure: Optional[str] = None
     judge_outcome: Optional[dict] = None
     files: Optional[dict] = None
     extra: dict = field(default_factory=dict)
@@ -406,9 +416,21 @@ class RunInfo:
         """The bag topic of ``role`` (estimate, ground_truth, gps, imu, gps_odometry)."""
         return (self.topics or {}).get(role) or run_topics()[role]
 
+    @property
+    def incomplete(self) -> Optional[str]:
+        """Why the run is not complete (one line), or None when it is — or when its run.yaml predates the
+        ``complete`` key (files written before it are read as they are)."""
+        return incomplete_reason({COMPLETE_KEY: self.complete, FAILURE_KEY: self.failure})
+
+    def marked(self, failure: Optional[str]) -> RunInfo:
+        """This record marked complete (``failure`` None) or incomplete for ``failure``."""
+        return dataclasses.replace(self, complete=failure is None,
+                                   failure=None if failure is None else " ".join(str(failure).split()))
+
     def with_outcome(self, result) -> RunInfo:
-        """This record + what the judge did (a ``JudgeResult``): an output, not compared on resume;
-        it tells a user at a glance e.g. that IMU messages were dropped."""
+        """This record + what the judge did (a ``JudgeResult``), marked complete: the judge ran over the
+        whole input.  An output, not compared on resume; it tells a user at a glance e.g. that IMU
+        messages were dropped."""
         outcome = {
             "inputs": plain(dict(result.inputs)),
             "dropped": plain(dict(result.dropped)),
@@ -417,7 +439,7 @@ class RunInfo:
         warnings = list(getattr(result, "warnings", []) or [])
         if warnings:
             outcome["warnings"] = [str(w) for w in warnings[:20]]
-        return dataclasses.replace(self, judge_outcome=outcome)
+        return dataclasses.replace(self.marked(None), judge_outcome=outcome)
 
     def with_initial_state(self, stamp_ns: int, state) -> RunInfo:
         """This record with the values of its ``initial_state: {source: truth}`` (``pipeline.start``): the
@@ -481,7 +503,8 @@ class RunInfo:
                                   "warmup_s": sec.number("warmup_s", nonnegative=True),
                                   "ground_truth_source": sec.string("ground_truth_source"),
                                   "storage": sec.string("storage", choices=STORAGES),
-                                  "recorded_by": sec.string("recorded_by")}
+                                  "recorded_by": sec.string("recorded_by"),
+                                  "complete": sec.boolean(COMPLETE_KEY), "failure": sec.string(FAILURE_KEY)}
         for key in ("seed_keys", "replaced", "window_ns"):
             value = data.get(key)
             if value is not None and not isinstance(value, list):
@@ -536,6 +559,15 @@ class RunInfo:
         known = {"side", "variant", "scenario", "k", OUTCOME_KEY, FILES_KEY, *_ORDER}
         values["extra"] = {key: value for key, value in data.items() if key not in known}
         return cls(**values)
+
+
+def incomplete_reason(record: Mapping) -> Optional[str]:
+    """Why the run of a run.yaml mapping is incomplete (``complete: false``), else None (complete, or
+    written before the ``complete`` key existed)."""
+    if record.get(COMPLETE_KEY) is not False:
+        return None
+    failure = record.get(FAILURE_KEY)
+    return str(failure) if failure else "marked incomplete"
 
 
 TIMING_MODELS = ("fixed", "random")  # the judge's timing models (pipeline.timing)
@@ -612,12 +644,14 @@ def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[M
 def _comparable(record: dict) -> dict:
     """run.yaml fields that must match for an existing run to count as this run.
 
-    Not compared: the package version, the judge's outcome, the data files' record (checked against the
-    files, ``check_data_files``), the judge files' paths (their sha256 are compared) and the values of
-    ``initial_state`` (its source is compared; the values are the run's truth at its first instant), so
-    an output tree survives a reinstall or a moved config directory.
+    Not compared: the package version, the judge's outcome, the completeness mark (an incomplete run is
+    refused before), the data files' record (checked against the files, ``check_data_files``), the judge
+    files' paths (their sha256 are compared) and the values of ``initial_state`` (its source is compared;
+    the values are the run's truth at its first instant), so an output tree survives a reinstall or a
+    moved config directory.
     """
-    out = {k: v for k, v in record.items() if k not in ("version", OUTCOME_KEY, FILES_KEY)}
+    out = {k: v for k, v in record.items()
+           if k not in ("version", OUTCOME_KEY, FILES_KEY, COMPLETE_KEY, FAILURE_KEY)}
     if isinstance(out.get("judge"), dict):
         out["judge"] = {k: v for k, v in out["judge"].items() if k not in ("ekf", "navsat")}
     if isinstance(out.get("initial_state"), dict):  # its values follow from the run's truth and window
@@ -666,6 +700,9 @@ def existing_run(path, record: Union[RunInfo, Mapping]) -> bool:
     found = load_yaml(run_file)
     if not isinstance(found, dict):
         raise UserError(f"{run_file}: not a run description (expected a mapping)")
+    if incomplete_reason(found):
+        raise UserError(f"{path}: an incomplete run ({incomplete_reason(found)}); "
+                        "remove it or choose another --out")
     expected = record.to_dict() if isinstance(record, RunInfo) else dict(record)
     # Round-trip the expected record through YAML so tuples/lists and floats compare like on disk.
     expected = yaml.safe_load(dump_yaml(expected))
@@ -725,6 +762,17 @@ def _missing_storage(path: Path) -> Optional[str]:
     return None
 
 
+def mark_run(run_dir, failure: Optional[str]) -> RunInfo:
+    """Rewrite ``run_dir``/run.yaml marked complete (``failure`` None) or incomplete for ``failure``
+    (atomically: the file is whole before and after).  Every other key keeps its value and order."""
+    from .atomic import atomic_file
+
+    info = read_run_info(run_dir).marked(failure)
+    with atomic_file(Path(run_dir) / RUN_FILE, overwrite=True, encoding="utf-8") as stream:
+        stream.write(info.to_yaml())
+    return info
+
+
 def remove_stale_temporaries(path) -> None:
     """Remove leftovers of a run killed hard (SIGKILL) while building ``path`` (atomic.py siblings).
     Links are unlinked, never followed."""
@@ -747,7 +795,7 @@ def remove_stale_temporaries(path) -> None:
 __all__ = ["FILES_KEY", "LAYOUT", "NAME_PATTERN", "OUTCOME_KEY", "REAL", "RUN_FILE", "SENSORS", "SIDES",
            "STORAGES", "RealBag", "RunId", "RunInfo", "bag_run_id", "bag_run_info", "bags_in",
            "check_data_files", "check_name", "data_files", "existing_run", "file_record", "file_sha256",
-           "is_name", "is_number", "find_real_bags", "find_runs", "first_difference",
-           "is_bag", "judge_record", "model_label", "model_parameters", "name_real_bag", "plain",
-           "read_run_info", "remove_stale_temporaries", "replay_variant",
+           "find_real_bags", "find_runs", "first_difference", "incomplete_reason", "is_bag", "is_name",
+           "is_number", "judge_record", "mark_run", "model_label", "model_parameters", "name_real_bag",
+           "plain", "read_run_info", "remove_stale_temporaries", "replay_variant",
            "run_directory", "run_topics"]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import allantools
 import numpy as np
 
 from ..errors import UserError
@@ -62,6 +61,17 @@ def chrono_drift_equivalent(noise_density: float, rate_random_walk: float, rate:
     return float(noise_density * np.sqrt(rate)), float(rate_random_walk * np.sqrt(t_b))
 
 
+def _allantools():
+    """allantools (the ``[all]`` extra), imported when an Allan deviation is computed: the rest of the
+    package (and a ROS install without the extra) does not need it."""
+    try:
+        import allantools
+    except ImportError:
+        raise UserError("the IMU Allan deviation needs allantools: pip install 'sim2real_eval[all]' "
+                        "(or pip install allantools)") from None
+    return allantools
+
+
 def allan_deviation(samples: np.ndarray, rate: float, points_per_decade: int = 10):
     """Overlapping Allan deviation of a rate series: (taus s, adev) on log-spaced taus ≤ duration/10."""
     samples = np.asarray(samples, dtype=float)
@@ -72,7 +82,7 @@ def allan_deviation(samples: np.ndarray, rate: float, points_per_decade: int = 1
         raise UserError(f"IMU series of {duration:.1f} s is too short for an Allan deviation")
     count = max(2, int(np.ceil(np.log10(max_tau / min_tau) * points_per_decade)) + 1)
     taus = np.unique(np.round(np.logspace(np.log10(min_tau), np.log10(max_tau), count) * rate)) / rate
-    taus_out, adev, _err, _n = allantools.oadev(samples, rate=rate, data_type="freq", taus=taus)
+    taus_out, adev, _err, _n = _allantools().oadev(samples, rate=rate, data_type="freq", taus=taus)
     keep = adev > 0
     return np.asarray(taus_out)[keep], np.asarray(adev)[keep]
 

@@ -54,6 +54,13 @@ class RunSpec:
     speed: tuple = ("horizontal", "horizontal")
     window_ns: tuple | None = None  # bag runs: [start, end] stamps judged (None: the truth's span)
     warmup_s: float | None = None  # run.yaml's warmup_s (None: not recorded); see ``warmup_of_runs``
+    incomplete: str | None = None   # why the run did not finish (run.yaml complete: false): refused
+
+    def check_complete(self) -> None:
+        """A run that did not finish is never scored: one line naming it and why."""
+        if self.incomplete is not None:
+            raise UserError(f"{self.source}: incomplete run, not scored ({self.incomplete}); record it "
+                            "again or remove it")
 
     @property
     def key(self):
@@ -161,6 +168,7 @@ def discover_runs_dir(root, options: ScoreOptions) -> list:
             speed=resolve_speed(options.speed, run.side, f"{run_dir}: speed"),
             window_ns=None if info.window_ns is None else tuple(int(v) for v in info.window_ns),
             warmup_s=info.warmup_s,
+            incomplete=info.incomplete,
         ))
     return specs
 
@@ -179,6 +187,15 @@ def warmup_of_runs(specs: list, given: float | None = None) -> float:
         raise UserError(f"the runs record different warm-ups ({shown}); score them with one: "
                         "--warmup SECONDS")
     return next(iter(recorded), 0.0)
+
+
+def _bag_incomplete(bag: Path) -> str | None:
+    """Why the run in ``bag`` is incomplete when the bag is a run directory marked so, else None."""
+    from ..runs import RUN_FILE, incomplete_reason
+
+    run_file = bag / RUN_FILE
+    data = load_yaml(run_file) if run_file.is_file() else None
+    return incomplete_reason(data) if isinstance(data, dict) else None
 
 
 def parse_window(text: str, where: str = "--window") -> tuple:
@@ -256,6 +273,7 @@ def read_manifest(path, options: ScoreOptions) -> list:
                 "ground_truth", default_topics.string("ground_truth", DEFAULT_TOPICS["ground_truth"])),
             speed=resolve_speed(speed, side, f"{path}: runs[{index}].speed"),
             window_ns=window,
+            incomplete=_bag_incomplete(bag),
         ))
     return specs
 
@@ -359,6 +377,7 @@ def load_series(spec: RunSpec) -> RunSeries:
 def load_and_score(spec: RunSpec, options: ScoreOptions):
     """(RunRecord, RunSeries) or (None, error message) for a per-run defect."""
     try:
+        spec.check_complete()
         series = load_series(spec)
         score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options,
                           series.timeline_end)
@@ -390,6 +409,9 @@ def load_and_score_all(specs, options: ScoreOptions, skip_bad_runs: bool = False
     """
     check_unique(specs)
     specs = sorted(specs, key=lambda s: s.key)
+    if not skip_bad_runs:  # before reading any bag: an incomplete run is refused at once
+        for spec in specs:
+            spec.check_complete()
     workers = workers or os.cpu_count() or 1
     workers = max(1, min(workers, len(specs) // 8 or 1))
     if workers == 1:

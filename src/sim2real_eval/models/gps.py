@@ -12,7 +12,8 @@ Parameters (YAML keys):
   stamp_lag (s, 0), stamp_jitter (s, 0): header stamp = fix epoch + stamp_lag + stamp_jitter·u,
       u ~ U[−1, 1] per fix (a driver stamping at reception: the position is older than its stamp)
   position_noise {model: none|gaussian|random_walk|gauss_markov, …}      (see models.noise)
-  covariance {model: zeros|hdop|diagonal|nmea|ublox, …}
+  covariance {model: zeros|hdop|diagonal|nmea|ublox|noise, …}   (noise: the position noise's own
+      stationary variance per axis, DIAGONAL_KNOWN: a receiver that reports its true accuracy)
   outages [[start, end], …] seconds since the first fix; outage_mode no_fix|drop
   dropout_probability (0): each fix is independently not published with this probability
 """
@@ -197,11 +198,20 @@ class HdopCovariance(Covariance):
         )
 
 
-def build_covariance(sec: Section) -> Covariance:
-    model = sec.string("model", "zeros", choices=("zeros", "hdop", "diagonal", "nmea", "ublox"))
+def build_covariance(sec: Section, noise, rate: float) -> Covariance:
+    """The reported covariance; ``noise`` (the position noise process) for ``model: noise``."""
+    model = sec.string("model", "zeros", choices=("zeros", "hdop", "diagonal", "nmea", "ublox", "noise"))
     if model == "zeros":
         sec.unknown_keys(["model"])
         return Covariance()
+    if model == "noise":
+        sec.unknown_keys(["model"])
+        variances = noise.stationary_variance(1.0 / rate)
+        if variances is None:
+            raise sec.error("model", f"noise: position_noise {noise.name!r} has no stationary variance "
+                                     "(its error grows with time); give the covariance (diagonal, nmea, "
+                                     "ublox, hdop)")
+        return FixedCovariance("noise", variances, S.COVARIANCE_TYPE_DIAGONAL_KNOWN, {})
     if model == "diagonal":
         sec.unknown_keys(["model", "sigma", "type"])
         sigma = sec.vector("sigma", 3, required=True, nonnegative=True)
@@ -314,7 +324,7 @@ class GpsModel(SensorModel):
         seq = as_seed_sequence(seed_sequence, f"{source}: seed")
         self.noise = build_noise(sec.section("position_noise"), child(seq, 0), self.rate, POSITION_MODELS)
         with np.errstate(over="ignore"):  # an overflowing covariance is refused when it is used
-            self.covariance = build_covariance(sec.section("covariance"))
+            self.covariance = build_covariance(sec.section("covariance"), self.noise, self.rate)
         self.dropout_rng = generator(seq, 1)
         self.stamp_rng = generator(seq, 2)  # its own stream: other draws do not depend on the jitter
         self.clock = SampleClock(self.period_ns, source)

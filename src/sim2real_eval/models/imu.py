@@ -15,6 +15,8 @@ Parameters (YAML keys):
   magnetometer {enabled, field µT ENU, noise {…} µT}
   reported_covariance {linear_acceleration, angular_velocity, orientation, magnetic_field}:
       auto (diag of the model's white-noise variance at the nominal rate; orientation: σ²),
+      noise (diag of the channel's whole stationary error variance: white + bias processes — what an
+      honest driver reports; refused for a channel whose bias is a random walk),
       not_provided (element 0 = −1), or three variances.
 """
 
@@ -43,8 +45,10 @@ from .seeding import as_seed_sequence, child, generator
 REPORTED = ("linear_acceleration", "angular_velocity", "orientation", "magnetic_field")
 
 
-def _covariance_row(sec: Section, key: str, auto_variance: np.ndarray):
-    """Reported 3×3 covariance (9,) row-major, or [−1, 0, …] for "not provided"; plus its YAML form."""
+def _covariance_row(sec: Section, key: str, auto_variance: np.ndarray, noise_variance=None):
+    """Reported 3×3 covariance (9,) row-major, or [−1, 0, …] for "not provided"; plus its YAML form.
+
+    ``noise_variance``: the channel's stationary error variance (None: it has none)."""
     value = sec.data.get(key, "auto")
     row = np.zeros(9)
     if value == "not_provided":
@@ -52,6 +56,12 @@ def _covariance_row(sec: Section, key: str, auto_variance: np.ndarray):
         return row, value
     if value == "auto":
         row[[0, 4, 8]] = auto_variance
+        return row, value
+    if value == "noise":
+        if noise_variance is None:
+            raise sec.error(key, "noise: this channel's bias is a random walk, so its error has no "
+                                 "stationary variance; give auto or three variances")
+        row[[0, 4, 8]] = noise_variance
         return row, value
     variances = sec.vector(key, 3, nonnegative=True)
     row[[0, 4, 8]] = variances
@@ -99,16 +109,19 @@ class ImuModel(SensorModel):
         dt = 1.0 / self.rate
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
             self.accel_cov, accel_yaml = _covariance_row(
-                reported, "linear_acceleration", self.accelerometer.white_variance(dt)
+                reported, "linear_acceleration", self.accelerometer.white_variance(dt),
+                self.accelerometer.stationary_variance(dt)
             )
             self.gyro_cov, gyro_yaml = _covariance_row(
-                reported, "angular_velocity", self.gyroscope.white_variance(dt)
+                reported, "angular_velocity", self.gyroscope.white_variance(dt),
+                self.gyroscope.stationary_variance(dt)
             )
             self.orientation_cov, orientation_yaml = _covariance_row(
-                reported, "orientation", self.orientation_sigma**2
+                reported, "orientation", self.orientation_sigma**2, self.orientation_sigma**2
             )
             self.mag_cov, mag_yaml = _covariance_row(
-                reported, "magnetic_field", self.magnetometer.variance_tesla2(dt)
+                reported, "magnetic_field", self.magnetometer.variance_tesla2(dt),
+                self.magnetometer.stationary_variance_tesla2(dt)
             )
         for key, row in zip(REPORTED, (self.accel_cov, self.gyro_cov, self.orientation_cov, self.mag_cov)):
             if not np.isfinite(row).all():

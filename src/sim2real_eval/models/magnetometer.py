@@ -37,3 +37,7 @@ class Magnetometer:
 
     def variance_tesla2(self, dt: float) -> np.ndarray:
         return self.noise.white_variance(dt) * TESLA_PER_MICROTESLA**2
+
+    def stationary_variance_tesla2(self, dt: float):
+        variance = self.noise.stationary_variance(dt)
+        return None if variance is None else variance * TESLA_PER_MICROTESLA**2

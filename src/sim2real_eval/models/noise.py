@@ -55,6 +55,13 @@ class NoiseProcess:
         """Per-axis variance of the white part of the noise at sample interval ``dt``."""
         return np.zeros(3)
 
+    def stationary_variance(self, dt: float):
+        """Per-axis variance of the whole error this process adds, once stationary, at sample interval
+        ``dt`` (the covariance an honest sensor reports: ``covariance: {model: noise}`` and
+        ``reported_covariance: noise``), or None when there is none (a random walk grows without
+        bound).  Constant offsets are not variance."""
+        return self.white_variance(dt)
+
 
 class GaussianNoise(NoiseProcess):
     """out = x + μ + σ·z, z ~ N(0, 1) independent per axis and sample, no state."""
@@ -117,6 +124,10 @@ class ChronoDriftNoise(NoiseProcess):
     def white_variance(self, dt):
         return self.sigma**2
 
+    def stationary_variance(self, dt):
+        walks = self.bias_step_std > 0 or self.bias_mean.any()
+        return None if walks else self.white_variance(dt)
+
 
 class AirSimNoise(NoiseProcess):
     """AirSim IMU (AirLib ``ImuSimple``): with s = √max(dt, 1e-3),
@@ -149,6 +160,9 @@ class AirSimNoise(NoiseProcess):
 
     def white_variance(self, dt):
         return self.noise_density**2 / max(dt, 1e-3)
+
+    def stationary_variance(self, dt):
+        return None if self.bias_gain.any() else self.white_variance(dt)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -253,6 +267,14 @@ class MavsNoise(NoiseProcess):
         # Var(w) = 1/3 for w ~ U[−1, 1]; quantisation adds δ_r²/12.
         return self.rate / 2.0 * self.noise_density**2 / 3.0 + self.resolution**2 / 12.0
 
+    def stationary_variance(self, dt):
+        # Only white terms here (a bias instability or random walk: none given); the temperature scale
+        # factor scales them.
+        if self.bias_instability.any() or self.random_walk.any():
+            return None
+        scale = 1.0 + (self.temperature - 25.0) / 100.0 * self.temperature_scale_factor
+        return scale**2 * self.rate / 2.0 * self.noise_density**2 / 3.0 + self.resolution**2 / 12.0
+
 
 class GaussMarkovNoise(NoiseProcess):
     """White noise plus a first-order Gauss–Markov bias (gz-sensors / hector_gazebo style).
@@ -260,28 +282,34 @@ class GaussMarkovNoise(NoiseProcess):
     gz:     b ← e^(−dt/τ)·b + σ_b·√((τ/2)(1 − e^(−2dt/τ)))·z   (stationary Var b = σ_b²·τ/2,
             autocorrelation e^(−|Δt|/τ))
     hector: d ← e^(−dt/τ)·d + dt·√(2/τ)·drift·z   (hector's frequency f = 1/τ; its dt, not √dt)
-    out = x + offset + b + σ·z'.  The bias starts at 0 (``initial_bias`` overrides).
+    out = x + offset + b + σ·z'.  The bias starts at 0 (``initial_bias`` overrides; ``stationary``
+    draws it from the bias's stationary distribution at the nominal rate, so the error variance is the
+    same from the first sample on).
     """
 
     name = "gauss_markov"
 
-    def __init__(self, form, sigma, offset, bias_sigma, tau, initial_bias, seq):
+    def __init__(self, form, sigma, offset, bias_sigma, tau, initial_bias, seq, rate=None):
         super().__init__()
         self.form = form
         self.sigma = np.array(sigma, dtype=float)
         self.offset = np.array(offset, dtype=float)
         self.bias_sigma = np.array(bias_sigma, dtype=float)
         self.tau = float(tau)
-        self.bias = np.array(initial_bias, dtype=float)
         self.white_rng = generator(seq, 0)
         self.bias_rng = generator(seq, 1)
+        if isinstance(initial_bias, str):  # "stationary": its own stream, drawn once
+            std = np.sqrt(self.bias_variance(1.0 / float(rate)))
+            self.bias = std * generator(seq, 2).standard_normal(3)
+        else:
+            self.bias = np.array(initial_bias, dtype=float)
         self.params.update(
             form=form,
             sigma=_vec(sigma),
             offset=_vec(offset),
             bias_sigma=_vec(bias_sigma),
             tau=self.tau,
-            initial_bias=_vec(initial_bias),
+            initial_bias=initial_bias if isinstance(initial_bias, str) else _vec(initial_bias),
         )
 
     def coefficients(self, dt: np.ndarray):
@@ -316,6 +344,15 @@ class GaussMarkovNoise(NoiseProcess):
 
     def white_variance(self, dt):
         return self.sigma**2
+
+    def bias_variance(self, dt: float) -> np.ndarray:
+        """Stationary variance of the bias at a constant sample interval ``dt``: drive²/(1 − decay²)
+        (gz: σ_b²·τ/2 at any dt; hector: its dt-dependent value)."""
+        decay, gain = self.coefficients(np.array([float(dt)]))
+        return gain[0] ** 2 / (1.0 - decay[0] ** 2)
+
+    def stationary_variance(self, dt):
+        return self.white_variance(dt) + self.bias_variance(dt)
 
 
 class ChronoRandomWalkNoise(NoiseProcess):
@@ -356,6 +393,9 @@ class ChronoRandomWalkNoise(NoiseProcess):
             steps.append(h)
             remaining -= h
         return steps
+
+    def stationary_variance(self, dt):
+        return None  # a walk: its variance depends on how long it has run
 
     def apply(self, x, dt):
         schedules = [self.substeps(d) for d in dt]
@@ -423,6 +463,9 @@ class PaperRandomWalkNoise(NoiseProcess):
         else:
             matrix = [[1.0 - 1.0 / p_max, 1.0], [-1.0 / p_max, 1.0]]
         return float(np.max(np.abs(np.linalg.eigvals(np.array(matrix)))))
+
+    def stationary_variance(self, dt):
+        return None  # a walk (unstable as discretised: growth_per_sample)
 
     def apply(self, x, dt):
         n = len(dt)
@@ -517,14 +560,20 @@ def build_noise(
         )
     if model == "gauss_markov":
         sec.unknown_keys(["model", "form", "sigma", "offset", "bias_sigma", "tau", "initial_bias"])
+        initial = sec.data.get("initial_bias")
+        if isinstance(initial, str):
+            initial = sec.string("initial_bias", choices=("stationary",))
+        else:
+            initial = sec.vector("initial_bias", 3, [0.0] * 3)
         return GaussMarkovNoise(
             sec.string("form", "gz", choices=("gz", "hector")),
             sec.vector("sigma", 3, [0.0] * 3, nonnegative=True),
             sec.vector("offset", 3, [0.0] * 3),
             sec.vector("bias_sigma", 3, required=True, nonnegative=True),
             sec.number("tau", required=True, positive=True),
-            sec.vector("initial_bias", 3, [0.0] * 3),
+            initial,
             seq,
+            rate,
         )
     # random_walk (GPS position error)
     formulation = sec.string("formulation", "chrono", choices=("chrono", "paper"))

@@ -19,7 +19,7 @@ from ..art import ART_STATIC_TFS, EKF_CONFIG, GPS_ODOMETRY_TOPIC, NAVSAT_CONFIG,
 from ..errors import UserError
 from ..runs import is_number
 from ..static_tf import parse_static_tf
-from .params import RECORDED_TOPICS, REPLAY_MODES, STORAGES
+from .params import RECORDED_TOPICS, REPLAY_MODES, ROBOT_GPS_MODEL, ROBOT_IMU_MODEL, STORAGES
 from .ticks import period_ns
 
 PACKAGE = "sim2real_eval"
@@ -31,8 +31,10 @@ HIDDEN_PREFIX = "/real"          # the bag's own /fix and /imu are played as /re
 EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     "bag": ("", "real ART bag to replay (rosbag2 directory); required"),
     "mode": ("sim_both", "which sensors are simulated: sim_imu | sim_gps | sim_both | real"),
-    "gps_model": ("ch_gauss", "GPS model: preset name or YAML file (offline preset keys)"),
-    "imu_model": ("chrono_paper_demo", "IMU model: preset name or YAML file (offline preset keys)"),
+    "gps_model": ("ch_gauss", "GPS model: preset name or YAML file (offline preset keys); default: the "
+                              "paper's Ch:Gauss variant (3 cm white noise, zero covariance)"),
+    "imu_model": ("chrono_paper_demo", "IMU model: preset name or YAML file (offline preset keys); default: "
+                                       "the paper's demo Chrono IMU (accelerometer drift, noise-free gyro)"),
     "seed": ("0", "study seed; streams are sensor_seed(seed, variant, scenario, k, gps|imu), as offline"),
     "scenario": ("", "scenario name of the run (default: the bag's folder, DIR/<scenario>/<run>)"),
     "k": ("", "repeat index of the run (default: the bag's position among the bags of its folder)"),
@@ -49,8 +51,16 @@ EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
 }
 SENSORS_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     "sensors": ("both", "which noise nodes to start: gps | imu | both"),
-    "gps_model": EVALUATE_ARGUMENTS["gps_model"],
-    "imu_model": EVALUATE_ARGUMENTS["imu_model"],
+    "gps_model": (ROBOT_GPS_MODEL, "GPS model: preset name (config/sensors/gps) or YAML file.  Default "
+                                   "robot_rtk_f9p: a u-blox ZED-F9P in RTK-fixed mode at 10 Hz, error "
+                                   "1.24 cm per horizontal axis and 2.47 cm vertical (1 sigma), published "
+                                   "with that variance as its covariance (DIAGONAL_KNOWN).  The paper's demo "
+                                   "GPS: gps_model:=ch_gauss"),
+    "imu_model": (ROBOT_IMU_MODEL, "IMU model: preset name (config/sensors/imu) or YAML file.  Default "
+                                   "robot_ahrs_mti: an Xsens MTi-class MEMS AHRS at 100 Hz (gyro 0.007 "
+                                   "deg/s/sqrt(Hz), accelerometer 120 ug/sqrt(Hz), orientation 0.5 deg "
+                                   "roll/pitch and 1 deg yaw), each covariance the variance of the error "
+                                   "it adds.  The paper's demo IMU: imu_model:=chrono_paper_demo"),
     "seed": ("0", "study seed; node streams are sensor_seed(seed, *seed_keys, gps|imu)"),
     "seed_keys": ("", "comma-separated run key for sensor_seed, e.g. 'sim_both,lot17,0'"),
     "gps_rate": ("10.0", "simulated GPS rate, Hz (ticks k/gps_rate on the data clock)"),
@@ -309,7 +319,10 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
                              None if k < 0 else k, truth_source, ekf, navsat, storage)
     except UserError as exc:
         raise UserError(f"evaluate.launch.py: {exc}") from None
-    info = replay.info()
+    # Marked incomplete until the launch confirms the run (node.recording.RunCompletion).
+    from .recording import UNCONFIRMED
+
+    info = replay.info().marked(UNCONFIRMED)
     output = get["output"].strip() or str(replay.directory(os.path.join(cwd or os.getcwd(), "runs")))
     if Path(output).exists():
         raise UserError(f"launch argument output: {output} already exists (choose another output)")

@@ -170,9 +170,15 @@ class NoiseNodeConfig:
         return loader(self.model_spec, self.seed_sequence(), rate=self.rate_hz)
 
 
+# The noise nodes' (and sensors.launch.py's) default models: a realistic robot sensor pair with honest
+# covariances (config/sensors/*/robot_*.yaml).  The paper's demo pair is one parameter away:
+# gps_model:=ch_gauss imu_model:=chrono_paper_demo (evaluate.launch.py's defaults: it replays the study).
+ROBOT_GPS_MODEL = "robot_rtk_f9p"
+ROBOT_IMU_MODEL = "robot_ahrs_mti"
 NOISE_NODE_DEFAULTS = {
-    "gps": {"gps_model": "ch_gauss", "gps_rate": 10.0, "frame_id": GPS_FRAME, "output_topic": TOPICS["gps"]},
-    "imu": {"imu_model": "chrono_paper_demo", "imu_rate": 100.0, "frame_id": IMU_FRAME,
+    "gps": {"gps_model": ROBOT_GPS_MODEL, "gps_rate": 10.0, "frame_id": GPS_FRAME,
+            "output_topic": TOPICS["gps"]},
+    "imu": {"imu_model": ROBOT_IMU_MODEL, "imu_rate": 100.0, "frame_id": IMU_FRAME,
             "output_topic": TOPICS["imu"], "magnetometer_topic": ""},
 }
 COMMON_NODE_DEFAULTS = {

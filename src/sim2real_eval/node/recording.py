@@ -12,6 +12,11 @@ hidden temporary one) and the temporary directory is removed: ``OUT`` is complet
 recorder killed with SIGKILL cannot clean up; the next recorder writing into the same directory
 removes every ``.*.tmp-*`` sibling whose ``recorder.pid`` names a process that no longer runs
 (``stale_temporaries``), and ``sim2real-eval`` never reads hidden directories.
+
+A run directory that exists is whole, but not necessarily a whole run: a judge node that dies mid-bag
+ends the launch early and the recorder still closes a valid bag.  So evaluate.launch.py records with
+run.yaml ``complete: false`` and marks the run complete only when the bag was played to its end with
+no process failing (``RunCompletion``); ``score`` and ``tune`` refuse incomplete runs.
 """
 from __future__ import annotations
 
@@ -86,3 +91,61 @@ class EarlyMessages:
         for topic, raw in held:
             stamp = now_ns if now_ns else (cdr_header_stamp_ns(raw) or 0)
             yield topic, raw, stamp
+
+
+# A run recorded by evaluate.launch.py is marked incomplete when the recorder writes it; the launch
+# marks it complete only when it saw the bag played to its end with every process healthy.
+UNCONFIRMED = ("the launch did not confirm the run: it was stopped, failed or was killed before the "
+               "bag was played to its end")
+
+
+class RunCompletion:
+    """evaluate.launch.py's verdict on the run it records (rclpy-free; ``ros/launch_actions`` feeds it).
+
+    The run is complete only if the player exited by itself with code 0 before any shutdown (the whole
+    bag was played), no process failed, and the recorder wrote its directory.  Anything else — a node
+    that died (ekf_node killed), a failed process, Ctrl-C, an exception in the launch — leaves the run
+    marked incomplete with the first reason seen.  The verdict is written into the run's run.yaml when
+    the recorder has exited, and written again if a failure is reported after that.
+    """
+
+    def __init__(self, output, player: str = "bag_player", recorder: str = "recorder_node"):
+        self.output = Path(output)
+        self.player, self.recorder = player, recorder
+        self.failures: List[str] = []
+        self.player_finished = False
+        self.shutdown_reason: Optional[str] = None
+        self.recorded = False
+
+    def failed(self, reason: str) -> None:
+        self.failures.append(reason)
+        self.write()
+
+    def shutdown(self, reason: str) -> None:
+        if self.shutdown_reason is None:
+            self.shutdown_reason = str(reason)
+
+    def exited(self, name: str, code: int, shutting_down: bool) -> None:
+        """A process exited (before any failure it caused is reported through ``failed``)."""
+        if name == self.player and code == 0 and not shutting_down:
+            self.player_finished = True
+        if name == self.recorder:
+            self.recorded = self.output.is_dir()
+            self.write()
+
+    def verdict(self) -> Optional[str]:
+        """None when the run is complete, else why it is not (one line)."""
+        if self.failures:
+            return self.failures[0]
+        if not self.player_finished:
+            why = f" ({self.shutdown_reason})" if self.shutdown_reason else ""
+            return f"the launch stopped before the bag was played to its end{why}"
+        return None
+
+    def write(self) -> None:
+        """Mark the recorded run (once the recorder has written it)."""
+        if not self.recorded:
+            return
+        from ..runs import mark_run
+
+        mark_run(self.output, self.verdict())

@@ -5,6 +5,8 @@ Exit codes: Humble's ``ros2 launch`` returns 0 unless an exception was raised wh
 returns 1).  ``watch`` raises such an exception when a process fails (``ProcessSpec.must_succeed``:
 any non-zero exit; others: a non-zero exit while the launch is not shutting down), and
 ``evaluate.launch.py`` also when the recorder exits without having written its run directory.
+There, a ``node.recording.RunCompletion`` hears every exit, failure and the shutdown, and marks the
+recorded run complete or incomplete (run.yaml) once the recorder has exited.
 """
 from __future__ import annotations
 
@@ -14,14 +16,16 @@ from typing import Dict, List, Optional, Tuple
 
 from launch import LaunchContext
 from launch.actions import DeclareLaunchArgument, EmitEvent, ExecuteProcess, RegisterEventHandler
-from launch.event_handlers import OnProcessExit
+from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.events import Shutdown
 from launch.events.process import ProcessExited
+from launch.events.shutdown import Shutdown as ShutdownEvent
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from ..errors import UserError
 from ..node.launch_plan import ProcessSpec, check_arguments
+from ..node.recording import RunCompletion
 
 
 class LaunchFailure(RuntimeError):
@@ -59,15 +63,23 @@ def plan_or_fail(build, *args):
         raise LaunchFailure(str(exc)) from None
 
 
-def watch(spec: ProcessSpec, process, writes: Optional[str] = None) -> RegisterEventHandler:
+def watch(spec: ProcessSpec, process, writes: Optional[str] = None,
+          completion: Optional[RunCompletion] = None) -> RegisterEventHandler:
     """Fail the launch (exit code 1, one line naming the process) when ``process`` fails, or when
-    it exits without ``writes`` existing (the recorder's run directory)."""
+    it exits without ``writes`` existing (the recorder's run directory); tell ``completion``."""
     def on_exit(event: ProcessExited, context: LaunchContext):
         code = event.returncode
+        if completion is not None:
+            completion.exited(spec.name, code, context.is_shutdown)
+        failure = None
         if code != 0 and (spec.must_succeed or not context.is_shutdown):
-            raise LaunchFailure(f"{spec.name} exited with code {code}")
-        if writes is not None and not Path(writes).is_dir():
-            raise LaunchFailure(f"{spec.name} exited without writing {writes}")
+            failure = f"{spec.name} exited with code {code}"
+        elif writes is not None and not Path(writes).is_dir():
+            failure = f"{spec.name} exited without writing {writes}"
+        if failure is not None:
+            if completion is not None:
+                completion.failed(failure)
+            raise LaunchFailure(failure)
         return None
 
     return RegisterEventHandler(OnProcessExit(target_action=process, on_exit=on_exit))
@@ -79,10 +91,20 @@ def shutdown_when_done(spec: ProcessSpec, process) -> RegisterEventHandler:
         target_action=process, on_exit=[EmitEvent(event=Shutdown(reason=f"{spec.name} finished"))]))
 
 
-def actions_for(specs: List[ProcessSpec], writes: Optional[Dict[str, str]] = None) -> List:
+def on_shutdown(completion: RunCompletion) -> RegisterEventHandler:
+    """Tell ``completion`` why the launch shuts down (Ctrl-C, an exception, the player finished…)."""
+    def record(event: ShutdownEvent, _context: LaunchContext):
+        completion.shutdown(event.reason)
+        return None
+
+    return RegisterEventHandler(OnShutdown(on_shutdown=record))
+
+
+def actions_for(specs: List[ProcessSpec], writes: Optional[Dict[str, str]] = None,
+                completion: Optional[RunCompletion] = None) -> List:
     """Each spec's action followed by its exit watch."""
     out = []
     for spec in specs:
         process = action(spec)
-        out += [process, watch(spec, process, (writes or {}).get(spec.name))]
+        out += [process, watch(spec, process, (writes or {}).get(spec.name), completion)]
     return out
