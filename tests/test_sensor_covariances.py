@@ -33,6 +33,9 @@ REPRODUCED = {
                        "1 h Gauss-Markov process started at 0) adds almost nothing within a run",
     ("imu", "chrono_paper_demo"): "the paper's demo: the covariance is the white part only, and Chrono's "
                                   "accelerometer drift is a random walk (1.7 m/s² after 30 s)",
+    ("imu", "car_mems"): "the car template's counterpart of chrono_paper_demo, with Chrono's drift model: "
+                         "its covariance is the white part only, and the bias drift (b0 over t_b) adds "
+                         "about 20 % on the gyroscope within a minute",
 }
 SECONDS = 60.0
 # Runs per preset: a 10 s Gauss-Markov GPS error needs many; IMU noise is mostly white, but a bias random
