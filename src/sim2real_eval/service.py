@@ -361,7 +361,7 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
 def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,
                 progress: bool = True, description: str | None = None) -> ReplayedBags:
     """Execute ``plan_replays``'s tasks into ``out``: bags in parallel, runs of a bag in one task."""
-    from .pipeline.batch import BatchReport, available_cores, run_batch
+    from .pipeline.batch import available_cores, run_batch
 
     start = time.perf_counter()
     tasks = list(tasks)
@@ -374,21 +374,22 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
     workers = available_cores() if workers is None else int(workers)
     description = description or f"replaying {len(tasks)} real bag(s)"
     if ray_address is None and workers > 1 and len(tasks) > 1:
-        # The first bag is judged here: the judge's numba kernels are compiled (or loaded from numba's
-        # cache) once in this process and inherited by the forked workers, not compiled in each.
-        with _status(progress, f"{description}: the first bag (the first judge run compiles its kernels)"):
-            first = run_batch(tasks[:1], out, workers=1, progress=False)
-        if first.failures:
-            rest = run_batch(tasks[1:], out, workers=workers, progress=progress, description=description)
-            report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
-        else:
-            # All bags again, so that the bar counts every bag (the first one as complete).
-            report = run_batch(tasks, out, workers=workers, progress=progress, description=description)
-            report.outcomes[0] = first.outcomes[0]
-    else:
-        report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
-                           description=description)
+        # The judge's numba kernels are compiled (or loaded from numba's cache) once, here, on a 3-s
+        # synthetic stream, and inherited by the forked workers rather than loaded in each.
+        with _status(progress, f"{description}: loading the judge (its first run compiles its kernels)"):
+            warm_judge(tasks[0].spec.judge)
+    report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
+                       description=description)
     return ReplayedBags(tasks, report, time.perf_counter() - start)
+
+
+def warm_judge(judge) -> None:
+    """Run the embedded judge of ``judge`` (``pipeline.run.JudgeConfig``) once on a 3-s ART-like stream
+    (/fix + /imu as CDR bytes, what every run gives it): every compiled kernel is then in this process."""
+    from .judge.synthetic import art_like_records
+    from .pipeline.run import judge_run
+
+    judge_run(judge, art_like_records(duration=3.0, heading_rate=0.05))
 
 
 def _status(enabled: bool, text: str):

@@ -15,7 +15,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from ..errors import UserError
 from ..workers import WorkerPool
@@ -64,6 +63,8 @@ def vepd(w1: float, w2: float) -> float:
 
 def average_ranks(values) -> np.ndarray:
     """Ranks 1 = smallest; ties get the mean of the ranks they span (pandas ``rank()`` default)."""
+    from scipy import stats  # imported when needed: the demo's workers never rank
+
     return stats.rankdata(np.asarray(values, dtype=float), method="average")
 
 

@@ -26,6 +26,7 @@ Both runs also carry the same ``/ground_truth/odom`` from the INS truth.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -343,16 +344,15 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     from ..models import sensor_seed
 
     stamps = np.asarray(streams.imu_stamps_ns, dtype=np.int64)
-    receive = [r[0] for r in streams.imu]
     seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
     model = load_imu(sim.replace["imu"], spec.judge, seed)
     samples = model.sample(streams.truth, stamps_ns=stamps)
-    # Keep the real receive times: the judge sees the replaced stream with the real timing.  The judge
-    # reads the CDR bytes too (no message objects are built).
-    return ([SensorRecord(int(recv), topic, msgtype, raw, raw)
-             for recv, (_r, topic, msgtype, raw) in zip(receive, imu_cdr_records(samples))]
-            + [SensorRecord(int(recv), topic, msgtype, None, raw)
-               for recv, (_r, topic, msgtype, raw) in zip(receive, magnetic_field_cdr_records(samples))])
+    # Received when the real messages were: the judge sees the replaced stream with the real timing.  The
+    # records are the CDR bytes themselves (what the judge reads and a bag stores: no SensorRecord).
+    samples = dataclasses.replace(samples, receive_ns=np.array([r[0] for r in streams.imu], dtype=np.int64))
+    return (imu_cdr_records(samples)
+            + [SensorRecord(recv, topic, msgtype, None, raw)
+               for recv, topic, msgtype, raw in magnetic_field_cdr_records(samples)])
 
 
 def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
@@ -361,9 +361,7 @@ def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     # Anchored at the real bag's datum and rate, so simulated fixes land where and when the real ones do.
     model = load_gps(sim.replace["gps"], sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "gps"),
                      datum=streams.datum, rate=streams.gps_rate)
-    samples = model.sample(streams.truth)
-    return [SensorRecord(recv, topic, msgtype, raw, raw)
-            for recv, topic, msgtype, raw in gps_cdr_records(samples)]
+    return gps_cdr_records(model.sample(streams.truth))
 
 
 def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
