@@ -146,8 +146,8 @@ def profile_mode(args) -> None:
         profiler = cProfile.Profile()
         start = time.perf_counter()
         profiler.enable()
-        result = run_demo(out, k=args.k or (3 if args.quick else None), quick=args.quick, workers=args.workers,
-                          progress=False)
+        result = run_demo(out, k=args.k or (3 if args.quick else None), quick=args.quick,
+                          workers=args.workers, progress=False)
         profiler.disable()
         print(f"wall_time_s: {time.perf_counter() - start:.2f}")
         print(f"runs_total: {result.runs_total}")
