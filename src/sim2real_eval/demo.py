@@ -56,6 +56,7 @@ RUNS = "runs"
 REFERENCE = "reference"
 IMU_STUDY = "imu_study"
 SUMMARY = "demo.json"
+REAL_LAYOUT = "DIR/<scenario>/<run>/: one folder per scenario (line, sine, circle, …), its runs inside"
 REPORT_FILES = ("vepd.json", "statistics.json", "runs.csv", "tables.md", "report.html", "figures")
 IMU_STUDY_NOTE = ("The paper's second study: the same real runs replayed with the real GPS and a simulated "
                   "IMU, against the real GPS and the real IMU.  It measures the simulated IMU's gap alone; "
@@ -138,11 +139,17 @@ def _model(sec: Section, key: str) -> Any:
 def find_real_bags(directory, k: int) -> dict:
     """{scenario: [bag paths]} from ``DIR/<scenario>/<run>/``: the first ``k`` runs (by name) per scenario,
     named by the one rule of ``runs.find_real_bags``."""
+    from .runs import bags_in
     from .runs import find_real_bags as named_bags
 
     root = Path(directory)
     if not root.is_dir():
-        raise UserError(f"--real {root}: not a directory (expected DIR/<scenario>/<run bag>/)")
+        raise UserError(f"--real {root}: not a directory (expected {REAL_LAYOUT})")
+    direct = bags_in(root)
+    if direct:  # a scenario folder given as DIR: its bags would all be scenario DIR
+        raise UserError(f"--real {root}: holds bags directly ({', '.join(Path(b).name for b in direct[:3])}"
+                        f"{', …' if len(direct) > 3 else ''}); expected {REAL_LAYOUT}, e.g. "
+                        f"{root / 'line' / Path(direct[0]).name}")
     found: dict = {}
     for bag in named_bags([root], limit=k, what="--real"):
         found.setdefault(bag.scenario, []).append(Path(bag.path))
@@ -429,8 +436,8 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     k = max(len(paths) for paths in bags.values())  # a user's folder may hold fewer than asked
     imu_scenario = imu_scenario or config.imu_scenario
     if imu_scenario not in bags:
-        raise UserError(f"imu study: scenario {imu_scenario!r} has no real bags (found: {', '.join(bags)}); "
-                        "choose one with --imu-scenario")
+        raise UserError(f"imu study: scenario {imu_scenario!r} has no real bags (scenarios found: "
+                        f"{', '.join(bags)}; the layout is {REAL_LAYOUT}); choose one with --imu-scenario")
     stages.done("real_bags")
 
     # 2. runs, each scored where it is judged

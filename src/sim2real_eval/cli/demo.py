@@ -37,7 +37,9 @@ def add_arguments(parser) -> None:
                         help="judge the runs on Ray: a cluster address, 'auto' or 'local'")
     parser.add_argument("--imu-scenario", default=None,
                         help="scenario of the simulated-IMU study (default: line)")
-    parser.add_argument("--config", default=None, help="demo YAML (default: config/studies/demo.yaml)")
+    parser.add_argument("--config", default=None,
+                        help="demo YAML (default: config/studies/demo.yaml; a bare name is looked up in "
+                             "config/studies/ too)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--no-noise-floor", action="store_true",
                         help="do not measure the judge-noise floor (by default each real bag is judged "
@@ -53,8 +55,11 @@ def run(args) -> int:
     from ..demo import run_demo, summary_table
     from ..outputs import check_paths
     from ..reference import shipped_reference_dir
+    from ..resources import find_config
 
     out = Path(args.out)
+    if args.config is not None:  # a bare name (demo.yaml) is looked up in config/studies/ and config/
+        args.config = str(find_config(args.config, "studies", option="--config"))
     written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
                                        ".report-staging", *demo.REPORT_FILES)]
     check_paths({"--real": args.real if args.real else shipped_reference_dir(), "--config": args.config},

@@ -80,9 +80,11 @@ def parse_remaps(items) -> dict:
 def check(paths) -> int:
     """``judge --check``: every finding of every file, one line each, then a summary line per file."""
     from ..judge.params import check_params_file
+    from ..resources import config_candidates
 
     errors = 0
-    for path in paths:
+    for given in paths:
+        path = next((c for c in config_candidates(given) if c.is_file()), given)  # a bare name: config/ too
         result = check_params_file(path)
         for _level, text in result.lines:
             print(text)
@@ -94,6 +96,7 @@ def check(paths) -> int:
 def run(args) -> int:
     from ..errors import UserError
     from ..outputs import check_paths
+    from ..resources import find_config
     from ..service import judge_bag
 
     if args.check:
@@ -102,6 +105,9 @@ def run(args) -> int:
     missing = [name for name, value in given if value is None]
     if missing:
         raise UserError(f"missing {', '.join(missing)} (needed unless --check)")
+    # A bare file name is looked up in the installed config/ too (as in study files): from any directory.
+    args.config = find_config(args.config, option="--config")
+    args.navsat = find_config(args.navsat, option="--navsat") if args.navsat is not None else None
     remaps = parse_remaps(args.remap)
     check_paths({"BAG": args.bag, "--config": args.config, "--navsat": args.navsat},
                 {"--output": args.output}, overwrite=args.overwrite)  # before the (long) judging

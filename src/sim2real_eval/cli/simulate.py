@@ -9,7 +9,7 @@ from ..pipeline import timing  # standard library only: --help stays cheap
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("study", help="study file (config/studies/*.yaml)")
+    parser.add_argument("study", help="study file (a path, or the name of one in config/studies/)")
     parser.add_argument("--out", required=True, help="output directory (runs go to OUT/sim/...)")
     parser.add_argument("--workers", type=int, default=None,
                         help="local worker processes (default: all cores; 1 = in this process)")
@@ -22,10 +22,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from ..resources import find_config
     from ..service import simulate_study
 
-    done = simulate_study(args.study, args.out, storage=args.storage, workers=args.workers,
-                          ray_address=args.ray, progress=not args.no_progress, timing=timing.from_args(args))
+    # a bare name (paper_gps.yaml) is looked up in config/studies/ and config/ too, from any directory
+    study = find_config(args.study, "studies", option="STUDY")
+    done = simulate_study(study, args.out, storage=args.storage, workers=args.workers, ray_address=args.ray,
+                          progress=not args.no_progress, timing=timing.from_args(args))
     done.report.raise_on_failure()
     report = done.report
     print(f"{done.study.name}: {report.written} runs written, {report.skipped} already complete "

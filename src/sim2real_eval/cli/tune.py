@@ -12,7 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", required=True,
                         help="study file: scenarios, K, judge and the variant to tune")
     parser.add_argument("--real", required=True, metavar="DIR",
-                        help="run directory tree holding the real runs (DIR/real/real/<scenario>/<k>/)")
+                        help="the real runs, taken as they are: replay's output (DIR/real/real/<scenario>/"
+                             "<k>/) or a demo output with its run bags (demo --keep-runs: "
+                             "DIR/runs/real/real/<scenario>/<k>/); at least 2 per scenario of the study")
     parser.add_argument("--params", required=True,
                         help="comma-separated NAME=LOW:HIGH[:log], e.g. "
                              "'gps.position_noise.sigma=0.005:0.5:log,imu.accelerometer.b0=0:0.2' "
@@ -37,13 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from rich.console import Console
 
-    from ..calibrate.tune import tune, write_outputs
+    from ..calibrate.tune import real_runs_dir, tune, write_outputs
     from ..outputs import check_paths
+    from ..resources import find_config
 
     out = Path(args.out)
-    # tune reads DIR/real/real/<scenario>/<k>/ of --real: an --out beside that (DIR/out) is fine
-    check_paths({"--study": args.study, "--real": Path(args.real) / "real", "--storage": args.storage},
-                {"--out": out})
+    args.study = str(find_config(args.study, "studies", option="--study"))  # a bare name: config/studies/
+    # tune reads the real runs of --real (RUNS/real/real/<scenario>/<k>/): an --out beside them is fine
+    check_paths({"--study": args.study, "--real": real_runs_dir(args.real) / "real",
+                 "--storage": args.storage}, {"--out": out})
     if out.exists() and not (out / "trials.csv").is_file():
         raise UserError(f"--out {out}: exists and is not a previous tune output; choose another directory")
     if args.seed < 0:
