@@ -102,17 +102,20 @@ def command_mode(args) -> None:
     with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
         out = Path(args.out) if args.out else Path(tmp) / "report"
         runs = []
+
+        def run(name: str, where: Path, environment: dict) -> None:
+            result = measure(base + ["--out", str(where)], environment)
+            result["summary"] = json.loads((where / "demo.json").read_text())  # before the next run
+            runs.append((name, result))
+
         if args.cold:
-            cache = Path(tmp) / "numba_cache"
-            runs.append(("cold", measure(base + ["--out", str(Path(tmp) / "cold")],
-                                         dict(env, NUMBA_CACHE_DIR=str(cache)))))
+            run("cold", Path(tmp) / "cold", dict(env, NUMBA_CACHE_DIR=str(Path(tmp) / "numba_cache")))
         for i in range(args.repeat):
-            runs.append((f"warm{i + 1}", measure(base + ["--out", str(out)], env)))
+            run(f"warm{i + 1}", out, env)
         print(f"command: sim2real-eval {' '.join(base[3:])} --out OUT")
         print(f"cores: {os.cpu_count()}")
         for name, run in runs:
-            summary = json.loads(((Path(tmp) / "cold") if name == "cold" else out).joinpath("demo.json")
-                                 .read_text())
+            summary = run["summary"]
             print(f"{name}_wall_s: {run['wall']:.2f}")
             print(f"{name}_cpu_s: {run['cpu']:.2f} (user {run['user']:.2f} + sys {run['sys']:.2f})")
             print(f"{name}_peak_rss_mb: {run['peak_rss_mb']:.0f}")
