@@ -612,9 +612,9 @@ def summary_table(result: DemoResult) -> str:
     lines.append(f"paper's ordering — {marks}")
     lines += [f"warning: {line}" for line in separation_warnings(gps, imu)]
     wall, cpu = result.timings, result.cpu_times or {}
-    steps = ", ".join(f"{name.replace('_', ' ')} {wall[name]:.1f}"
-                      + (f" ({cpu[name]:.1f} CPU)" if name in cpu else "")
-                      for name in ("real_bags", "runs", "score", "report"))
+    labels = {"real_bags": "real bags", "runs": "runs", "score": "scores + figures", "report": "report files"}
+    steps = ", ".join(f"{label} {wall[name]:.1f}" + (f" ({cpu[name]:.1f} CPU)" if name in cpu else "")
+                      for name, label in labels.items())
     lines.append(f"wall time {wall['total']:.1f} s, CPU {cpu.get('total', 0.0):.1f} s ({steps}); "
                  f"report: {result.out / 'report.html'}")
     lines.append(f"run bags: {result.out / RUNS} ({result.runs_bytes / 1e6:.0f} MB)" if result.runs_kept else

@@ -160,17 +160,19 @@ def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence
     n_real = sum(len(g) for g in real_groups)
     strata = len(real_groups)
     parts = []
+    offsets = np.repeat(starts, sizes)  # each group's first row, per column of the index matrix
     for count in _blocks(n_resamples):
-        index = np.empty((count, len(values)), dtype=np.int64)
-        for row in index:
-            if paired:
-                for real_start, sim_start, size in zip(starts[:strata], starts[strata:], sizes[:strata]):
-                    draw = rng.integers(0, size, size)
-                    row[real_start:real_start + size] = real_start + draw
-                    row[sim_start:sim_start + size] = sim_start + draw
-            else:
-                for start, size in zip(starts, sizes):
-                    row[start:start + size] = start + rng.integers(0, size, size)
+        # The draws are made in the seeded order (a row at a time, a stratum at a time); the index
+        # matrix is then built at once: row positions within each group + the group's first row.
+        draws = np.empty((count, n_real if paired else len(values)), dtype=np.int64)
+        for row in draws:
+            at = 0
+            for size in sizes[:strata] if paired else sizes:
+                row[at:at + size] = rng.integers(0, size, size)
+                at += size
+        if paired:  # the sim rows take the real rows' draws
+            draws = np.concatenate([draws, draws], axis=1)
+        index = draws + offsets
         parts.append(_distance_rows(values, index[:, :n_real], index[:, n_real:]))
     samples = np.concatenate(parts) if parts else np.empty((0, 3))
     tail = 100 * (1 - level) / 2
@@ -197,23 +199,30 @@ def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_seque
     starts = np.cumsum([0] + [len(p) for p in pooled])[:-1].tolist()
     n_real = [len(r) for r in real_groups]
     exceed = np.zeros(3, dtype=np.int64)
+    # paired: pool = [real rows; sim rows] per stratum, row j pairs with row n + j
+    own = np.concatenate([start + np.arange(n) for start, n in zip(starts, n_real)]).astype(np.int64)
+    partner = own + np.repeat(n_real, n_real)
     for count in _blocks(n_permutations):
         real_index = np.empty((count, sum(n_real)), dtype=np.int64)
         sim_index = np.empty((count, len(values) - sum(n_real)), dtype=np.int64)
-        for i in range(count):
-            real_at = sim_at = 0
-            for start, pool, n in zip(starts, pooled, n_real):
-                if paired:  # pool = [real rows; sim rows], row j pairs with row n + j
-                    swap = rng.integers(0, 2, n).astype(bool)
-                    own = start + np.arange(n)
-                    real_index[i, real_at:real_at + n] = np.where(swap, own + n, own)
-                    sim_index[i, sim_at:sim_at + n] = np.where(swap, own, own + n)
-                else:
+        if paired:  # the swaps drawn one stratum at a time (the seeded order), the indices at once
+            swap = np.empty((count, len(own)), dtype=bool)
+            for i in range(count):
+                at = 0
+                for n in n_real:
+                    swap[i, at:at + n] = rng.integers(0, 2, n)
+                    at += n
+            np.copyto(real_index, np.where(swap, partner, own))
+            np.copyto(sim_index, np.where(swap, own, partner))
+        else:
+            for i in range(count):
+                real_at = sim_at = 0
+                for start, pool, n in zip(starts, pooled, n_real):
                     shuffled = start + rng.permutation(len(pool))
                     real_index[i, real_at:real_at + n] = shuffled[:n]
                     sim_index[i, sim_at:sim_at + len(pool) - n] = shuffled[n:]
-                real_at += n
-                sim_at += len(pool) - n
+                    real_at += n
+                    sim_at += len(pool) - n
         exceed += (_distance_rows(values, real_index, sim_index) >= threshold).sum(axis=0)
     p = (1 + exceed) / (1 + n_permutations)
     return {"p_W1": float(p[0]), "p_W2": float(p[1]), "p_VEPD": float(p[2])}
