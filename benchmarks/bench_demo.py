@@ -121,7 +121,7 @@ def command_mode(args) -> None:
             print(f"{name}_peak_rss_mb: {run['peak_rss_mb']:.0f}")
             print(f"{name}_load_1min: {run['load_before']:.2f} before, {run['load_after']:.2f} after")
             steps = ", ".join(f"{step} {summary['wall_time_s'][step]:.1f}/{summary['cpu_time_s'][step]:.1f}"
-                              for step in ("real_bags", "runs", "score", "report"))
+                              for step in ("startup", "real_bags", "runs", "score", "report"))
             print(f"{name}_steps_wall/cpu_s: {steps}")
         warm = [run for name, run in runs if name != "cold"]
         if warm:

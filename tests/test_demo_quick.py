@@ -103,7 +103,7 @@ def test_vepd_json_schema(quick_demo):
     assert set(summary["ordering"]["checks"]) == {"ch_gauss_worst", "ch_rw_and_airsim_best",
                                                   "hdop_improves_ch_gauss", "sim_imu_small"}
     assert sorted(summary["ordering"]["ranking_best_first"]) == sorted(GPS_VARIANTS)
-    stages = {"real_bags", "runs", "score", "report", "total"}
+    stages = {"startup", "real_bags", "runs", "score", "report", "total"}
     assert set(summary["wall_time_s"]) == set(summary["cpu_time_s"]) == stages
     assert summary["runs"]["kept"] is True
     assert summary["runs"]["bag_bytes"] == sum(p.stat().st_size for p in (out / "runs").rglob("*")
