@@ -296,11 +296,13 @@ REAL_LAYOUT = ("a run tree DIR/real/real/<scenario>/<k>/ (run bags with run.yaml
                "DIR/runs/real/real/<scenario>/<k>/ (`sim2real-eval demo --keep-runs --out DIR`)")
 
 
-def real_runs_dir(real_dir) -> Path:
+def real_runs_dir(real_dir, check: bool = True) -> Path:
     """The run tree holding tune's real runs: ``--real`` itself (``DIR/real/real/…``, replay's output) or
     a demo output's ``DIR/runs`` (``demo --keep-runs``), taken as they are; a UserError naming the
-    expected layout otherwise."""
+    expected layout otherwise (``check`` False: ``--real`` itself then, for the output checks)."""
     root = Path(real_dir)
+    if not check:
+        return root / "runs" if (root / "runs" / "real" / "real").is_dir() else root
     if not root.is_dir():
         raise UserError(f"--real {root}: not a directory; expected {REAL_LAYOUT}")
     for candidate in (root, root / "runs"):

@@ -46,7 +46,7 @@ def run(args) -> int:
     out = Path(args.out)
     args.study = str(find_config(args.study, "studies", option="--study"))  # a bare name: config/studies/
     # tune reads the real runs of --real (RUNS/real/real/<scenario>/<k>/): an --out beside them is fine
-    check_paths({"--study": args.study, "--real": real_runs_dir(args.real) / "real",
+    check_paths({"--study": args.study, "--real": real_runs_dir(args.real, check=False) / "real",
                  "--storage": args.storage}, {"--out": out})
     if out.exists() and not (out / "trials.csv").is_file():
         raise UserError(f"--out {out}: exists and is not a previous tune output; choose another directory")
