@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from ..pipeline import timing  # standard library only: --help stays cheap
 
-# Measured costs (README "What it costs": /usr/bin/time -v on the 2-core development machine, 24 Nov 2026).
-COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 1 min 22 s wall, 107 s CPU "
-        "(includes compiling the judge's kernels); later ones 30 s, 53 s CPU.  OUT: 30 MB (the report "
-        "3.4 MB + 27 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
-QUICK_COST = "measured 15 s wall, 24 s CPU (kernels cached), 3.4 MB"
+# Measured costs (README "What it costs": bench_demo.py on the 2-core development machine, 27 Nov 2026,
+# shared with other jobs: CPU is the comparable figure).
+COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 88 s CPU (includes "
+        "compiling the judge's kernels); later ones 33 s CPU.  OUT: 31 MB (the report 3.7 MB + 27.5 MB of "
+        "regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
+QUICK_COST = "measured 19 s CPU (kernels cached), 3.6 MB"
 
 
 def add_arguments(parser) -> None:
