@@ -11,8 +11,8 @@ from ..pipeline import timing  # standard library only: --help stays cheap
 # Measured costs (README "What it costs": bench_demo.py on the 2-core development machine, 27 Nov 2026,
 # load about 1).
 COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 1 min 10 s wall, 90 s CPU "
-        "(includes compiling the judge's kernels); later ones 17 s wall, 31 s CPU.  OUT: 31 MB (the report 3.7 MB + 27.5 MB of "
-        "regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
+        "(includes compiling the judge's kernels); later ones 17 s wall, 31 s CPU.  OUT: 31 MB (the report "
+        "3.7 MB + 27.5 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
 QUICK_COST = "measured 12 s wall, 18 s CPU (kernels cached), 3.6 MB"
 
 
