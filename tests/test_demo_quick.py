@@ -104,7 +104,8 @@ def test_vepd_json_schema(quick_demo):
     assert set(summary["ordering"]["checks"]) == {"ch_gauss_worst", "ch_rw_and_airsim_best",
                                                   "hdop_improves_ch_gauss", "sim_imu_small"}
     assert sorted(summary["ordering"]["ranking_best_first"]) == sorted(GPS_VARIANTS)
-    assert set(summary["wall_time_s"]) == {"real_bags", "runs", "score", "report", "total"}
+    stages = {"startup", "real_bags", "runs", "score", "report", "total"}
+    assert set(summary["wall_time_s"]) == set(summary["cpu_time_s"]) == stages
     assert summary["runs"]["kept"] is True
     assert summary["runs"]["bag_bytes"] == sum(p.stat().st_size for p in (out / "runs").rglob("*")
                                                if p.is_file())
@@ -132,6 +133,72 @@ def test_every_run_of_a_bag_is_judged_on_the_same_window(quick_demo):
     for key, found in s_gt.items():
         assert {side for side, _value in found} == {"real", "sim"}
         assert len({value for _side, value in found}) == 1, (key, found)
+
+
+@pytest.fixture(scope="module")
+def memory_demo(quick_demo):
+    """The same quick demo without --keep-runs (scored in memory), and ``score`` on the kept run bags."""
+    tmp, _config, kept, args, _code = quick_demo
+    memory = tmp / "memory"
+    code = main([a for a in args if a != "--keep-runs"] + ["--out", str(memory)])
+    scored = tmp / "scored"
+    assert main(["score", str(kept / "runs"), "--exclude-variant", "sim_imu-*", "--out", str(scored),
+                 "--bootstrap", "20", "--permutations", "20", "--workers", "2"]) == 0
+    return memory, kept, scored, code
+
+
+def test_in_memory_scores_equal_the_kept_bags_scores(memory_demo):
+    """The demo scores its runs from the judged series in memory: vepd.json, statistics.json (intervals,
+    comparisons, judge-noise floor) and runs.csv are those of the demo that writes the run bags, and
+    those ``score`` gives on the kept bags — floor included (it judges the real bags run.yaml names)."""
+    memory, kept, scored, code = memory_demo
+    assert code == 0 and not (memory / "runs").exists()
+    for name in ("vepd.json", "statistics.json", "imu_study/vepd.json", "imu_study/statistics.json"):
+        one, two = (json.loads((out / name).read_text()) for out in (memory, kept))
+        for doc in (one, two):  # where the runs were ("in memory" / OUT/runs), each OUT's reference runs
+            doc.get("options", {}).get("provenance", {}).pop("input", None)
+            doc.get("options", {}).get("provenance", {}).get("data", {}).pop("real_folders", None)
+        assert one == two, name
+    for name in ("runs.csv", "imu_study/runs.csv"):
+        assert (memory / name).read_text() == (kept / name).read_text()
+    assert (scored / "runs.csv").read_text() == (memory / "runs.csv").read_text()
+    demo_doc, score_doc = (json.loads((out / "vepd.json").read_text()) for out in (memory, scored))
+    assert demo_doc["combined"] == score_doc["combined"]
+    assert demo_doc["per_scenario"] == score_doc["per_scenario"]
+    demo_stats, score_stats = (json.loads((out / "statistics.json").read_text()) for out in (memory, scored))
+    assert demo_stats == score_stats
+    assert demo_stats["judge_noise_floor"]["draws"] == 4 and demo_stats["judge_noise_floor"]["pairs"] == 6
+
+
+def test_default_report_has_the_floor_and_marks_what_it_cannot_separate(memory_demo, capsys):
+    memory = memory_demo[0]
+    stats = json.loads((memory / "statistics.json").read_text())
+    floor = stats["judge_noise_floor"]["combined"]["ch_gauss"]
+    assert floor["VEPD_interval"][0] <= floor["VEPD"] <= floor["VEPD_interval"][1]
+    assert len(floor["VEPD_pairs"]) == 6
+    imu = json.loads((memory / "imu_study" / "statistics.json").read_text())
+    imu_floor = imu["judge_noise_floor"]["combined"]["sim_imu-chrono_paper_demo"]["VEPD_interval"][1]
+    imu_vepd = json.loads((memory / "imu_study" / "vepd.json").read_text())["combined"]
+    assert imu_vepd["sim_imu-chrono_paper_demo"]["VEPD"] <= imu_floor  # this tiny study: below its floor
+    tables_md = (memory / "imu_study" / "tables.md").read_text()
+    assert "(≤ floor)" in tables_md and "not above the judge-noise floor" in tables_md
+    assert "K = 2 per scenario is too small" in (memory / "tables.md").read_text()
+    summary = json.loads((memory / "demo.json").read_text())
+    assert summary["ordering"]["findings"]["sim_imu_small"] == "not separable"
+    assert "judge-noise floor" in summary["ordering"]["reasons"]["sim_imu_small"]
+    assert summary["judge_noise_floor"]["imu_study"]["VEPD_interval"][1] == imu_floor
+    page = (memory / "report.html").read_text()
+    assert "Judge-noise floor" in page and "Adjacent ranks" in page and "≤ floor" in page
+
+
+def test_no_noise_floor_turns_it_off(quick_demo, capsys):
+    tmp, _config, _kept, args, _code = quick_demo
+    out = tmp / "no_floor"
+    assert main([a for a in args if a != "--keep-runs"] + ["--out", str(out), "--no-noise-floor"]) == 0
+    printed = capsys.readouterr().out
+    assert "judge-noise floor: not measured (--no-noise-floor)" in printed
+    assert "judge_noise_floor" not in json.loads((out / "statistics.json").read_text())
+    assert json.loads((out / "demo.json").read_text())["judge_noise_floor"] is None
 
 
 def test_rerun_resumes_without_rejudging(quick_demo):
@@ -167,9 +234,9 @@ def test_user_bags_with_real(quick_demo, capsys):
     assert summary["real_source"] == str(real.resolve())
     assert summary["runs"]["total"] == 2 * 3
     assert not (second / "reference").exists()
-    # Without --keep-runs the run bags are removed once the report is written; their size is recorded.
+    # Without --keep-runs no run bag is written: every run is scored from memory.
     assert not (second / "runs").exists() and summary["runs"]["kept"] is False
-    assert summary["runs"]["bag_bytes"] > 0 and "removed after scoring; --keep-runs keeps them" in printed
+    assert summary["runs"]["bag_bytes"] == 0 and "none written (scored in memory)" in printed
     assert stamp == {p: p.stat().st_mtime_ns for p in (out / "reference").rglob("*") if p.is_file()}
 
 

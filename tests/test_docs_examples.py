@@ -68,6 +68,7 @@ class Example:
     text: str
     block: str                                     # "file:line" of its block (or of the inline span)
     expected: list = field(default_factory=list)   # a "$ " session's output lines
+    column: int = 0                                # an inline span's place on its line (document order)
 
     @property
     def where(self) -> str:
@@ -136,7 +137,8 @@ def extract(path: Path) -> list:
         text = " ".join(match.group(1).split())
         if len(text.split()) > 2 and text.split()[1] in SUBCOMMANDS:
             number = prose.count("\n", 0, match.start()) + 1
-            examples.append(Example(path, number, text, f"{path.name}:{number}:inline"))
+            column = match.start() - (prose.rfind("\n", 0, match.start()) + 1)
+            examples.append(Example(path, number, text, f"{path.name}:{number}:inline", column=column))
     return examples
 
 
@@ -146,9 +148,13 @@ ROS_BLOCKS_ALL = sorted({e.block for e in ALL if e.kind == "ros"})
 # A block with a `ray` line starts a Ray cluster: tests/test_ray_cluster.py runs it (test_ray_blocks_…).
 RAY_BLOCKS = sorted({e.block for e in ALL if e.kind == "ray"})
 CLI = [e for e in ALL if e.kind == "cli" and e.block not in ROS_BLOCKS_ALL + RAY_BLOCKS]
+# The README's commands run as one chain, in the order written (test_readme_commands_chain); the
+# other documents' blocks one by one (test_cli_examples_run).
+README_CHAIN = sorted((e for e in CLI if e.path.name == "README.md"), key=lambda e: (e.line, e.column))
 BLOCKS: dict = {}
 for _example in CLI:
-    BLOCKS.setdefault(_example.block, []).append(_example)
+    if _example.path.name != "README.md":
+        BLOCKS.setdefault(_example.block, []).append(_example)
 
 
 # ---------------------------------------------------------------------------- what is mapped
@@ -162,7 +168,6 @@ SUBSTITUTIONS = [
     ("--navsat NAVSAT.yaml", "--navsat config/navsat_art_iros2024.yaml", "NAVSAT.yaml: the shipped file"),
     ("STANDSTILL_BAG", "{standstill}", "a standstill bag: 120 s at rest (test_calibrate_standstill)"),
     ("--plots DIR", "--plots plots", "DIR: a new folder"),
-    ("--study S.yaml", "--study {study}", "a study: one variant (as tune needs) on a 3.5-s line"),
     ("--study STUDY.yaml", "--study {study}", "a study: one variant (as tune needs) on a 3.5-s line"),
     ("simulate STUDY.yaml", "simulate {study}", "a study: one variant on a 3.5-s line"),
     ("--real DIR --params", "--real {runs} --params", "tune's real runs: the run tree below"),
@@ -200,7 +205,7 @@ REDUCTIONS = [
      "the demo: the small study of test_demo_quick (2 GPS variants, 4-s manoeuvres, K = 2)"),
     (re.compile(r"^tune\b"), ["--budget", "1"], "tune: one trial"),
 ]
-STUDY_REDUCTIONS = [("config/studies/paper_gps.yaml", "config/studies/tiny.yaml",
+STUDY_REDUCTIONS = [("paper_gps.yaml", "tiny.yaml",
                      "the paper's GPS study (150 runs): the tiny study (4 runs)")]
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(?:\.[a-z]+)?(?:\|[A-Z][A-Z0-9_.]*)*(?:\.\.\.|…)?$")
 USED: set = set()
@@ -442,6 +447,30 @@ def test_ray_blocks_are_the_one_the_cluster_test_runs():
 
     first = documented_block()[0]
     assert RAY_BLOCKS == [next(e.block for e in ALL if e.path == DOC and e.text == first)]
+
+
+@pytest.mark.slow
+def test_readme_commands_chain(world, tmp_path):
+    """The README's commands, run in the order written in one working directory — a fresh clone's
+    (config/, bags/, launch/, docker/) — all succeed, each feeding the next (the demo's ``kept`` run bags
+    feed ``score`` and ``tune``, ``make-reference`` makes the standstill ``calibrate`` reads and the
+    ``my_bags`` the next block uses).  Reduced as ``REDUCTIONS`` and ``STUDY_REDUCTIONS`` say."""
+    env = cli_environment(tmp_path)
+    cwd = workdir(tmp_path / "clone", README_CHAIN, world)
+    ran = []
+    for example in README_CHAIN:
+        for command in substitute(example.text, world).split("&&"):
+            check_options(example, command.strip())
+            argv = command_argv(example, command.strip(), world)
+            done = subprocess.run(["sim2real-eval", *argv], cwd=cwd, env=env, capture_output=True, text=True,
+                                  timeout=BUDGET_S)
+            assert done.returncode == 0, (f"{example.where}: `{example.text}` ran as `sim2real-eval "
+                                          f"{shlex.join(argv)}` after {ran}: exit {done.returncode}\n"
+                                          f"{done.stderr[-3000:]}")
+            if example.expected:
+                assert done.stdout.splitlines() == example.expected, f"{example.where}: other output"
+            ran.append(argv[0])
+    assert {"demo", "score", "tune", "calibrate", "make-reference", "replay", "simulate", "judge"} <= set(ran)
 
 
 def test_every_substitution_is_used(world):

@@ -30,22 +30,50 @@ def records(values, side="real", variant="real"):
     return [RunRecord(side, variant, s, k, f"{s}/{k}", RunScore(e, 0.4, 0.4 - d, d)) for s, k, e, d in values]
 
 
-def test_floor_is_the_vepd_between_the_two_draws():
+def test_floor_of_two_draws_is_the_vepd_between_them():
     a = records([("line", 0, 0.10, 0.30), ("line", 1, 0.11, 0.35), ("sine", 0, 0.09, 0.31),
                  ("sine", 1, 0.08, 0.3)])
     b = records([("line", 0, 0.12, 0.33), ("line", 1, 0.10, 0.34), ("sine", 0, 0.095, 0.29),
                  ("sine", 1, 0.08, 0.3)])
     floor = judge_noise_floor([a, b], ["v1", "v2"], ["line", "sine"])
-    assert floor["definition"] == DEFINITION
+    assert floor["definition"] == DEFINITION and (floor["draws"], floor["pairs"]) == (2, 1)
     w1 = wasserstein([0.10, 0.11, 0.09, 0.08], [0.12, 0.10, 0.095, 0.08])
     w2 = wasserstein([0.30, 0.35, 0.31, 0.3], [0.33, 0.34, 0.29, 0.3])
-    assert floor["combined"]["v1"] == {"W1": w1, "W2": w2, "VEPD": (w1 + w2) / 2, "n": 4}
+    v = (w1 + w2) / 2
+    assert floor["combined"]["v1"] == {"W1": w1, "W2": w2, "VEPD": v, "VEPD_interval": [v, v],
+                                       "VEPD_pairs": [v], "n": 4}
     assert floor["combined"]["v2"] == floor["combined"]["v1"]
     line = floor["per_scenario"]["v1"]["line"]
     assert line["W1"] == pytest.approx(wasserstein([0.10, 0.11], [0.12, 0.10])) and line["n"] == 2
     assert judge_noise_floor([a, a], ["v"], ["line", "sine"])["combined"]["v"]["VEPD"] == 0.0
     # Only the study's scenarios count (the IMU study has one).
     assert judge_noise_floor([a, b], ["v"], ["sine"])["combined"]["v"]["n"] == 2
+    with pytest.raises(ValueError, match="two draws"):
+        judge_noise_floor([a], ["v"], ["line"])
+
+
+def test_floor_of_several_draws_is_the_mean_over_their_pairs_with_their_range():
+    """Three draws: one VEPD per pair (0-1, 0-2, 1-2), the floor their mean, the interval their range;
+    ``threshold`` (what a result must exceed) is the range's upper end."""
+    from sim2real_eval.metrics.noise_floor import threshold
+    from sim2real_eval.metrics.study import distances
+
+    draws = [records([("line", 0, 0.10 + d, 0.30), ("line", 1, 0.11, 0.35 - d), ("line", 2, 0.12, 0.31)])
+             for d in (0.0, 0.004, 0.02)]
+    floor = judge_noise_floor(draws, ["v"], ["line"])
+    pairs = [distances(*[[r.score.rmse for r in x], [r.score.D for r in x]], *[[r.score.rmse for r in y],
+                                                                             [r.score.D for r in y]])
+             for x, y in ((draws[0], draws[1]), (draws[0], draws[2]), (draws[1], draws[2]))]
+    cell = floor["combined"]["v"]
+    assert (floor["draws"], floor["pairs"]) == (3, 3)
+    assert cell["VEPD_pairs"] == [v for _w1, _w2, v in pairs]
+    assert cell["VEPD"] == pytest.approx(sum(v for *_w, v in pairs) / 3)
+    assert cell["W1"] == pytest.approx(sum(w1 for w1, *_rest in pairs) / 3)
+    assert cell["VEPD_interval"] == [min(cell["VEPD_pairs"]), max(cell["VEPD_pairs"])]
+    assert cell["VEPD_interval"][0] < cell["VEPD"] < cell["VEPD_interval"][1]
+    assert threshold(floor, "v") == cell["VEPD_interval"][1]
+    assert threshold(floor, "v", "line") == floor["per_scenario"]["v"]["line"]["VEPD_interval"][1]
+    assert threshold(None, "v") is None and threshold({"unavailable": "csv"}, "v") is None
 
 
 @pytest.fixture(scope="module")
@@ -83,14 +111,20 @@ def test_report_carries_the_floor_only_when_there_is_one(tmp_path):
     write_report(tmp_path / "plain", result, {}, "x")
     assert "judge_noise_floor" not in json.loads((tmp_path / "plain" / "statistics.json").read_text())
     assert "noise floor" not in (tmp_path / "plain" / "tables.md").read_text()
-    result.judge_noise_floor = judge_noise_floor([draw("real", "real", 0.01), draw("real", "real", 0.01)],
+    result.judge_noise_floor = judge_noise_floor([draw("real", "real", 0.01) for _ in range(3)],
                                                  result.variants, result.scenarios)
     write_report(tmp_path / "floor", result, {}, "x")
     stats = json.loads((tmp_path / "floor" / "statistics.json").read_text())
     assert stats["judge_noise_floor"] == json.loads(json.dumps(result.judge_noise_floor))
     tables = (tmp_path / "floor" / "tables.md").read_text()
     page = (tmp_path / "floor" / "report.html").read_text()
-    floor = result.judge_noise_floor["combined"]["a"]["VEPD"]
+    cell = result.judge_noise_floor["combined"]["a"]
+    low, high = cell["VEPD_interval"]
     for text in (tables, page):
-        assert "Differences of VEPD below the judge-noise floor are not meaningful" in text
-        assert f"{floor:.4f}" in text and "every variant" in text
+        assert "not above the judge-noise floor is not meaningful" in text
+        assert f"{cell['VEPD']:.4f}" in text and f"[{low:.4f}, {high:.4f}]" in text
+        assert "every variant" in text
+        assert "3 timing draws of every real run, 3 pairs of draws" in text
+    result.judge_noise_floor = {"unavailable": "a CSV run records no real bag"}
+    write_report(tmp_path / "none", result, {}, "x")
+    assert "Not measured: a CSV run records no real bag" in (tmp_path / "none" / "tables.md").read_text()

@@ -436,17 +436,17 @@ def test_readme_own_bags_example_runs_as_written(tmp_path, monkeypatch, capsys):
     assert replay_args[:2] == ["replay", "my_bags/line"]
     assert main(replay_args) == 0
     printed = capsys.readouterr().out
-    assert printed.count("runs/real/real/line/") == 2
-    assert printed.count("runs/sim/sim_imu-mavs_mems/line/") == 2
+    assert printed.count("my_runs/real/real/line/") == 2
+    assert printed.count("my_runs/sim/sim_imu-mavs_mems/line/") == 2
     import yaml
 
     for k, name in enumerate(("run1", "run2")):  # scenario = the folder, k = the bag's place in it
-        record = yaml.safe_load((tmp_path / "runs" / "sim" / "sim_imu-mavs_mems" / "line" / str(k)
+        record = yaml.safe_load((tmp_path / "my_runs" / "sim" / "sim_imu-mavs_mems" / "line" / str(k)
                                  / "run.yaml").read_text())
         assert record["source"] == str(tmp_path / "my_bags" / "line" / name)
     assert main(score_args) == 0
     assert "scored 4 runs" in capsys.readouterr().out
-    assert (tmp_path / "report" / "report.html").is_file()
+    assert (tmp_path / "my_scores" / "report.html").is_file()
     # A single bag is named the same way (its folder, its place there): it joins the same study.
-    assert main(["replay", "my_bags/line/run2", "--replace", "imu=mavs_mems", "--out", "runs"]) == 0
+    assert main(["replay", "my_bags/line/run2", "--replace", "imu=mavs_mems", "--out", "my_runs"]) == 0
     assert capsys.readouterr().out.count("already complete") == 2

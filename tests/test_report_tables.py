@@ -45,7 +45,7 @@ def test_documents_schema_and_markdown_without_statistics():
     md = tables.tables_markdown(result)
     table_one = md.split("## Table I")[1].split("## Table II")[0]
     assert table_one.index("| near |") < table_one.index("| far |")      # best first
-    assert "| far | 2.0000 | – | 0.3000 | – | 1.1500 | – | – | 4 | 4 |" in table_one
+    assert "| far | 2 | 2.0000 | – | 0.3000 | – | 1.1500 | – | – | 4 | 4 |" in table_one
     assert "| near | 0.0000 (1) | 0.0000 (1) | 1.00 |" in md
     assert "`bad/run`: no overlap" in md
     rows = list(csv.DictReader(io.StringIO(tables.runs_csv(result))))

@@ -56,7 +56,8 @@ def test_outputs_are_complete_and_readable(reference_report):
     lo, hi = doc["combined"]["gauss"]["VEPD_ci95"]
     assert lo <= hi
     stats = json.loads((out / "statistics.json").read_text())
-    assert set(stats["combined"]["gauss"]) == {"W1_ci95", "W2_ci95", "VEPD_ci95", "p_W1", "p_W2", "p_VEPD"}
+    assert set(stats["combined"]["gauss"]) == {"W1_ci95", "W2_ci95", "VEPD_ci95", "p_W1", "p_W2", "p_VEPD",
+                                               "p_min"}
     tables = (out / "tables.md").read_text()
     assert "Table I" in tables and "Table II" in tables and "| gauss |" in tables
     html = (out / "report.html").read_text()

@@ -103,7 +103,7 @@ def test_bad_parameter_names_list_the_valid_ones(setup, capsys):
 
 
 def test_missing_real_scenario_is_named(setup, tmp_path, capsys):
-    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "real" / "circle").mkdir(parents=True)  # real runs, but none of the study's line
     code = main(["tune", "--study", str(setup[1]), "--real", str(tmp_path), "--params", PARAMS,
                  "--out", str(tmp_path / "out")])
     assert code == 2 and "real/real/line: 0 real run(s); need at least 2" in capsys.readouterr().err

@@ -5,34 +5,39 @@ Steps (``run_demo``):
    by ``runs.find_real_bags`` like ``replay`` names them), or the synthetic reference data set: the
    runs shipped in ``bags/reference`` plus, when K exceeds them, runs regenerated deterministically
    into ``OUT/reference`` (``reference.py``).  Input bags are only read.
-2. Runs (``OUT/runs/<side>/<variant>/<scenario>/<k>/``, the pipeline's run convention; resumable): per
-   real bag one task (``pipeline.replay.BagReplay``, the one replay unit, via ``service.replay_bags``)
-   reads the bag once and writes these runs, all judged on sensor messages from the same time window
-   (where the bag's INS truth exists; ``window_ns`` in run.yaml):
+2. Runs: per real bag one task (``pipeline.replay.BagReplay``, the one replay unit, via
+   ``service.replay_bags``) reads the bag (its truth and real streams) once and judges these runs, all
+   on sensor messages from the same time window (where the bag's INS truth exists; ``window_ns``),
+   and scores each where it was judged, from the judged series in memory (the scorer's numbers, bit for
+   bit: ``pipeline.replay.estimate_series``).  Run bags are written only with ``--keep-runs``
+   (``OUT/runs/<side>/<variant>/<scenario>/<k>/``, the pipeline's run convention; a rerun resumes them):
    - the real run: the real /fix + /imu judged as recorded;
    - per GPS variant of the GPS study: simulated GPS *and* IMU driven by the bag's INS ground truth
      (``pipeline.replay`` with both streams replaced; variant directory = the GPS preset name);
    - on the IMU study's scenario: real GPS + simulated IMU (``sim_imu-<preset>``).
    Every judgement is the embedded robot_localization with the ART configuration.
-   With the judge-noise floor on (``--noise-floor``), each real bag is also judged twice with independent
-   random judge timing (``metrics.noise_floor``; nothing written to ``runs/``).
-3. Scores (the scorer's pieces, unchanged): the GPS study → ``OUT/`` (vepd.json, statistics.json,
-   runs.csv, tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files);
-   statistics.json, tables.md and report.html carry each study's ``judge_noise_floor``.
-4. ``OUT/demo.json``: wall time per step, K, inputs, and the paper's qualitative ordering checks.
-5. The run bags (``OUT/runs``, 3.7 MB per run: 705 MB for K = 10) are the scorer's input, not part of
-   the report: this demo's runs are removed once the report is in place, unless ``keep_runs``
-   (``--keep-runs``); runs an earlier ``--keep-runs`` kept are kept again (and the summary says so).
-   Until then they make an interrupted demo resumable.  Measured alternative (not taken): MCAP with
-   zstd chunk compression shrinks them 3.9x, still 179 MB for K = 10 (README).
+   The judge-noise floor (on unless ``--no-noise-floor``): each real bag is also judged ``DRAWS``
+   times with independent random judge timing (``metrics.noise_floor``; never written to ``runs/``).
+3. Scores (the scorer's pieces): the GPS study → ``OUT/`` (vepd.json, statistics.json, runs.csv,
+   tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files); each study's
+   variants compared with each other (adjacent ranks, ties), its ``judge_noise_floor`` and sub-floor
+   marks (``metrics.separation``).
+4. ``OUT/demo.json``: wall and CPU time per step, K, inputs, and the paper's qualitative ordering
+   checks — each "yes", "no" or "not separable" (a finding the floor or the intervals cannot support
+   is not stated as one).
+5. Run bags (3.7 MB per run: 705 MB for K = 10) are not written unless ``keep_runs`` (``--keep-runs``):
+   the scores come from the judged series in memory, so no bag is written only to be read back and
+   deleted.  Measured alternative (not taken): MCAP with zstd chunk compression shrinks them 3.9x,
+   still 179 MB for K = 10 (README).
 
 OUT follows the output policy (``outputs``; docs/pipeline.md, "Outputs"): the demo writes a new or empty
 folder, or resumes its own earlier output, recognised by its marker file (``OUT/.sim2real-eval.json``,
 listing every report file it wrote with its size and SHA-256): those files are replaced, nothing else
-in OUT is touched, and a file among its report names that it did not write is refused up front.  A
-folder of the user's is replaced only with ``--overwrite``.  The report files are built in a staging
-folder by ``report.write_report`` (atomic) and moved into OUT only when every score is done, so OUT
-never holds a half-written report file.
+in OUT is touched (run bags an earlier ``--keep-runs`` wrote stay, resumed by the next ``--keep-runs``),
+and a file among its report names that it did not write is refused up front.  A folder of the user's is
+replaced only with ``--overwrite``.  The report files are built in a staging folder by
+``report.write_report`` (atomic) and moved into OUT only when every score is done, so OUT never holds a
+half-written report file.
 """
 from __future__ import annotations
 
@@ -42,10 +47,12 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from .errors import UserError
+from .metrics.noise_floor import DRAWS
 from .yamlio import Section, load_yaml
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
@@ -55,6 +62,7 @@ RUNS = "runs"
 REFERENCE = "reference"
 IMU_STUDY = "imu_study"
 SUMMARY = "demo.json"
+REAL_LAYOUT = "DIR/<scenario>/<run>/: one folder per scenario (line, sine, circle, …), its runs inside"
 REPORT_FILES = ("vepd.json", "statistics.json", "runs.csv", "tables.md", "report.html", "figures")
 IMU_STUDY_NOTE = ("The paper's second study: the same real runs replayed with the real GPS and a simulated "
                   "IMU, against the real GPS and the real IMU.  It measures the simulated IMU's gap alone; "
@@ -79,6 +87,7 @@ class DemoConfig:
     bootstrap: int
     permutations: int
     score_seed: int
+    noise_floor_draws: int = 4
     static_tfs_by_layout: bool = True  # no judge.static_tfs: each bag gets its default (ART layout → ART)
 
 
@@ -103,7 +112,7 @@ def load_demo_config(path=None) -> DemoConfig:
     imu = sec.section("imu_study", required=True)
     imu.unknown_keys(("scenario", "imu"))
     score = sec.section("score")
-    score.unknown_keys(("bootstrap", "permutations", "seed"))
+    score.unknown_keys(("bootstrap", "permutations", "seed", "noise_floor_draws"))
     judge_section = sec.section("judge")
     by_layout = not judge_section.has("static_tfs")
     judge = load_judge_config(judge_section, path.parent)
@@ -131,6 +140,7 @@ def load_demo_config(path=None) -> DemoConfig:
         bootstrap=score.integer("bootstrap", 1000, minimum=0),
         permutations=score.integer("permutations", 1000, minimum=0),
         score_seed=score.integer("seed", 0, minimum=0),
+        noise_floor_draws=score.integer("noise_floor_draws", DRAWS, minimum=2),
         static_tfs_by_layout=by_layout,
     )
 
@@ -146,11 +156,17 @@ def _model(sec: Section, key: str) -> Any:
 def find_real_bags(directory, k: int) -> dict:
     """{scenario: [bag paths]} from ``DIR/<scenario>/<run>/``: the first ``k`` runs (by name) per scenario,
     named by the one rule of ``runs.find_real_bags``."""
+    from .runs import bags_in
     from .runs import find_real_bags as named_bags
 
     root = Path(directory)
     if not root.is_dir():
-        raise UserError(f"--real {root}: not a directory (expected DIR/<scenario>/<run bag>/)")
+        raise UserError(f"--real {root}: not a directory (expected {REAL_LAYOUT})")
+    direct = bags_in(root)
+    if direct:  # a scenario folder given as DIR: its bags would all be scenario DIR
+        raise UserError(f"--real {root}: holds bags directly ({', '.join(Path(b).name for b in direct[:3])}"
+                        f"{', …' if len(direct) > 3 else ''}); expected {REAL_LAYOUT}, e.g. "
+                        f"{root / 'line' / Path(direct[0]).name}")
     found: dict = {}
     for bag in named_bags([root], limit=k, what="--real"):
         found.setdefault(bag.scenario, []).append(Path(bag.path))
@@ -221,11 +237,13 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
 
 
 # ------------------------------------------------------------------------------------ runs
-def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, noise_floor=None) -> list:
+def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scoring=None, write: bool = True,
+                floor_draws: int = 0) -> list:
     """One ``pipeline.replay.BagReplay`` per real bag (k = position of the bag in its scenario's sorted
     list): the real run, one run per GPS variant (directory = the GPS preset), the IMU study's run;
-    with ``noise_floor`` (ScoreOptions) the bag's noise-floor judgements too.  Without static TFs in the
-    demo file, each bag gets its default (``service.default_static_tfs``)."""
+    ``scoring`` (ScoreOptions): each run scored where it is judged; ``write``: run bags written;
+    ``floor_draws``: the bag's noise-floor judgements too.  Without static TFs in the demo file, each bag
+    gets its default (``service.default_static_tfs``)."""
     from .pipeline.replay import Replacement
     from .runs import RealBag
     from .service import plan_replays
@@ -237,8 +255,8 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, noise_
     for scenario, paths in bags.items():
         sims = gps_study + (imu_study if scenario == imu_scenario else [])
         named = [RealBag(str(bag), scenario, k) for k, bag in enumerate(paths)]
-        groups += plan_replays(named, sims, config.judge, seed=config.seed, noise_floor=noise_floor,
-                               ground_truth_rate=config.ground_truth_rate,
+        groups += plan_replays(named, sims, config.judge, seed=config.seed, scoring=scoring, write=write,
+                               floor_draws=floor_draws, ground_truth_rate=config.ground_truth_rate,
                                static_tfs_by_layout=config.static_tfs_by_layout)
     return groups
 
@@ -250,18 +268,22 @@ def imu_variant(config: DemoConfig) -> str:
 
 
 # ---------------------------------------------------------------------------------- scoring
-def score_runs(runs_dir: Path, keep, options, workers: int):
-    """Score the runs of ``runs_dir`` selected by ``keep(spec)`` → (StudyResult, series)."""
-    from . import service
-    from .metrics.inputs import discover_runs_dir
+# Pooled pairs the ordering checks compare, beyond the adjacent ranks every study compares.
+PAPER_VARIANTS = ("ch_gauss", "ch_rw", "airsim", "ch_gauss_airsim", "ch_rw_airsim")
+CHECKED_PAIRS = tuple(combinations(PAPER_VARIANTS, 2))
+CHECK_NAMES = {"ch_gauss_worst": "Ch:Gauss worst", "ch_rw_and_airsim_best": "Ch:RW and AirSim best",
+               "hdop_improves_ch_gauss": "HDOP covariance improves Ch:Gauss",
+               "sim_imu_small": "sim-IMU VEPD below every GPS variant"}
+NOT_SEPARABLE = "not separable"
 
-    scored = service.score_runs(discover_runs_dir(runs_dir, options), options, keep=keep, workers=workers,
-                                source=str(runs_dir))
-    return scored.result, scored.series
 
+def ordering_checks(gps_doc: dict, imu_doc: dict | None, gps_result=None, imu_result=None) -> dict:
+    """The paper's qualitative findings, checked on Table I (combined VEPD) of this demo.
 
-def ordering_checks(gps_doc: dict, imu_doc: dict | None) -> dict:
-    """The paper's qualitative findings, checked on Table I (combined VEPD) of this demo."""
+    ``checks``: what the VEPD values say (True/False; None when a variant is missing).  With the
+    studies' results (``metrics.StudyResult``), ``findings`` says what the precision supports: "yes",
+    "no", or "not separable" (a tie, or a VEPD not above the judge-noise floor; ``reasons`` says which)
+    — a finding the floor or the intervals cannot support is never stated as one."""
     vepd = {variant: row["VEPD"] for variant, row in gps_doc["combined"].items()}
     ranked = sorted(vepd, key=vepd.get)
     checks = {}
@@ -274,7 +296,67 @@ def ordering_checks(gps_doc: dict, imu_doc: dict | None) -> dict:
     if imu_doc is not None and vepd:
         imu_vepd = [row["VEPD"] for row in imu_doc["combined"].values()]
         checks["sim_imu_small"] = bool(imu_vepd) and max(imu_vepd) < min(vepd.values())
-    return {"ranking_best_first": ranked, "vepd": vepd, "checks": checks}
+    out = {"ranking_best_first": ranked, "vepd": vepd, "checks": checks}
+    if gps_result is not None:
+        findings = {name: _finding(name, value, ranked, gps_result, imu_result)
+                    for name, value in checks.items() if value is not None}
+        out["findings"] = {name: verdict for name, (verdict, _why) in findings.items()}
+        out["reasons"] = {name: why for name, (_verdict, why) in findings.items() if why}
+    return out
+
+
+def _finding(name: str, value: bool, ranked: list, gps, imu) -> tuple:
+    """("yes" | "no" | "not separable", why) of one ordering check (``ordering_checks``)."""
+    from .metrics import separation
+
+    def apart(better: str, worse: str) -> bool:  # better separably below worse (pooled)
+        return separation.separated(gps, better, worse) is True
+
+    def tie(a: str, b: str) -> str:
+        entry = separation.comparison(gps, a, b)
+        return separation.verdict(gps, entry)[1] if entry else f"{a} and {b} not compared"
+
+    word = "yes" if value else "no"
+    if name == "ch_gauss_worst":
+        if value:
+            runner_up = ranked[-2] if len(ranked) > 1 else None
+            if runner_up is None or apart(runner_up, "ch_gauss"):
+                return word, ""
+            return NOT_SEPARABLE, f"ch_gauss vs {runner_up}: {tie(runner_up, 'ch_gauss')}"
+        if apart("ch_gauss", ranked[-1]):
+            return word, ""
+        return NOT_SEPARABLE, f"ch_gauss vs {ranked[-1]}: {tie('ch_gauss', ranked[-1])}"
+    if name == "hdop_improves_ch_gauss":
+        better, worse = ("ch_gauss_airsim", "ch_gauss") if value else ("ch_gauss", "ch_gauss_airsim")
+        return (word, "") if apart(better, worse) else (NOT_SEPARABLE, tie(better, worse))
+    if name == "ch_rw_and_airsim_best":
+        best = {"ch_rw", "airsim"}
+        if value:
+            if len(ranked) < 3 or apart(ranked[1], ranked[2]):
+                return word, ""
+            return NOT_SEPARABLE, f"{ranked[1]} vs {ranked[2]}: {tie(ranked[1], ranked[2])}"
+        for other in [v for v in ranked[:2] if v not in best]:
+            for member in best:
+                if apart(other, member):
+                    return word, ""
+        other = next(v for v in ranked[:2] if v not in best)
+        member = max(best, key=ranked.index)
+        return NOT_SEPARABLE, f"{other} vs {member}: {tie(other, member)}"
+    # sim_imu_small: the IMU study's VEPD against every GPS variant's (different studies: intervals)
+    if imu is None:
+        return word, ""
+    for variant in imu.variants:
+        if separation.below_floor(imu, variant):
+            limit = separation.floor_threshold(imu, variant)
+            return NOT_SEPARABLE, (f"{variant}'s VEPD {imu.combined[variant]['VEPD']:.4f} is not above its "
+                                   f"judge-noise floor {limit:.4f}: its gap is not measured")
+    imu_high = max((imu.combined[v]["VEPD_ci95"] or [imu.combined[v]["VEPD"]] * 2)[1] for v in imu.variants)
+    gps_low = min((gps.combined[v]["VEPD_ci95"] or [gps.combined[v]["VEPD"]] * 2)[0] for v in gps.variants)
+    if value and imu_high < gps_low:
+        return word, ""
+    if not value and imu_high >= gps_low:
+        return word, ""
+    return NOT_SEPARABLE, f"95 % intervals overlap (sim IMU up to {imu_high:.4f}, GPS from {gps_low:.4f})"
 
 
 # ------------------------------------------------------------------------------------- main
@@ -290,20 +372,63 @@ class DemoResult:
     real_source: str
     runs_written: int = 0
     runs_total: int = 0
-    noise_floor: dict | None = None  # {"gps_study" | "imu_study": pooled floor VEPD}
-    runs_bytes: int = 0       # size of the run bags (OUT/runs) when the report was written
-    runs_kept: bool = False   # False: OUT/runs was removed after the report
-    runs_note: str | None = None  # why the runs were kept without --keep-runs
+    noise_floor: dict | None = None  # {"gps_study" | "imu_study": pooled floor {VEPD, VEPD_interval}}
+    runs_bytes: int = 0       # size of the run bags (OUT/runs) when kept
+    runs_kept: bool = False   # True: the run bags are in OUT/runs (--keep-runs)
+    cpu_times: dict | None = None    # CPU seconds per step (this process + its reaped workers)
+    gps_result: Any = None    # metrics.StudyResult of each study
+    imu_result: Any = None
+    runs_note: str | None = None  # run bags an earlier --keep-runs wrote, left in OUT/runs
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its reaped children (the worker pools) so far."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        since_boot = float(Path("/proc/uptime").read_text().split()[0])
+        return since_boot - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _Stages:
+    """Wall and CPU seconds of each step of the demo; "startup" is the process's own start (the
+    interpreter and the imports) up to the first step."""
+
+    def __init__(self):
+        self.wall, self.cpu = {}, {}
+        now, cpu = time.perf_counter(), _cpu_seconds()
+        age = _process_age()
+        self.start_wall, self.start_cpu = now - (age or 0.0), 0.0
+        self.wall["startup"], self.cpu["startup"] = age or 0.0, cpu
+        self._wall, self._cpu = now, cpu
+
+    def done(self, name: str) -> None:
+        wall, cpu = time.perf_counter(), _cpu_seconds()
+        self.wall[name], self.cpu[name] = wall - self._wall, cpu - self._cpu
+        self._wall, self._cpu = wall, cpu
+
+    def total(self) -> None:
+        self.wall["total"] = time.perf_counter() - self.start_wall
+        self.cpu["total"] = _cpu_seconds() - self.start_cpu
 
 
 def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
              config_path=None, progress: bool = True, imu_scenario: str | None = None,
-             ray_address: str | None = None, timing=None, noise_floor: bool = False,
+             ray_address: str | None = None, timing=None, noise_floor: bool = True,
              keep_runs: bool = False, overwrite: bool = False, notice=None, start=None) -> DemoResult:
     """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
-    ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: also
-    measure the judge-noise floor (``metrics.noise_floor``); ``keep_runs``: leave the run bags in OUT/runs
-    (default: removed once the report is written, unless an earlier ``keep_runs`` kept them);
+    ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
+    the judge-noise floor (``metrics.noise_floor``; ``--no-noise-floor`` turns it off); ``keep_runs``:
+    write the run bags to OUT/runs (default: none are written; scores come from memory);
     ``notice(text)``: told what was applied by default (the ART static TFs), one line; ``start(judge) ->
     judge``: the judge's start (``pipeline.start``: initial state, warm-up) in place of the demo file's.
 
@@ -316,6 +441,7 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     from .metrics import ScoreOptions
     from .pipeline.batch import available_cores
 
+    stages = _Stages()  # "startup": the interpreter and every import above
     config = load_demo_config(config_path)
     if timing is not None:
         config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
@@ -332,29 +458,25 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         raise UserError(f"--workers must be >= 1, got {workers}")
     out = Path(out)
     with claim_output(out, overwrite) as previous:
-        return _demo(out, previous, config, options, real, k, workers, progress, imu_scenario, ray_address,
-                     noise_floor, keep_runs, notice)
+        return _demo(out, previous, stages, config, options, real, k, workers, progress, imu_scenario,
+                     ray_address, noise_floor, keep_runs, notice)
 
 
-def _demo(out: Path, previous: dict, config: DemoConfig, options, real, k: int, workers: int, progress: bool,
-          imu_scenario, ray_address, noise_floor: bool, keep_runs: bool, notice=None) -> DemoResult:
-    import tempfile
+def _demo(out: Path, previous: dict, stages, config: DemoConfig, options, real, k: int, workers: int,
+          progress: bool, imu_scenario, ray_address, noise_floor: bool, keep_runs: bool,
+          notice=None) -> DemoResult:
+    import dataclasses
 
     from . import reference as ref
+    from .metrics import score_study
     from .metrics.noise_floor import judge_noise_floor
     from .outputs import write_marker
-    from .report import Study, tables, write_report
+    from .report import STATISTICS_FIGURES, Study, draw, tables, write_report
     from .report.provenance import collect as collect_provenance
     from .service import replay_bags
-
-    timings = {}
-    t_start = time.perf_counter()
-    runs_dir = out / RUNS
-    # Runs an earlier --keep-runs kept are the user's now: resumed, never removed by a plain demo.
-    runs_were_kept = bool(previous.get("runs_kept")) and runs_dir.is_dir()
+    from .workers import WorkerPool
 
     # 1. real bags
-    t = time.perf_counter()
     if real is not None:
         bags = find_real_bags(real, k)
         real_source = str(Path(real).resolve())
@@ -369,90 +491,139 @@ def _demo(out: Path, previous: dict, config: DemoConfig, options, real, k: int, 
     k = max(len(paths) for paths in bags.values())  # a user's folder may hold fewer than asked
     imu_scenario = imu_scenario or config.imu_scenario
     if imu_scenario not in bags:
-        raise UserError(f"imu study: scenario {imu_scenario!r} has no real bags (found: {', '.join(bags)}); "
-                        "choose one with --imu-scenario")
-    timings["real_bags"] = time.perf_counter() - t
+        raise UserError(f"imu study: scenario {imu_scenario!r} has no real bags (scenarios found: "
+                        f"{', '.join(bags)}; the layout is {REAL_LAYOUT}); choose one with --imu-scenario")
+    stages.done("real_bags")
 
-    # 2. runs
-    t = time.perf_counter()
-    groups = plan_groups(config, bags, imu_scenario, options if noise_floor else None)
+    # 2. runs, each scored where it is judged
+    draws = config.noise_floor_draws if noise_floor else 0
+    groups = plan_groups(config, bags, imu_scenario, options, keep_runs, draws)
+    runs_dir = out / RUNS
+    floor_note = f" + {draws} noise-floor draws of each real bag" if draws else ""
     replayed = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
-                           description=f"judging {len(groups)} real bags and their simulations",
+                           description=f"judging {len(groups)} real bags and their simulations{floor_note}",
                            notice=notice)
     report = replayed.report
-    report.raise_on_failure()
-    run_paths = [Path(run.path) for run in replayed.runs]
-    # Only this demo's runs are scored (kept runs of an earlier demo with another K or variants stay out).
-    labels = {run.label for run in replayed.runs}
-    timings["runs"] = time.perf_counter() - t
+    replayed.raise_on_failure()
+    scored = replayed.scored
+    stages.done("runs")
     runs_total = sum(1 + len(g.sims) for g in groups)
 
     # 3. scores
-    t = time.perf_counter()
     gps_names = set(config.gps_variants)
     imu_name = imu_variant(config)
-
-    def ours(spec) -> bool:
-        return f"{spec.side}/{spec.variant}/{spec.scenario}/{spec.k}" in labels
-
-    gps_result, gps_series = score_runs(
-        runs_dir, lambda s: ours(s) and (s.side == "real" or s.variant in gps_names), options, workers)
-    imu_result, imu_series = score_runs(
-        runs_dir,
-        lambda s: ours(s) and s.scenario == imu_scenario and (s.side == "real" or s.variant == imu_name),
-        options, workers)
-    floors = None
-    if noise_floor:
-        draws = replayed.noise_floor_draws()
-        for result in (gps_result, imu_result):
-            result.judge_noise_floor = judge_noise_floor(draws, result.variants, result.scenarios)
-        floors = {name: next(iter(result.judge_noise_floor["combined"].values()))["VEPD"]
-                  for name, result in (("gps_study", gps_result), ("imu_study", imu_result))}
-    timings["score"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    extra = {"input": "demo", "source": real_source, "k": k}
+    series = {run.record.key: run.series for run in scored}
+    run_records = {run.record.key: run.info for run in scored}
+    gps_records = [run.record for run in scored
+                   if run.record.side == "real" or run.record.variant in gps_names]
+    imu_records = [run.record for run in scored if run.record.scenario == imu_scenario
+                   and (run.record.side == "real" or run.record.variant == imu_name)]
+    gps_series = {key: value for key, value in series.items() if key[0] == "real" or key[1] in gps_names}
+    imu_series = {key: value for key, value in series.items()
+                  if key[2] == imu_scenario and (key[0] == "real" or key[1] == imu_name)}
     imu_study = f"real GPS + {imu_name} vs real GPS + real IMU ({imu_scenario})"
-    context = {"command": "sim2real-eval demo", "demo configuration": config.source, "runs per scenario": k}
-    imu_provenance = collect_provenance(imu_result, "demo runs", str(runs_dir), context)
-    imu_section = Study(IMU_STUDY, f"Simulated-IMU study: {imu_study}", imu_result, imu_series,
-                        note=IMU_STUDY_NOTE, provenance=imu_provenance)
-    keep = keep_runs or runs_were_kept
-    staging_root = Path(tempfile.mkdtemp(prefix=".report.tmp-", dir=out))
-    try:
-        staging = staging_root / "report"
-        write_report(staging, gps_result, gps_series, str(runs_dir), extra_options=extra, workers=workers,
-                     provenance=collect_provenance(gps_result, "demo runs", str(runs_dir), context),
-                     studies=[imu_section])
-        write_report(staging / IMU_STUDY, imu_result, imu_series, str(runs_dir),
-                     extra_options=dict(extra, study=imu_study), workers=workers, provenance=imu_provenance)
+    with contextlib.ExitStack() as stack:
+        # One pool for the resampling and the figures: the figures that need only the runs' scores are
+        # drawn while the intervals are resampled, the overview (intervals, ties, floor) after them.
+        pool = stack.enter_context(WorkerPool(workers)) if workers > 1 else None
+        point = dataclasses.replace(options, bootstrap=0, permutations=0)
+        early = _figures(score_study(gps_records, point), gps_series, score_study(imu_records, point),
+                         imu_series, imu_study, lambda name: name not in STATISTICS_FIGURES)
+        drawing = {name: pool.submit(draw, job) for name, job in early.items()} if pool else {}
+        gps_result = score_study(gps_records, options, workers=workers, pairs=CHECKED_PAIRS, pool=pool)
+        imu_result = score_study(imu_records, options, workers=workers, pool=pool)
+        floors = None
+        if draws:
+            draw_records = replayed.noise_floor_draws()
+            for result in (gps_result, imu_result):
+                result.judge_noise_floor = judge_noise_floor(draw_records, result.variants, result.scenarios)
+            floors = {name: {key: next(iter(result.judge_noise_floor["combined"].values()))[key]
+                             for key in ("VEPD", "VEPD_interval")}
+                      for name, result in (("gps_study", gps_result), ("imu_study", imu_result))}
+        late = _figures(gps_result, gps_series, imu_result, imu_series, imu_study,
+                        lambda name: name in STATISTICS_FIGURES)
+        drawing.update({name: pool.submit(draw, job) for name, job in late.items()} if pool else {})
+        pngs = {name: future.result() for name, future in drawing.items()} if pool else \
+            {name: draw(job) for name, job in {**early, **late}.items()}
+    stages.done("score")  # the statistics and every figure (drawn by the same workers)
+
+    extra = {"input": "demo", "source": real_source, "k": k}
+    with _staging(out) as staging:
+        context = {"command": "sim2real-eval demo", "demo configuration": config.source,
+                   "runs per scenario": k}
+        source = str(runs_dir) if keep_runs else \
+            "judged and scored in memory (--keep-runs writes them to OUT/runs)"
+        imu_provenance = collect_provenance(imu_result, "demo runs", source, context, run_records)
+        imu_section = Study(IMU_STUDY, f"Simulated-IMU study: {imu_study}", imu_result, imu_series,
+                            note=IMU_STUDY_NOTE, provenance=imu_provenance)
+        write_report(staging, gps_result, gps_series, source, extra_options=extra, workers=workers,
+                     provenance=collect_provenance(gps_result, "demo runs", source, context, run_records),
+                     studies=[imu_section], pngs=pngs)
+        prefix = f"{IMU_STUDY}_"  # the IMU study's own folder: the same figures, drawn once
+        write_report(staging / IMU_STUDY, imu_result, imu_series, source,
+                     extra_options=dict(extra, study=imu_study), workers=workers, provenance=imu_provenance,
+                     pngs={name[len(prefix):]: png for name, png in pngs.items() if name.startswith(prefix)})
         gps_doc = tables.vepd_document(gps_result, extra)
         imu_doc = tables.vepd_document(imu_result, extra)
-        ordering = ordering_checks(gps_doc, imu_doc)
-        timings["report"] = time.perf_counter() - t
-        timings["total"] = time.perf_counter() - t_start
-        runs_bytes = sum(tree_bytes(path) for path in run_paths)
+        ordering = ordering_checks(gps_doc, imu_doc, gps_result, imu_result)
+        stages.done("report")
+        runs_bytes = sum(tree_bytes(Path(run.path)) for run in replayed.runs) if keep_runs else 0
+        stages.total()
         summary = {
             "k": k, "scenarios": list(bags), "real_source": real_source, "imu_study_scenario": imu_scenario,
             "runs": {"groups": len(groups), "groups_with_new_runs": report.written, "total": runs_total,
-                     "bag_bytes": runs_bytes, "kept": keep},
-            "wall_time_s": {name: round(value, 3) for name, value in timings.items()},
+                     "bag_bytes": runs_bytes, "kept": keep_runs},
+            "wall_time_s": {name: round(value, 3) for name, value in stages.wall.items()},
+            "cpu_time_s": {name: round(value, 3) for name, value in stages.cpu.items()},
             "workers": workers, "ordering": ordering, "config": config.source,
-            "judge_timing": config.judge.timing.describe(), "judge_noise_floor_vepd": floors,
+            "judge_timing": config.judge.timing.describe(), "judge_noise_floor": floors,
+            "warnings": separation_warnings(gps_result, imu_result),
         }
-        (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n",
+                                       encoding="utf-8")
         files = _publish(staging, out, previous.get("files", {}))
-    finally:
-        shutil.rmtree(staging_root, ignore_errors=True)
-    if not keep:
-        remove_runs(run_paths, runs_dir)
-    write_marker(out, COMMAND, files, runs_kept=keep and runs_dir.is_dir())
+    # Run bags an earlier --keep-runs wrote are the user's: a plain demo leaves them as they are.
+    earlier_runs = bool(previous.get("runs_kept")) and runs_dir.is_dir()
+    write_marker(out, COMMAND, files, runs_kept=(keep_runs and runs_dir.is_dir()) or earlier_runs)
     note = None
-    if runs_were_kept and not keep_runs:
-        note = (f"run bags ({runs_bytes / 1e6:.0f} MB) kept in {runs_dir}: an earlier --keep-runs kept them "
-                f"(remove that folder to free the space)")
-    return DemoResult(out, k, list(bags), timings, gps_doc, imu_doc, ordering, real_source,
-                      report.written, runs_total, floors, runs_bytes, keep, note)
+    if earlier_runs and not keep_runs:
+        note = (f"run bags: {runs_dir} ({tree_bytes(runs_dir) / 1e6:.0f} MB) holds the runs an earlier "
+                "--keep-runs wrote; left as they are (remove that folder to free the space)")
+    return DemoResult(out, k, list(bags), stages.wall, gps_doc, imu_doc, ordering, real_source,
+                      report.written, runs_total, floors, runs_bytes, keep_runs, stages.cpu, gps_result,
+                      imu_result, note)
+
+
+@contextlib.contextmanager
+def _staging(out: Path):
+    """A hidden staging folder inside OUT (``.report.tmp-*``) for the report, removed whatever happens."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix=".report.tmp-", dir=out))
+    try:
+        yield root / "report"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _figures(gps_result, gps_series: dict, imu_result, imu_series: dict, imu_title: str, wanted) -> dict:
+    """{figure file name: (function, args)} of the demo's report (the GPS study, then the IMU study's
+    figures as its section: ``imu_study_*``) whose base name (``overview``, …) ``wanted`` accepts."""
+    from .report import Study, figure_groups
+
+    section = Study(IMU_STUDY, imu_title, imu_result, imu_series)
+    groups = figure_groups(gps_result, gps_series, studies=[section])
+    prefixes = [""] + [f"{IMU_STUDY}_"]
+    return {name: (function, args) for prefix, group in zip(prefixes, groups)
+            for name, _title, function, args in group if wanted(name[len(prefix):])}
+
+
+def separation_warnings(gps_result, imu_result) -> list:
+    """The permutation-limit warnings of both studies (``metrics.separation.permutation_warnings``)."""
+    from .metrics.separation import permutation_warnings
+
+    return [f"{name}: {line}" for name, result in (("GPS study", gps_result), ("IMU study", imu_result))
+            for line in permutation_warnings(result)]
 
 
 COMMAND = "demo"
@@ -559,58 +730,65 @@ def _publish(staging: Path, out: Path, previous: dict) -> dict:
     return records
 
 
-def remove_runs(paths: list, runs_dir: Path) -> None:
-    """Remove this demo's run directories, then the folders of OUT/runs they leave empty (anything
-    else a user keeps there stays).  Nothing is followed through a symbolic link."""
-    if runs_dir.is_symlink() or not runs_dir.is_dir():
-        return
-    for path in paths:
-        if not path.is_symlink() and path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-    for folder, _dirs, _files in sorted(os.walk(runs_dir), key=lambda entry: len(entry[0]), reverse=True):
-        if not Path(folder).is_symlink() and not os.listdir(folder):
-            os.rmdir(folder)
-
-
 def tree_bytes(path: Path) -> int:
     """Bytes of the files below ``path`` (what ``du --apparent-size`` counts)."""
     return sum(entry.stat().st_size for entry in Path(path).rglob("*") if entry.is_file())
 
 
 def summary_table(result: DemoResult) -> str:
-    """The short text table the CLI prints (Table I + the IMU study + the ordering checks)."""
-    gps, imu = result.gps["combined"], (result.imu or {}).get("combined", {})
-    rows = [(variant, gps[variant], "") for variant in result.ordering["ranking_best_first"]]
-    rows += [(variant, row, "  (IMU study)") for variant, row in imu.items()]
-    width = max([len("variant")] + [len(variant) for variant, _row, _note in rows])
+    """The text the CLI prints: Table I with ranks (ties "="), intervals and sub-floor marks, the adjacent
+    ranks compared, the IMU study, the judge-noise floor, the ordering checks as the precision supports
+    them, permutation-limit warnings, and the time of each step."""
+    from .metrics import separation
+
+    gps, imu = result.gps_result, result.imu_result
+    rows = [(gps, variant, "") for variant in separation.order(gps)]
+    rows += [(imu, variant, "  (IMU study)") for variant in separation.order(imu)]
+    width = max([len("variant")] + [len(variant) for _r, variant, _note in rows])
     lines = [f"VEPD (lower = closer to real), K = {result.k} per scenario, real = {result.real_source}",
-             f"{'variant':<{width}} {'W1 m/s':>9} {'W2':>9} {'VEPD':>9}"]
-    for variant, row, note in rows:
-        lines.append(f"{variant:<{width}} {row['W1']:>9.4f} {row['W2']:>9.4f} {row['VEPD']:>9.4f}{note}")
-    checks = result.ordering["checks"]
-    names = {"ch_gauss_worst": "Ch:Gauss worst", "ch_rw_and_airsim_best": "Ch:RW and AirSim best",
-             "hdop_improves_ch_gauss": "HDOP covariance improves Ch:Gauss",
-             "sim_imu_small": "sim-IMU VEPD below every GPS variant"}
-    marks = ", ".join(f"{names[key]}: {'yes' if value else ('n/a' if value is None else 'no')}"
-                      for key, value in checks.items())
-    lines.append(f"paper's ordering — {marks}")
+             f"{'rank':<5} {'variant':<{width}} {'W1 m/s':>8} {'W2':>8} {'VEPD':>8}  {'95 % CI':<18}"]
+    for study, variant, note in rows:
+        row = study.combined[variant]
+        rank = separation.rank_labels(study)[variant]
+        ci = row["VEPD_ci95"]
+        interval = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "–"
+        mark = "  ≤ floor" if separation.below_floor(study, variant) else ""
+        lines.append(f"{rank:<5} {variant:<{width}} {row['W1']:>8.4f} {row['W2']:>8.4f} {row['VEPD']:>8.4f}  "
+                     f"{interval:<18}{mark}{note}")
+    ties = [f"{entry['better']} ~ {entry['worse']} ({reason})"
+            for _ranks, entry, separable, reason in separation.adjacent_rows(gps) if separable is False]
+    if ties:
+        lines.append("tied ranks (not separable; \"=\" above): " + "; ".join(ties))
     if result.noise_floor:
-        floor = ", ".join(f"{name.replace('_', ' ')} {value:.4f}"
-                          for name, value in result.noise_floor.items())
-        lines.append(f"judge-noise floor (VEPD from judge timing alone; differences below it are not "
-                     f"meaningful): {floor}")
-    lines.append(f"wall time {result.timings['total']:.1f} s (real bags {result.timings['real_bags']:.1f}, "
-                 f"runs {result.timings['runs']:.1f}, score {result.timings['score']:.1f}, "
-                 f"report {result.timings['report']:.1f}); report: {result.out / 'report.html'}")
-    size = f"{result.runs_bytes / 1e6:.0f} MB"
+        floor = ", ".join(f"{name.replace('_', ' ')} {value['VEPD']:.4f} [{value['VEPD_interval'][0]:.4f}, "
+                          f"{value['VEPD_interval'][1]:.4f}]" for name, value in result.noise_floor.items())
+        draws = gps.judge_noise_floor
+        lines.append(f"judge-noise floor (VEPD from judge timing alone, mean [range] of {draws['pairs']} "
+                     f"pairs of {draws['draws']} draws; \"≤ floor\": not above its upper end): {floor}")
+    else:
+        lines.append("judge-noise floor: not measured (--no-noise-floor); sub-floor results are not marked")
+    findings = result.ordering.get("findings", {})
+    reasons = result.ordering.get("reasons", {})
+    marks = ", ".join(f"{CHECK_NAMES[key]}: {findings.get(key, 'n/a')}"
+                      + (f" ({reasons[key]})" if key in reasons else "")
+                      for key in result.ordering["checks"])
+    lines.append(f"paper's ordering — {marks}")
+    lines += [f"warning: {line}" for line in separation_warnings(gps, imu)]
+    wall, cpu = result.timings, result.cpu_times or {}
+    labels = {"startup": "startup", "real_bags": "real bags", "runs": "runs", "score": "scores + figures",
+              "report": "report files"}
+    steps = ", ".join(f"{label} {wall[name]:.1f}" + (f" ({cpu[name]:.1f} CPU)" if name in cpu else "")
+                      for name, label in labels.items())
+    lines.append(f"wall time {wall['total']:.1f} s, CPU {cpu.get('total', 0.0):.1f} s ({steps}); "
+                 f"report: {result.out / 'report.html'}")
     if result.runs_note:
         lines.append(result.runs_note)
     else:
-        lines.append(f"run bags: {result.out / RUNS} ({size})" if result.runs_kept else
-                     f"run bags ({size}) removed after scoring; --keep-runs keeps them in "
-                     f"{result.out / RUNS}")
+        lines.append(f"run bags: {result.out / RUNS} ({result.runs_bytes / 1e6:.0f} MB)" if result.runs_kept
+                     else f"run bags: none written (scored in memory); --keep-runs writes them to "
+                          f"{result.out / RUNS}")
     return "\n".join(lines)
 
 
 __all__ = ["DemoConfig", "DemoResult", "find_real_bags", "load_demo_config", "ordering_checks", "plan_groups",
-           "remove_runs", "run_demo", "summary_table", "tree_bytes"]
+           "run_demo", "summary_table", "tree_bytes"]

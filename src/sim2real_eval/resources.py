@@ -40,3 +40,26 @@ def share_dir() -> Path:
 def config_path(*parts: str) -> Path:
     """Path of a file below the installed ``config/`` directory (not checked for existence)."""
     return share_dir().joinpath("config", *parts)
+
+
+def config_candidates(value, *folders: str) -> list:
+    """Where a config file given on the command line is looked for, in order: the path as given
+    (relative to the working directory), then — for a relative path — inside the installed
+    ``config/``: ``config/<folder>/<value>`` for each of ``folders``, then ``config/<value>``.  The
+    same rule as study files (``pipeline.study.resolve_config_file``), so a bare name such as
+    ``ekf_art_iros2024.yaml`` or ``demo.yaml`` works from any directory."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return [path]
+    return [path] + [config_path(folder, str(path)) for folder in folders] + [config_path(str(path))]
+
+
+def find_config(value, *folders: str, option: str = "") -> Path:
+    """The first existing file of ``config_candidates``; a UserError naming ``option`` and every place
+    looked in when there is none."""
+    candidates = config_candidates(value, *folders)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    where = f"{option} {value}" if option else str(value)
+    raise UserError(f"{where}: file not found (looked in: {', '.join(str(c) for c in candidates)})")

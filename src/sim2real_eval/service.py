@@ -460,6 +460,11 @@ class ReplayedBags:
         """The RunOutcome of every run (written or already complete), bag by bag."""
         return [run for outcome in self.report.outcomes if outcome is not None for run in outcome.runs]
 
+    @property
+    def scored(self) -> list:
+        """Every run scored where it was judged (``pipeline.replay.ScoredRun``), bag by bag."""
+        return [run for outcome in self.report.outcomes if outcome is not None for run in outcome.scored]
+
     def noise_floor_draws(self) -> list:
         """The noise-floor judgements of the bags, as one list of ``RunRecord`` per timing draw."""
         draws: dict = {}
@@ -475,11 +480,13 @@ class ReplayedBags:
         self.report.raise_on_failure()
 
 
-def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = True, noise_floor=None,
-                 static_tfs_by_layout: bool = False, **options) -> list:
+def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = True, scoring=None,
+                 write: bool = True, floor_draws: int = 0, static_tfs_by_layout: bool = False,
+                 **options) -> list:
     """One ``pipeline.replay.BagReplay`` per real bag (``runs.RealBag``): its real run (``real``) and
-    one sim run per ``pipeline.replay.Replacement``; with ``noise_floor`` (the ``metrics.ScoreOptions``
-    to score with) also the judge-noise floor's judgements of the real streams (``metrics.noise_floor``).
+    one sim run per ``pipeline.replay.Replacement``.  With ``scoring`` (``metrics.ScoreOptions``) every
+    run is scored where it is judged (``ReplayedBags.scored``), and ``write`` False writes no run bag;
+    ``floor_draws``: the judge-noise floor's judgements of the real streams (``metrics.noise_floor``).
     ``options``: ``ReplaySpec`` fields (seed, storage, ground_truth_rate, truth_source, msg_path,
     imu_topic, gps_topic).
 
@@ -497,7 +504,8 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
         bag_judge = dataclasses.replace(judge, static_tfs=tfs) if static_tfs_by_layout else judge
         frame = None if real_imu is None else real_imu[0]  # the replaced IMU publishes there
         spec = ReplaySpec.of(bag, bag_judge, imu_frame=frame, **options)
-        tasks.append(BagReplay(spec, tuple(replacements), real, noise_floor, static_tfs_by_layout, real_imu))
+        tasks.append(BagReplay(spec, tuple(replacements), real, scoring, write, floor_draws,
+                               static_tfs_by_layout, real_imu))
     return tasks
 
 
@@ -582,7 +590,7 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
                 ) -> ReplayedBags:
     """Execute ``plan_replays``'s tasks into ``out``: bags in parallel, runs of a bag in one task.  Once
     the paths are checked and before any run, ``announce_replays`` (``notice``: the ART TFs line)."""
-    from .pipeline.batch import BatchReport, available_cores, run_batch
+    from .pipeline.batch import available_cores, run_batch
 
     start = time.perf_counter()
     tasks = list(tasks)
@@ -592,26 +600,27 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
                      [f for t in tasks for f in (t.spec.judge.ekf, t.spec.judge.navsat)]
                      + [m for t in tasks for sim in t.sims for m in sim.replace.values()])},
                 {"--out": [t.spec.run_id(sim).directory(out)
-                           for t in tasks for sim in ([None] if t.real else []) + list(t.sims)]})
+                           for t in tasks if t.write for sim in ([None] if t.real else []) + list(t.sims)]})
     announce_replays(tasks, notice)
     workers = available_cores() if workers is None else int(workers)
     description = description or f"replaying {len(tasks)} real bag(s)"
     if ray_address is None and workers > 1 and len(tasks) > 1:
-        # The first bag is judged here: the judge's numba kernels are compiled (or loaded from numba's
-        # cache) once in this process and inherited by the forked workers, not compiled in each.
-        with _status(progress, f"{description}: the first bag (the first judge run compiles its kernels)"):
-            first = run_batch(tasks[:1], out, workers=1, progress=False)
-        if first.failures:
-            rest = run_batch(tasks[1:], out, workers=workers, progress=progress, description=description)
-            report = BatchReport(first.outcomes + rest.outcomes, first.failures + rest.failures)
-        else:
-            # All bags again, so that the bar counts every bag (the first one as complete).
-            report = run_batch(tasks, out, workers=workers, progress=progress, description=description)
-            report.outcomes[0] = first.outcomes[0]
-    else:
-        report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
-                           description=description)
+        # The judge's numba kernels are compiled (or loaded from numba's cache) once, here, on a 3-s
+        # synthetic stream, and inherited by the forked workers rather than loaded in each.
+        with _status(progress, f"{description}: loading the judge (its first run compiles its kernels)"):
+            warm_judge(tasks[0].spec.judge)
+    report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
+                       description=description)
     return ReplayedBags(tasks, report, time.perf_counter() - start)
+
+
+def warm_judge(judge) -> None:
+    """Run the embedded judge of ``judge`` (``pipeline.run.JudgeConfig``) once on a 3-s ART-like stream
+    (/fix + /imu as CDR bytes, what every run gives it): every compiled kernel is then in this process."""
+    from .judge.synthetic import art_like_records
+    from .pipeline.run import judge_run
+
+    judge_run(judge, art_like_records(duration=3.0, heading_rate=0.05))
 
 
 def _status(enabled: bool, text: str):
@@ -700,6 +709,54 @@ def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_
     return ScoredRuns(loaded.records, loaded.series, loaded.skipped, result, list(extra_records))
 
 
+def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | None = None,
+                      progress: bool = False) -> tuple:
+    """The judge-noise floor's draws for the real runs of ``specs`` (``metrics.noise_floor``): each real
+    run's real bag — named by its run.yaml (``source``, ``judge``, ``window_ns``: a replayed real bag) —
+    judged ``draws`` times with random judge timing, seeded as the demo seeds them, so the floor of a
+    demo's kept runs is the demo's.  Returns (one list of RunRecord per draw, "") or (None, why not):
+    inputs that record no real bag (CSV files, manifests, ROS recordings without a window) have no floor.
+    """
+    from .errors import UserError as _UserError
+    from .pipeline.batch import run_batch
+    from .pipeline.replay import BagReplay, ReplaySpec
+    from .pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
+    from .runs import read_run_info
+
+    real = [spec for spec in specs if spec.side == "real"]
+    tasks = []
+    for spec in real:
+        if spec.kind != "bag":
+            return None, f"{spec.source}: a CSV run records no real bag to judge again"
+        try:
+            info = read_run_info(spec.source)
+        except _UserError:
+            return None, f"{spec.source}: no run.yaml naming the real bag it was judged from"
+        judge = info.judge or {}
+        files = [info.source, judge.get("ekf"), judge.get("navsat")]
+        if info.window_ns is None or not all(f and Path(f).exists() for f in files):
+            return None, (f"{spec.source}: its run.yaml names no replayed real bag and judge files that "
+                          f"exist here (source {info.source}, judge {judge.get('ekf')}, window_ns "
+                          f"{info.window_ns})")
+        topics = info.input_topics or {}
+        replay = ReplaySpec(bag=str(info.source), judge=JudgeConfig(str(judge["ekf"]), str(judge["navsat"]),
+                                                                   tuple(judge.get("static_tfs") or ())),
+                            scenario=spec.scenario, k=spec.k, seed=info.seed or 0,
+                            ground_truth_rate=info.ground_truth_rate or DEFAULT_GROUND_TRUTH_RATE,
+                            truth_source=info.ground_truth_source or "auto",
+                            imu_topic=topics.get("imu", "/imu"), gps_topic=topics.get("gps", "/fix"))
+        tasks.append(BagReplay(replay, (), real=False, scoring=options, write=False, floor_draws=draws))
+    if not tasks:
+        return None, "no real runs"
+    report = run_batch(tasks, ".", workers=workers, progress=progress,
+                       description=f"judge-noise floor: {len(tasks)} real bag(s) x {draws} timing draws")
+    if report.failures:
+        first = report.failures[0]
+        return None, f"{first.label}: {first.message}"
+    replayed = ReplayedBags(tasks, report, 0.0)
+    return replayed.noise_floor_draws(), ""
+
+
 __all__ = ["JudgedBag", "LoadedRuns", "ReplayedBags", "ScoredRuns", "SimulatedRuns", "find_runs_to_score",
-           "judge_bag", "load_runs", "plan_replays", "replay_bags", "score_runs", "simulate_runs",
-           "simulate_study"]
+           "judge_bag", "load_runs", "noise_floor_draws", "plan_replays", "replay_bags", "score_runs",
+           "simulate_runs", "simulate_study"]

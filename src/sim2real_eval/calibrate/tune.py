@@ -308,6 +308,29 @@ class TuneResult:
         return self.best is self.baseline
 
 
+REAL_LAYOUT = ("a run tree DIR/real/real/<scenario>/<k>/ (run bags with run.yaml: what `sim2real-eval "
+               "replay BAGS --out DIR` writes) or a demo output with its run bags, "
+               "DIR/runs/real/real/<scenario>/<k>/ (`sim2real-eval demo --keep-runs --out DIR`)")
+
+
+def real_runs_dir(real_dir, check: bool = True) -> Path:
+    """The run tree holding tune's real runs: ``--real`` itself (``DIR/real/real/…``, replay's output) or
+    a demo output's ``DIR/runs`` (``demo --keep-runs``), taken as they are; a UserError naming the
+    expected layout otherwise (``check`` False: ``--real`` itself then, for the output checks)."""
+    root = Path(real_dir)
+    if not check:
+        return root / "runs" if (root / "runs" / "real" / "real").is_dir() else root
+    if not root.is_dir():
+        raise UserError(f"--real {root}: not a directory; expected {REAL_LAYOUT}")
+    for candidate in (root, root / "runs"):
+        if (candidate / "real" / "real").is_dir():
+            return candidate
+    if (root / "demo.json").is_file():
+        raise UserError(f"--real {root}: a demo output without its run bags (the demo writes them only with "
+                        f"--keep-runs); expected {REAL_LAYOUT}")
+    raise UserError(f"--real {root}: no real runs found; expected {REAL_LAYOUT}")
+
+
 def load_real_records(real_dir, scenarios, options) -> tuple:
     """Scored real runs (side ``real``) of the given scenarios; every scenario needs ≥ 2 runs."""
     from .. import service
@@ -321,7 +344,8 @@ def load_real_records(real_dir, scenarios, options) -> tuple:
         if have.get(scenario, 0) < 2:
             found = ", ".join(sorted(have)) or "none"
             raise UserError(f"{real_dir}: real/real/{scenario}: {have.get(scenario, 0)} real run(s); "
-                            f"need at least 2 (scenarios with real runs: {found})")
+                            f"need at least 2 of every scenario the study scores (scenarios with real runs: "
+                            f"{found})")
     specs = [s for s in specs if s.scenario in scenarios]
     return tuple(service.load_runs(specs, options, workers=1).records)
 
@@ -427,7 +451,7 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
             raise UserError(f"--objective: {objective!r} is neither 'combined' nor a scored scenario of "
                             f"{study.source} ({', '.join(scenarios)})")
         scenarios = [objective]
-    real = load_real_records(real_dir, scenarios, options)
+    real = load_real_records(real_runs_dir(real_dir), scenarios, options)
     context = TrialContext(study, tuple(scenarios), models, tuple(ranges), real, objective, options)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -16,11 +16,12 @@ OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): OUT must be new, empty or an 
            "folder is refused unless --overwrite, which moves it aside and deletes it only once the new "
            "output is complete.  Nothing is written or deleted through a symbolic link.")
 
-# Measured costs (README "What it costs": /usr/bin/time -v on the 2-core development machine, 24 Nov 2026).
-COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 1 min 22 s wall, 107 s CPU "
-        "(includes compiling the judge's kernels); later ones 30 s, 53 s CPU.  OUT: 30 MB (the report "
-        "3.4 MB + 27 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
-QUICK_COST = "measured 15 s wall, 24 s CPU (kernels cached), 3.4 MB"
+# Measured costs (README "What it costs": bench_demo.py on the 2-core development machine, 27 Nov 2026,
+# load about 1).
+COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 1 min 10 s wall, 90 s CPU "
+        "(includes compiling the judge's kernels); later ones 17 s wall, 31 s CPU.  OUT: 31 MB (the report "
+        "3.7 MB + 27.5 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
+QUICK_COST = "measured 12 s wall, 18 s CPU (kernels cached), 3.6 MB"
 
 
 def add_arguments(parser) -> None:
@@ -39,21 +40,25 @@ def add_arguments(parser) -> None:
                              "complete)")
     parser.add_argument("--quick", action="store_true", help=f"K = 3 (57 runs): a smoke test; {QUICK_COST}")
     parser.add_argument("--keep-runs", action="store_true",
-                        help="keep the run bags in OUT/runs (3.7 MB per run, 705 MB for K = 10; a rerun "
+                        help="write the run bags to OUT/runs (3.7 MB per run, 705 MB for K = 10; a rerun "
                              "resumes them, and 'sim2real-eval score OUT/runs --exclude-variant "
-                             "\"sim_imu-*\"' scores them again); default: removed once the report is written "
-                             "(runs an earlier --keep-runs kept are kept, and the summary says so)")
+                             "\"sim_imu-*\"' scores them again); default: none written, every run is "
+                             "scored from the judged series in memory (the same numbers); runs an earlier "
+                             "--keep-runs kept are kept, and the summary says so")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (default: all cores; 1 = in this process)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="judge the runs on Ray: a cluster address, 'auto' or 'local'")
     parser.add_argument("--imu-scenario", default=None,
                         help="scenario of the simulated-IMU study (default: line)")
-    parser.add_argument("--config", default=None, help="demo YAML (default: config/studies/demo.yaml)")
+    parser.add_argument("--config", default=None,
+                        help="demo YAML (default: config/studies/demo.yaml; a bare name is looked up in "
+                             "config/studies/ too)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--noise-floor", action="store_true",
-                        help="also measure the judge-noise floor (each real bag judged twice more with "
-                             "random judge timing: the VEPD that judge timing alone produces)")
+    parser.add_argument("--no-noise-floor", action="store_true",
+                        help="do not measure the judge-noise floor (by default each real bag is judged "
+                             "several times more with random judge timing: the VEPD that timing alone "
+                             "produces; results not above it are marked, and not stated as findings)")
     timing.add_arguments(parser, seed_help="the demo's seed")
     start.add_arguments(parser, default_help="the demo file's judge.initial_state and judge.warmup_s")
 
@@ -65,9 +70,12 @@ def run(args) -> int:
     from ..demo import run_demo, summary_table
     from ..outputs import check_name, check_paths
     from ..reference import shipped_reference_dir
+    from ..resources import find_config
 
     check_name(args.out, "--out")
     out = Path(args.out)
+    if args.config is not None:  # a bare name (demo.yaml) is looked up in config/studies/ and config/
+        args.config = str(find_config(args.config, "studies", option="--config"))
     written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
                                        *demo.REPORT_FILES)]
     inputs = {"--real": args.real if args.real else shipped_reference_dir(), "--config": args.config}
@@ -77,7 +85,7 @@ def run(args) -> int:
     result = run_demo(args.out, real=args.real, k=args.k, quick=args.quick, workers=args.workers,
                       config_path=args.config, progress=not args.no_progress, imu_scenario=args.imu_scenario,
                       ray_address=args.ray, timing=timing.from_args(args),
-                      noise_floor=args.noise_floor, keep_runs=args.keep_runs, overwrite=args.overwrite,
+                      noise_floor=not args.no_noise_floor, keep_runs=args.keep_runs, overwrite=args.overwrite,
                       notice=note("demo"), start=lambda judge: start.from_args(args, judge))
     print(summary_table(result))
     return 0

@@ -98,9 +98,11 @@ def check(paths, imu_models=(), bag=None, static_tfs=()) -> int:
     covariances (``judge.lint``: a covariance that is no covariance once rotated into base_link and
     two_d_mode is applied; a warning, as Humble runs it)."""
     from ..judge.params import check_params_file
+    from ..resources import config_candidates
 
     errors = 0
-    for path in paths:
+    for given in paths:
+        path = next((c for c in config_candidates(given) if c.is_file()), given)  # a bare name: config/ too
         result = check_params_file(path)
         lines = list(result.lines)
         if result.errors == 0 and (imu_models or bag is not None):
@@ -142,6 +144,7 @@ def run(args) -> int:
 
     from ..errors import UserError
     from ..outputs import NEW, check_paths, output_folder
+    from ..resources import find_config
     from ..service import judge_bag
 
     if args.check:
@@ -150,6 +153,9 @@ def run(args) -> int:
     missing = [name for name, value in given if value is None]
     if missing:
         raise UserError(f"missing {', '.join(missing)} (needed unless --check)")
+    # A bare file name is looked up in the installed config/ too (as in study files): from any directory.
+    args.config = find_config(args.config, option="--config")
+    args.navsat = find_config(args.navsat, option="--navsat") if args.navsat is not None else None
     remaps = parse_remaps(args.remap)
     check_paths({"BAG": args.bag, "--config": args.config, "--navsat": args.navsat},
                 {"--output": args.output})  # before the (long) judging

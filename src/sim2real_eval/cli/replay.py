@@ -64,12 +64,13 @@ def run(args) -> int:
     from ..pipeline.replay import parse_replace
     from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, check_ground_truth_rate
     from ..pipeline.study import parse_static_tf_text
-    from ..resources import config_path
+    from ..resources import config_path, find_config
     from ..runs import RealBag, find_real_bags
     from ..service import plan_replays, replay_bags
 
     def config_file(value, default, option):
-        path = Path(value) if value else config_path(default)
+        # a bare file name is looked up in the installed config/ too (as in study files)
+        path = find_config(value, option=option) if value else config_path(default)
         if not path.is_file():
             raise UserError(f"{option} {path}: file not found")
         return str(path.resolve())

@@ -48,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="label permutations for the p-values (default 1000, 0 = none)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the bootstrap and permutations (default 0)")
+    parser.add_argument("--no-noise-floor", action="store_true",
+                        help="do not measure the judge-noise floor (by default the real bag of every real "
+                             "run that names one in its run.yaml is judged again with random judge timing, "
+                             "--noise-floor-draws times: results not above that floor are marked)")
+    parser.add_argument("--noise-floor-draws", type=int, default=4, metavar="N",
+                        help="timing draws of the judge-noise floor (default 4: 6 pairs; at least 2)")
     parser.add_argument("--skip-bad-runs", action="store_true",
                         help="skip runs with defects (missing topic, too short, NaN, ...) and list them "
                              "in the report")
@@ -136,6 +142,9 @@ def run(args) -> int:
     ).validate()
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers: must be >= 1, got {args.workers}")
+    if args.noise_floor_draws < 2:
+        raise UserError(f"--noise-floor-draws: must be >= 2 (the floor compares pairs of draws), got "
+                        f"{args.noise_floor_draws}")
     trace_runs = [parse_trace_run(t) for t in args.trace_runs] if args.trace_runs else None
     replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
     kind, source, specs = find_runs_to_score(options, args.runs_dir, args.manifest, args.csv_dir)
@@ -167,9 +176,15 @@ def run(args) -> int:
                             progress=advance)
         for task in tasks.values():  # cells without resampling do not advance: show them done
             progress.update(task, total=progress.tasks[task].completed)
+        result = scored.result
+        if not args.no_noise_floor:
+            floor_task = progress.add_task("judge-noise floor", total=1)
+            progress.refresh()
+            result.judge_noise_floor = measure_noise_floor(specs, result, options, args.noise_floor_draws,
+                                                           args.workers)
+            progress.advance(floor_task, 1)
         report_task = progress.add_task("figures and report", total=1)
         progress.refresh()
-        result = scored.result
         write_report(args.out, result, scored.series, source, trace_runs,
                      extra_options={"input": kind, "source": str(source),
                                     **({"window_ns": list(parse_window(args.window))} if args.window else {}),
@@ -179,7 +194,42 @@ def run(args) -> int:
         progress.advance(report_task, 1)
         progress.refresh()
 
-    best = min(result.variants, key=lambda v: result.combined[v]["VEPD"])
-    print(f"scored {len(result.runs)} runs ({len(scored.skipped)} skipped); closest to real: {best} "
-          f"(VEPD {result.combined[best]['VEPD']:.4f}); report in {args.out}", file=sys.stdout)
+    print(score_summary(result, len(scored.skipped), args.out), file=sys.stdout)
     return 0
+
+
+def measure_noise_floor(specs: list, result, options, draws: int, workers) -> dict:
+    """``StudyResult.judge_noise_floor`` for the real runs scored (``service.noise_floor_draws``), or
+    {"unavailable": why} when the inputs name no real bag to judge again."""
+    from ..metrics.noise_floor import judge_noise_floor
+    from ..service import noise_floor_draws
+
+    scored = {r.key for r in result.runs if r.side == "real"}
+    found, why = noise_floor_draws([s for s in specs if s.key in scored], options, draws, workers=workers)
+    if found is None:
+        return {"unavailable": why}
+    return judge_noise_floor(found, result.variants, result.scenarios)
+
+
+def score_summary(result, skipped: int, out) -> str:
+    """What ``score`` prints: the closest variant (or the tied ones), the floor, permutation limits."""
+    from ..metrics import separation
+    from ..report.noise_floor import unavailable
+    from ..report.tables import closest_to_real
+
+    best = separation.order(result)[0]
+    lines = [f"scored {len(result.runs)} runs ({skipped} skipped); closest to real: "
+             f"{closest_to_real(result)} "
+             f"(VEPD {result.combined[best]['VEPD']:.4f}"
+             + (", not above the judge-noise floor" if separation.below_floor(result, best) else "")
+             + f"); report in {out}"]
+    floor = result.judge_noise_floor
+    if floor and unavailable(result) is None:
+        cell = floor["combined"][best]
+        lines.append(f"judge-noise floor {cell['VEPD']:.4f} [{cell['VEPD_interval'][0]:.4f}, "
+                     f"{cell['VEPD_interval'][1]:.4f}] ({floor['pairs']} pairs of {floor['draws']} timing "
+                     "draws)")
+    elif floor:
+        lines.append(f"judge-noise floor: not measured ({unavailable(result)})")
+    lines += [f"warning: {line}" for line in separation.permutation_warnings(result)]
+    return "\n".join(lines)

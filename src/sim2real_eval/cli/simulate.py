@@ -12,7 +12,7 @@ OUTPUTS = RUN_TREE
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("study", help="study file (config/studies/*.yaml)")
+    parser.add_argument("study", help="study file (a path, or the name of one in config/studies/)")
     parser.add_argument("--out", required=True,
                         help="output directory (runs go to OUT/sim/...; complete runs there are resumed)")
     parser.add_argument("--workers", type=int, default=None,
@@ -26,10 +26,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from ..resources import find_config
     from ..service import simulate_study
 
-    done = simulate_study(args.study, args.out, storage=args.storage, workers=args.workers,
-                          ray_address=args.ray, progress=not args.no_progress, timing=timing.from_args(args))
+    # a bare name (paper_gps.yaml) is looked up in config/studies/ and config/ too, from any directory
+    study = find_config(args.study, "studies", option="STUDY")
+    done = simulate_study(study, args.out, storage=args.storage, workers=args.workers, ray_address=args.ray,
+                          progress=not args.no_progress, timing=timing.from_args(args))
     done.report.raise_on_failure()
     report = done.report
     print(f"{done.study.name}: {report.written} runs written, {report.skipped} already complete "

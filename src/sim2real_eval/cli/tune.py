@@ -17,7 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", required=True,
                         help="study file: scenarios, K, judge and the variant to tune")
     parser.add_argument("--real", required=True, metavar="DIR",
-                        help="run directory tree holding the real runs (DIR/real/real/<scenario>/<k>/)")
+                        help="the real runs, taken as they are: replay's output (DIR/real/real/<scenario>/"
+                             "<k>/) or a demo output with its run bags (demo --keep-runs: "
+                             "DIR/runs/real/real/<scenario>/<k>/); at least 2 per scenario of the study")
     parser.add_argument("--params", required=True,
                         help="comma-separated NAME=LOW:HIGH[:log], e.g. "
                              "'gps.position_noise.sigma=0.005:0.5:log,imu.accelerometer.b0=0:0.2' "
@@ -46,13 +48,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from rich.console import Console
 
-    from ..calibrate.tune import COMMAND, tune, write_outputs
+    from ..calibrate.tune import COMMAND, real_runs_dir, tune, write_outputs
     from ..outputs import check_paths, output_folder
+    from ..resources import find_config
 
     out = Path(args.out)
-    # tune reads DIR/real/real/<scenario>/<k>/ of --real: an --out (or a --storage) beside that is fine.
-    # --storage is written: an output, so it may not lie in the runs tune reads nor in --out (replaced).
-    check_paths({"--study": args.study, "--real": Path(args.real) / "real"},
+    args.study = str(find_config(args.study, "studies", option="--study"))  # a bare name: config/studies/
+    # tune reads the real runs of --real (RUNS/real/real/<scenario>/<k>/): an --out (or a --storage)
+    # beside them is fine.  --storage is written: an output, so it may not lie in the runs tune reads nor
+    # in --out (replaced).
+    check_paths({"--study": args.study, "--real": real_runs_dir(args.real, check=False) / "real"},
                 {"--out": out, "--storage": args.storage})
     output_folder(out, "--out", args.overwrite, command=COMMAND)
     if args.seed < 0:

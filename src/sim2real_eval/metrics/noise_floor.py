@@ -1,48 +1,76 @@
-"""The judge-noise floor (issue 12): the VEPD that judge timing alone produces.
+"""The judge-noise floor (issues 12, 19): the VEPD that judge timing alone produces, with its spread.
 
 Real runs of one bag differ by where the real robot_localization's timers happened to tick
-(``pipeline.timing``).  The floor measures that: the real side is judged twice more, each time with
-independent random timer timing (``TimingModel("random")``, draws 0 and 1 seeded
-``sensor_seed(seed, "timing", scenario, k, "noise-floor", draw)``), both sets are scored exactly like
-runs, and compared exactly as a variant is compared with the real side — W1 of their E, W2 of their
-D, VEPD = (W1 + W2) / 2 — pooled over a variant's scenarios (as Table I) and per scenario (Table II).
+(``pipeline.timing``).  The floor measures that: the real side is judged ``DRAWS`` more times, each
+time with independent random timer timing (``TimingModel("random")``, draw d seeded
+``sensor_seed(seed, "timing", scenario, k, "noise-floor", d)``), every set is scored exactly like
+runs, and every pair of draws is compared exactly as a variant is compared with the real side — W1 of
+their E, W2 of their D, VEPD = (W1 + W2) / 2 — pooled over a variant's scenarios (as Table I) and per
+scenario (Table II).
 
-It is the score a perfect sensor model would get from judge timing alone: differences of VEPD below
-it are not meaningful.
+One pair of draws is one sample of the floor, and it varies from draw to draw (on a real drive single
+draws gave 0.05 and 0.105), so the floor is reported as the mean over the D(D − 1)/2 pairs with
+``VEPD_interval``, the range [lowest, highest] of the pairs.  A result is "above the floor" only when
+it exceeds the interval's upper end (``threshold``): what no pair of draws reached.
+
+It is the score a perfect sensor model would get from judge timing alone: differences of VEPD not
+above it are not meaningful.
 """
 from __future__ import annotations
 
+from itertools import combinations
+
 from .study import REAL, RunRecord, distances
 
-DRAWS = 2
+DRAWS = 4  # 6 pairs; each draw costs one judge run per real bag
 SEED_KEY = "noise-floor"
-DEFINITION = ("VEPD between the real runs judged twice with independent random judge timing (timer "
-              "phases uniform over their periods, tick latency ~ U(0, 25 ms)): the score a perfect "
-              "sensor model would get from judge timing alone; differences of VEPD below it are not "
-              "meaningful")
+DEFINITION = ("VEPD between the real runs judged several times with independent random judge timing "
+              "(timer phases uniform over their periods, tick latency ~ U(0, 25 ms)), one value per pair "
+              "of draws: the score a perfect sensor model would get from judge timing alone; a VEPD or a "
+              "difference of VEPD not above the highest pair value is not meaningful")
 
 
 def judge_noise_floor(draws: list, variants, scenarios) -> dict:
-    """{"definition", "combined": {variant: {W1, W2, VEPD, n}}, "per_scenario": {variant: {scenario:
-    {W1, W2, VEPD, n}}}} from ``draws``: [records of draw 0, records of draw 1] (``RunRecord`` of the
-    real runs).  Every variant of a study has the study's scenarios, so their floors are equal; they are
-    listed per variant as the tables are."""
-    a, b = draws[:2]
-    pooled = _cell(a, b, scenarios)
-    per_scenario = {scenario: _cell(a, b, [scenario]) for scenario in scenarios}
-    return {"definition": DEFINITION,
-            "combined": {variant: dict(pooled) for variant in variants},
-            "per_scenario": {variant: {s: dict(cell) for s, cell in per_scenario.items()}
+    """{"definition", "draws", "pairs", "combined": {variant: cell}, "per_scenario": {variant: {scenario:
+    cell}}} with cell = {W1, W2, VEPD (means over the pairs of draws), VEPD_interval [min, max] and
+    VEPD_pairs (one VEPD per pair), n (runs per draw)}, from ``draws``: [records of draw 0, draw 1, …]
+    (``RunRecord`` of the real runs; at least two draws).  Every variant of a study has the study's
+    scenarios, so their floors are equal; they are listed per variant as the tables are."""
+    if len(draws) < 2:
+        raise ValueError("judge_noise_floor: needs at least two draws")
+    pooled = _cell(draws, scenarios)
+    per_scenario = {scenario: _cell(draws, [scenario]) for scenario in scenarios}
+    return {"definition": DEFINITION, "draws": len(draws), "pairs": len(draws) * (len(draws) - 1) // 2,
+            "combined": {variant: _copy(pooled) for variant in variants},
+            "per_scenario": {variant: {s: _copy(cell) for s, cell in per_scenario.items()}
                              for variant in variants}}
 
 
-def _cell(a: list, b: list, scenarios) -> dict:
-    """W1, W2, VEPD between the E and D of the records of ``scenarios`` in draw a and in draw b."""
-    first = [r.score for r in a if r.scenario in scenarios]
-    second = [r.score for r in b if r.scenario in scenarios]
-    w1, w2, v = distances([s.rmse for s in first], [s.D for s in first], [s.rmse for s in second],
-                          [s.D for s in second])
-    return {"W1": w1, "W2": w2, "VEPD": v, "n": len(first)}
+def _copy(cell: dict) -> dict:
+    return {key: list(value) if isinstance(value, list) else value for key, value in cell.items()}
+
+
+def _cell(draws: list, scenarios) -> dict:
+    """Mean W1, W2, VEPD over every pair of draws of the records of ``scenarios``, and the VEPD range."""
+    samples = [[r.score for r in draw if r.scenario in scenarios] for draw in draws]
+    values = [distances([s.rmse for s in a], [s.D for s in a], [s.rmse for s in b], [s.D for s in b])
+              for a, b in combinations(samples, 2)]
+    vepds = [v for _w1, _w2, v in values]
+    return {"W1": sum(w1 for w1, _w2, _v in values) / len(values),
+            "W2": sum(w2 for _w1, w2, _v in values) / len(values),
+            "VEPD": sum(vepds) / len(vepds), "VEPD_interval": [min(vepds), max(vepds)],
+            "VEPD_pairs": vepds, "n": len(samples[0])}
+
+
+def threshold(floor: dict | None, variant: str, scenario: str | None = None) -> float | None:
+    """The value a VEPD (or a difference of VEPD) must exceed to be above the floor: the upper end of
+    the floor's interval for ``variant`` pooled (``scenario`` None) or in ``scenario``; None without a
+    floor."""
+    if not floor or "combined" not in floor:  # none, or {"unavailable": why}
+        return None
+    cell = floor["combined"].get(variant) if scenario is None else \
+        floor["per_scenario"].get(variant, {}).get(scenario)
+    return None if cell is None else float(cell["VEPD_interval"][1])
 
 
 def floor_record(scenario: str, k: int, source: str, score) -> RunRecord:
@@ -50,4 +78,4 @@ def floor_record(scenario: str, k: int, source: str, score) -> RunRecord:
     return RunRecord(REAL, REAL, scenario, int(k), source, score)
 
 
-__all__ = ["DEFINITION", "DRAWS", "SEED_KEY", "floor_record", "judge_noise_floor"]
+__all__ = ["DEFINITION", "DRAWS", "SEED_KEY", "floor_record", "judge_noise_floor", "threshold"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import signal
 
 from ..errors import UserError
 from .options import ScoreOptions
@@ -83,6 +82,8 @@ def spectrum(x: np.ndarray, kind: str, rate_hz: float) -> np.ndarray:
     if kind == "one_sided":
         return np.abs(np.fft.rfft(x))
     if kind == "welch":
+        from scipy import signal  # scipy.signal costs ~0.5 s to import; only Welch needs it
+
         return signal.welch(x, fs=rate_hz, nperseg=min(256, len(x)))[1]
     raise ValueError(f"unknown spectrum kind {kind!r}")
 

@@ -9,12 +9,12 @@ VEPD = (W1 + W2) / 2.  W1 is in m/s, W2 is unitless, so VEPD mixes units and is 
 """
 from __future__ import annotations
 
+import contextlib
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from ..errors import UserError
 from ..workers import WorkerPool
@@ -63,6 +63,8 @@ def vepd(w1: float, w2: float) -> float:
 
 def average_ranks(values) -> np.ndarray:
     """Ranks 1 = smallest; ties get the mean of the ranks they span (pandas ``rank()`` default)."""
+    from scipy import stats  # imported when needed: the demo's workers never rank
+
     return stats.rankdata(np.asarray(values, dtype=float), method="average")
 
 
@@ -158,17 +160,19 @@ def bootstrap_intervals(real_groups, sim_groups, n_resamples: int, seed_sequence
     n_real = sum(len(g) for g in real_groups)
     strata = len(real_groups)
     parts = []
+    offsets = np.repeat(starts, sizes)  # each group's first row, per column of the index matrix
     for count in _blocks(n_resamples):
-        index = np.empty((count, len(values)), dtype=np.int64)
-        for row in index:
-            if paired:
-                for real_start, sim_start, size in zip(starts[:strata], starts[strata:], sizes[:strata]):
-                    draw = rng.integers(0, size, size)
-                    row[real_start:real_start + size] = real_start + draw
-                    row[sim_start:sim_start + size] = sim_start + draw
-            else:
-                for start, size in zip(starts, sizes):
-                    row[start:start + size] = start + rng.integers(0, size, size)
+        # The draws are made in the seeded order (a row at a time, a stratum at a time); the index
+        # matrix is then built at once: row positions within each group + the group's first row.
+        draws = np.empty((count, n_real if paired else len(values)), dtype=np.int64)
+        for row in draws:
+            at = 0
+            for size in sizes[:strata] if paired else sizes:
+                row[at:at + size] = rng.integers(0, size, size)
+                at += size
+        if paired:  # the sim rows take the real rows' draws
+            draws = np.concatenate([draws, draws], axis=1)
+        index = draws + offsets
         parts.append(_distance_rows(values, index[:, :n_real], index[:, n_real:]))
     samples = np.concatenate(parts) if parts else np.empty((0, 3))
     tail = 100 * (1 - level) / 2
@@ -195,23 +199,30 @@ def permutation_pvalues(real_groups, sim_groups, n_permutations: int, seed_seque
     starts = np.cumsum([0] + [len(p) for p in pooled])[:-1].tolist()
     n_real = [len(r) for r in real_groups]
     exceed = np.zeros(3, dtype=np.int64)
+    # paired: pool = [real rows; sim rows] per stratum, row j pairs with row n + j
+    own = np.concatenate([start + np.arange(n) for start, n in zip(starts, n_real)]).astype(np.int64)
+    partner = own + np.repeat(n_real, n_real)
     for count in _blocks(n_permutations):
         real_index = np.empty((count, sum(n_real)), dtype=np.int64)
         sim_index = np.empty((count, len(values) - sum(n_real)), dtype=np.int64)
-        for i in range(count):
-            real_at = sim_at = 0
-            for start, pool, n in zip(starts, pooled, n_real):
-                if paired:  # pool = [real rows; sim rows], row j pairs with row n + j
-                    swap = rng.integers(0, 2, n).astype(bool)
-                    own = start + np.arange(n)
-                    real_index[i, real_at:real_at + n] = np.where(swap, own + n, own)
-                    sim_index[i, sim_at:sim_at + n] = np.where(swap, own, own + n)
-                else:
+        if paired:  # the swaps drawn one stratum at a time (the seeded order), the indices at once
+            swap = np.empty((count, len(own)), dtype=bool)
+            for i in range(count):
+                at = 0
+                for n in n_real:
+                    swap[i, at:at + n] = rng.integers(0, 2, n)
+                    at += n
+            np.copyto(real_index, np.where(swap, partner, own))
+            np.copyto(sim_index, np.where(swap, own, partner))
+        else:
+            for i in range(count):
+                real_at = sim_at = 0
+                for start, pool, n in zip(starts, pooled, n_real):
                     shuffled = start + rng.permutation(len(pool))
                     real_index[i, real_at:real_at + n] = shuffled[:n]
                     sim_index[i, sim_at:sim_at + len(pool) - n] = shuffled[n:]
-                real_at += n
-                sim_at += len(pool) - n
+                    real_at += n
+                    sim_at += len(pool) - n
         exceed += (_distance_rows(values, real_index, sim_index) >= threshold).sum(axis=0)
     p = (1 + exceed) / (1 + n_permutations)
     return {"p_W1": float(p[0]), "p_W2": float(p[1]), "p_VEPD": float(p[2])}
@@ -223,6 +234,86 @@ def is_paired(real_ks, sim_ks) -> bool:
     what the design calls for; for unrelated runs that happen to share their k it changes nothing
     measurable (docs/scoring.md)."""
     return all(len(set(r)) == len(r) and sorted(r) == sorted(s) for r, s in zip(real_ks, sim_ks))
+
+
+def _resample_rows(rng, count: int, sizes: list, offsets: list) -> np.ndarray:
+    """(count, sum(sizes)) row indices: each stratum's rows drawn with replacement within it."""
+    return np.concatenate([offset + rng.integers(0, size, (count, size))
+                           for size, offset in zip(sizes, offsets)],
+                          axis=1)
+
+
+def _vepd_rows(values: np.ndarray, real_index: np.ndarray, sim_index: np.ndarray) -> np.ndarray:
+    return _distance_rows(values, real_index, sim_index)[:, 2]
+
+
+def difference_statistics(real_groups, a_groups, b_groups, n_resamples: int, n_permutations: int,
+                          ci_seed, perm_seed, paired: bool = False, level: float = 0.95) -> dict:
+    """Variant b against variant a, both against the same real runs: d = VEPD(real, b) − VEPD(real, a).
+
+    ``*_groups``: one (n, 2) array [E, D] per stratum (scenario), rows in k order.  ``paired`` (every
+    side has the same run numbers k, once each: sim run k of both variants replays real bag k): a
+    bootstrap resample draws (scenario, k) units and takes real run k, a's run k and b's run k
+    together, and the permutation test swaps a's and b's run k within each unit; otherwise each side's
+    runs are resampled on their own and a's and b's runs are shuffled within each stratum (the real runs
+    fixed).  Returns {"difference", "difference_ci95" [lo, hi] (percentile bootstrap), "p" (two-sided:
+    (1 + #{|d_perm| ≥ |d|}) / (1 + N)), "p_min" (``smallest_p``), "resampling" "pairs"|"runs"}.
+    Draws are made a block of resamples at a time (vectorised; seeded by ``ci_seed``/``perm_seed``).
+    """
+    if paired:
+        _pair_check(real_groups, a_groups)
+        _pair_check(real_groups, b_groups)
+    groups = list(real_groups) + list(a_groups) + list(b_groups)
+    values = np.concatenate(groups)
+    sizes = [len(g) for g in groups]
+    offsets = np.cumsum([0] + sizes)[:-1].tolist()
+    strata = len(real_groups)
+    parts = {side: (sizes[i * strata:(i + 1) * strata], offsets[i * strata:(i + 1) * strata])
+             for i, side in enumerate(("real", "a", "b"))}
+    index = {side: np.concatenate([offset + np.arange(size) for size, offset in zip(*parts[side])])
+             for side in parts}
+    observed = float(_vepd_rows(values, index["real"][None], index["b"][None])[0]
+                     - _vepd_rows(values, index["real"][None], index["a"][None])[0])
+    out = {"difference": observed, "resampling": "pairs" if paired else "runs"}
+    if n_resamples:
+        rng = np.random.default_rng(ci_seed)
+        samples = []
+        for count in _blocks(n_resamples):
+            if paired:  # one draw of units per stratum, used by all three sides
+                unit = _resample_rows(rng, count, parts["real"][0], [0] * strata)
+                real = unit + np.repeat(parts["real"][1], parts["real"][0])
+                a = unit + np.repeat(parts["a"][1], parts["a"][0])
+                b = unit + np.repeat(parts["b"][1], parts["b"][0])
+            else:
+                real, a, b = (_resample_rows(rng, count, *parts[side]) for side in ("real", "a", "b"))
+            samples.append(_vepd_rows(values, real, b) - _vepd_rows(values, real, a))
+        tail = 100 * (1 - level) / 2
+        lo, hi = np.percentile(np.concatenate(samples), [tail, 100 - tail])
+        out["difference_ci95"] = [float(lo), float(hi)]
+    if n_permutations:
+        rng = np.random.default_rng(perm_seed)
+        threshold = abs(observed) - 1e-12 * max(1.0, abs(observed))
+        exceed = 0
+        for count in _blocks(n_permutations):
+            real = np.broadcast_to(index["real"], (count, len(index["real"])))
+            if paired:  # swap a's and b's run k within each unit
+                swap = rng.integers(0, 2, (count, len(index["a"]))).astype(bool)
+                a = np.where(swap, index["b"], index["a"])
+                b = np.where(swap, index["a"], index["b"])
+            else:  # shuffle a's and b's runs within each stratum
+                a_cols, b_cols = [], []
+                for (na, oa), (nb, ob) in zip(zip(*parts["a"]), zip(*parts["b"])):
+                    pool = np.concatenate([oa + np.arange(na), ob + np.arange(nb)])
+                    order = np.argsort(rng.random((count, na + nb)), axis=1)
+                    shuffled = pool[order]
+                    a_cols.append(shuffled[:, :na])
+                    b_cols.append(shuffled[:, na:])
+                a, b = np.concatenate(a_cols, axis=1), np.concatenate(b_cols, axis=1)
+            permuted = np.abs(_vepd_rows(values, real, b) - _vepd_rows(values, real, a))
+            exceed += int((permuted >= threshold).sum())
+        out["p"] = (1 + exceed) / (1 + n_permutations)
+        out["p_min"] = smallest_p(n_permutations, parts["a"][0], parts["b"][0], paired)
+    return out
 
 
 def _groups(records, scenarios):
@@ -268,9 +359,38 @@ def check_study(records) -> tuple[list, list]:
     return variants, scenarios
 
 
-def _cell_statistics(job):
-    """Intervals and p-values of one (variant, pooled or scenario) cell; ``job`` is picklable."""
-    real_g, sim_g, bootstrap, permutations, seed, seed_names, paired = job
+def _run_job(job):
+    """``function(*args)`` of a picklable (function, args) job."""
+    function, args = job
+    return function(*args)
+
+
+def ranked(values: dict) -> list:
+    """The keys of {name: VEPD} best (lowest) first; equal values in name order."""
+    return sorted(values, key=lambda name: (values[name], name))
+
+
+def _comparison_pairs(variants, scenarios, combined, per_scenario, extra) -> list:
+    """[(scenario or None, better, worse, adjacent)]: every pair of adjacent ranks pooled and per scenario,
+    then the pooled ``extra`` pairs (either order; unknown variants ignored) not listed yet."""
+    out = []
+    order = ranked({v: combined[v]["VEPD"] for v in variants})
+    out += [(None, a, b, True) for a, b in zip(order, order[1:])]
+    for scenario in scenarios:
+        order_s = ranked({v: per_scenario[v][scenario]["VEPD"] for v in variants})
+        out += [(scenario, a, b, True) for a, b in zip(order_s, order_s[1:])]
+    listed = {frozenset((a, b)) for scenario, a, b, _adjacent in out if scenario is None}
+    position = {v: i for i, v in enumerate(order)}
+    for a, b in extra:
+        if a in position and b in position and a != b and frozenset((a, b)) not in listed:
+            listed.add(frozenset((a, b)))
+            better, worse = sorted((a, b), key=position.get)
+            out.append((None, better, worse, False))
+    return out
+
+
+def _cell_statistics(real_g, sim_g, bootstrap, permutations, seed, seed_names, paired):
+    """Intervals and p-values of one (variant, pooled or scenario) cell."""
     stat = {}
     if bootstrap:
         ci = bootstrap_intervals(real_g, sim_g, bootstrap, _cell_seed(seed, "ci", *seed_names), paired=paired)
@@ -278,28 +398,51 @@ def _cell_statistics(job):
     if permutations:
         stat.update(permutation_pvalues(real_g, sim_g, permutations, _cell_seed(seed, "perm", *seed_names),
                                         paired=paired))
+        stat["p_min"] = smallest_p(permutations, [len(g) for g in real_g], [len(g) for g in sim_g], paired)
     return stat
 
 
-def score_study(records, options: ScoreOptions, skipped=(), progress=None, workers: int = 1) -> StudyResult:
-    """Tables I and II plus intervals and p-values from scored runs (excluded scenarios removed first).
+def smallest_p(permutations: int, first_sizes, second_sizes, paired: bool) -> float:
+    """The smallest p a permutation test of two samples (strata of ``first_sizes`` and ``second_sizes``
+    runs) can give with ``permutations`` random relabellings: p = (1 + #{stat >= observed}) / (1 + N)
+    is at least 1 / (1 + N), and at least (label patterns giving the observed statistic) / (all
+    patterns) — the observed pattern and, when the two sides have the same sizes, its mirror (the
+    statistics here are symmetric in the two sides).  Paired (swaps within n pairs): 2 / 2^n; otherwise
+    the splits within each stratum, prod C(a + b, a).  Above 0.05, no data can make p < 0.05."""
+    from math import comb, prod
 
-    ``progress``: optional callable(advance) for the resampling work (one call per cell);
-    ``workers`` > 1 spreads the cells' resampling over processes (same numbers: seeds are per cell).
+    first, second = list(first_sizes), list(second_sizes)
+    mirror = 2 if first == second else 1
+    patterns = 2 ** sum(first) if paired else prod(comb(a + b, a) for a, b in zip(first, second))
+    return max(1.0 / (1 + permutations), mirror / patterns)
+
+
+def score_study(records, options: ScoreOptions, skipped=(), progress=None, workers: int = 1, pairs=(),
+                pool=None) -> StudyResult:
+    """Tables I and II plus intervals and p-values from scored runs (excluded scenarios removed first),
+    and the variants compared with each other (``statistics["comparisons"]``: every pair of adjacent
+    ranks, pooled and per scenario, plus the pooled ``pairs`` [(a, b)] asked for;
+    ``difference_statistics``).
+
+    ``progress``: optional callable(advance) for the resampling work (one call per cell or pair);
+    ``workers`` > 1 spreads the cells' resampling over processes (same numbers: seeds are per cell);
+    ``pool``: an executor to use instead (e.g. one that is drawing figures at the same time).
     """
     records = sorted((r for r in records if r.scenario not in options.exclude_scenarios), key=lambda r: r.key)
     variants, scenarios = check_study(records)
     real_groups, real_ks = _groups([r for r in records if r.side == REAL], scenarios)
     combined, per_scenario = {}, {}
-    statistics = {"combined": {}, "per_scenario": {}, "resampling": {"combined": {}, "per_scenario": {}}}
+    statistics = {"combined": {}, "per_scenario": {}, "resampling": {"combined": {}, "per_scenario": {}},
+                  "comparisons": {"combined": [], "per_scenario": {s: [] for s in scenarios}}}
     cells, jobs = [], []
+    sim_groups, sim_ks = {}, {}
     for variant in variants:
         sim_records = [r for r in records if r.side != REAL and r.variant == variant]
-        sim_groups, sim_ks = _groups(sim_records, scenarios)
+        sim_groups[variant], sim_ks[variant] = _groups(sim_records, scenarios)
         for scenario, members in [(None, scenarios)] + [(s, [s]) for s in scenarios]:
             real_g = [real_groups[s] for s in members]
-            sim_g = [sim_groups[s] for s in members]
-            paired = is_paired([real_ks[s] for s in members], [sim_ks[s] for s in members])
+            sim_g = [sim_groups[variant][s] for s in members]
+            paired = is_paired([real_ks[s] for s in members], [sim_ks[variant][s] for s in members])
             unit = "pairs" if paired else "runs"
             if scenario is None:
                 statistics["resampling"]["combined"][variant] = unit
@@ -307,33 +450,54 @@ def score_study(records, options: ScoreOptions, skipped=(), progress=None, worke
                 statistics["resampling"]["per_scenario"].setdefault(variant, {})[scenario] = unit
             seed_names = (variant,) if scenario is None else (variant, scenario)
             cells.append((variant, scenario, real_g, sim_g))
-            jobs.append((real_g, sim_g, options.bootstrap, options.permutations, options.seed, seed_names,
-                         paired))
+            jobs.append((_cell_statistics, (real_g, sim_g, options.bootstrap, options.permutations,
+                                            options.seed, seed_names, paired)))
+    for variant, scenario, real_g, sim_g in cells:
+        w1, w2, v = distances(*_stack(real_g), *_stack(sim_g))
+        if scenario is None:
+            combined[variant] = {
+                "W1": w1, "W2": w2, "VEPD": v, "VEPD_ci95": None,
+                "n_real": int(sum(len(g) for g in real_g)), "n_sim": int(sum(len(g) for g in sim_g)),
+            }
+        else:
+            per_scenario.setdefault(variant, {})[scenario] = {"W1": w1, "W2": w2, "VEPD": v}
+    comparisons = _comparison_pairs(variants, scenarios, combined, per_scenario, pairs)
+    for scenario, a, b, _adjacent in comparisons:
+        members = scenarios if scenario is None else [scenario]
+        paired = all(is_paired([real_ks[s] for s in members], [sim_ks[v][s] for s in members])
+                     for v in (a, b))
+        names = (a, b) if scenario is None else (a, b, scenario)
+        jobs.append((difference_statistics, (
+            [real_groups[s] for s in members], [sim_groups[a][s] for s in members],
+            [sim_groups[b][s] for s in members], options.bootstrap, options.permutations,
+            _cell_seed(options.seed, "difference-ci", *names),
+            _cell_seed(options.seed, "difference-perm", *names), paired)))
     resampling = bool(options.bootstrap or options.permutations)
-    if workers > 1 and resampling and len(jobs) > 1:
-        with WorkerPool(min(workers, len(jobs))) as pool:
-            stats_list = []
-            for stat in pool.map(_cell_statistics, jobs):
+    stats_list = []
+    if pool is not None or (workers > 1 and resampling and len(jobs) > 1):
+        with contextlib.ExitStack() as stack:
+            executor = pool or stack.enter_context(WorkerPool(min(workers, len(jobs))))
+            for stat in executor.map(_run_job, jobs):
                 stats_list.append(stat)
                 if progress is not None:
                     progress(1)
     else:
-        stats_list = []
         for job in jobs:
-            stats_list.append(_cell_statistics(job))
+            stats_list.append(_run_job(job))
             if progress is not None:
                 progress(1)
-    for (variant, scenario, real_g, sim_g), stat in zip(cells, stats_list):
-        w1, w2, v = distances(*_stack(real_g), *_stack(sim_g))
+    for (variant, scenario, _real_g, _sim_g), stat in zip(cells, stats_list):
         if scenario is None:
-            combined[variant] = {
-                "W1": w1, "W2": w2, "VEPD": v, "VEPD_ci95": stat.get("VEPD_ci95"),
-                "n_real": int(sum(len(g) for g in real_g)), "n_sim": int(sum(len(g) for g in sim_g)),
-            }
+            combined[variant]["VEPD_ci95"] = stat.get("VEPD_ci95")
             statistics["combined"][variant] = stat
         else:
-            per_scenario.setdefault(variant, {})[scenario] = {"W1": w1, "W2": w2, "VEPD": v}
             statistics["per_scenario"].setdefault(variant, {})[scenario] = stat
+    for (scenario, a, b, adjacent), stat in zip(comparisons, stats_list[len(cells):]):
+        entry = {"better": a, "worse": b, "adjacent": adjacent, **stat}
+        if scenario is None:
+            statistics["comparisons"]["combined"].append(entry)
+        else:
+            statistics["comparisons"]["per_scenario"][scenario].append(entry)
     for scenario in scenarios:
         ranks = average_ranks([per_scenario[v][scenario]["VEPD"] for v in variants])
         for variant, rank in zip(variants, ranks):

@@ -161,6 +161,8 @@ def resolve_spec(spec, kind: str, overrides: Dict, depth: int = 0) -> Tuple[Dict
         text = str(spec)
         looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or Path(text).is_file()
         path = Path(text) if looks_like_path else config_path("sensors", kind, text + ".yaml")
+        if looks_like_path and not path.is_file() and os.sep not in text:
+            path = config_path("sensors", kind, text)  # a bare preset file name (ch_rw.yaml): from any cwd
         if not looks_like_path and not path.is_file():
             names = ", ".join(available_presets(kind)) or "none installed"
             raise UserError(f"{kind} model: unknown preset {text!r}; expected one of {names} or a YAML path")

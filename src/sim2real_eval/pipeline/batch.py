@@ -135,7 +135,8 @@ def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str
     if workers < 1:
         raise UserError(f"--workers must be >= 1, got {workers}")
     preflight(tasks)  # bad models/judge configs are refused before OUT is created or a run starts
-    ensure_writable(out)
+    if any(getattr(task, "writes", True) for task in tasks):  # tasks judged in memory only write nothing
+        ensure_writable(out)
     done, pending = plan(tasks, out)
     for index, outcome in done:
         report.outcomes[index] = outcome

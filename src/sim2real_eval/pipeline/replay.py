@@ -28,6 +28,7 @@ Both runs also carry the same ``/ground_truth/odom`` from the INS truth.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from ..runs import (
     bag_run_id,
     bag_run_info,
     existing_run,
+    read_run_info,
     remove_stale_temporaries,
     replay_variant,
 )
@@ -208,6 +210,7 @@ class RealStreams:
     gps_stamps_ns: Any = None  # header stamps of ``gps`` / ``imu`` (int64 arrays)
     imu_stamps_ns: Any = None
     _truth_records: dict = field(default_factory=dict, repr=False)
+    _decoded_truth: dict = field(default_factory=dict, repr=False)
 
     @property
     def gps_rate(self) -> float:
@@ -219,6 +222,13 @@ class RealStreams:
         if rate not in self._truth_records:
             self._truth_records[rate] = truth_records(self.truth, rate)
         return self._truth_records[rate]
+
+    def decoded_truth(self, rate: float, columns: tuple):
+        """The columns of ``truth_records(rate)`` decoded as the scorer decodes them (None until kept)."""
+        return self._decoded_truth.get((rate, columns))
+
+    def keep_decoded_truth(self, rate: float, columns: tuple, decoded: dict) -> None:
+        self._decoded_truth[(rate, columns)] = decoded
 
 
 def stream_rate(stamps_ns, what: str) -> float:
@@ -422,16 +432,15 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     from ..models import sensor_seed
 
     stamps = np.asarray(streams.imu_stamps_ns, dtype=np.int64)
-    receive = [r[0] for r in streams.imu]
     seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
     model = load_imu(sim.replace["imu"], spec.judge, seed, frame=spec.imu_frame)
     samples = model.sample(streams.truth, stamps_ns=stamps)
-    # Keep the real receive times: the judge sees the replaced stream with the real timing.  The judge
-    # reads the CDR bytes too (no message objects are built).
-    return ([SensorRecord(int(recv), topic, msgtype, raw, raw)
-             for recv, (_r, topic, msgtype, raw) in zip(receive, imu_cdr_records(samples))]
-            + [SensorRecord(int(recv), topic, msgtype, None, raw)
-               for recv, (_r, topic, msgtype, raw) in zip(receive, magnetic_field_cdr_records(samples))])
+    # Received when the real messages were: the judge sees the replaced stream with the real timing.  The
+    # records are the CDR bytes themselves (what the judge reads and a bag stores: no SensorRecord).
+    samples = dataclasses.replace(samples, receive_ns=np.array([r[0] for r in streams.imu], dtype=np.int64))
+    return (imu_cdr_records(samples)
+            + [SensorRecord(recv, topic, msgtype, None, raw)
+               for recv, topic, msgtype, raw in magnetic_field_cdr_records(samples)])
 
 
 def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
@@ -440,9 +449,7 @@ def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     # Anchored at the real bag's datum and rate, so simulated fixes land where and when the real ones do.
     model = load_gps(sim.replace["gps"], sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "gps"),
                      datum=streams.datum, rate=streams.gps_rate)
-    samples = model.sample(streams.truth)
-    return [SensorRecord(recv, topic, msgtype, raw, raw)
-            for recv, topic, msgtype, raw in gps_cdr_records(samples)]
+    return gps_cdr_records(model.sample(streams.truth))
 
 
 def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
@@ -455,42 +462,65 @@ def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | No
     return gps + imu
 
 
+def judge_sensors(spec: ReplaySpec, sensors: list, where: str, streams: RealStreams,
+                  sim: Replacement | None = None):
+    """The judge's run on ``sensors`` (records in any order, SensorRecord or plain 4-tuples), started
+    from ``spec.start_state``, checked: a run that lost a whole sensor (e.g. a "real" run judged without
+    GPS) or diverged (``check_divergence``) is refused, naming ``where``."""
+    result = judge_run(spec.judge, [bag_record(r) for r in in_receive_order(sensors)], spec.timing,
+                       spec.start_state(streams))
+    result.check_sensors(where)
+    check_divergence(result, streams.truth, where, lambda: run_imu_findings(spec, streams, sim))
+    return result
+
+
 def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
-                    streams: RealStreams, sim: Replacement | None = None) -> RunOutcome:
+                    streams: RealStreams, sim: Replacement | None = None) -> tuple:
     """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
     sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml.
-    A run that lost a sensor or diverged (``check_divergence``) is an error and is not written."""
-    sensors = in_receive_order(sensors)
-    bag_sensors = [bag_record(r) for r in sensors]  # CDR bytes where known: the judge decodes them in bulk
-    result = judge_run(spec.judge, bag_sensors, spec.timing, spec.start_state(streams))
-    result.check_sensors(str(path))  # e.g. a "real" run judged without GPS is not written
-    check_divergence(result, streams.truth, str(path), lambda: run_imu_findings(spec, streams, sim))
+    A run that lost a sensor or diverged is an error and is not written (``judge_sensors``).
+    Returns (RunOutcome, JudgeResult)."""
+    bag_sensors = [bag_record(r) for r in in_receive_order(sensors)]  # CDR bytes: decoded in bulk
+    result = judge_sensors(spec, bag_sensors, str(path), streams, sim)
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)
     counts = write_run(path, records, info.with_outcome(result), spec.storage)
-    return RunOutcome(info.run.label, str(path), False, counts, streams.truth.duration)
+    return RunOutcome(info.run.label, str(path), False, counts, streams.truth.duration), result
 
 
-def estimate_score(spec: ReplaySpec, streams: RealStreams, options, estimate, name: str):
-    """RunScore of an estimate (``judge.OdometrySeries``: stamp_ns, linear_velocity, orientation) of this
-    bag, scored exactly as the scorer scores the bag's real run (``metrics.inputs``: the bag's
-    /ground_truth/odom records, the estimate's values, the bag's window)."""
+def estimate_series(spec: ReplaySpec, streams: RealStreams, options, estimate, run: RunId | None = None,
+                    source: str | None = None):
+    """``metrics.inputs.RunSeries`` of an estimate (``judge.OdometrySeries``: stamp_ns, linear_velocity,
+    orientation) of this bag, exactly as the scorer reads the run's bag (``metrics.inputs``): the bag's
+    /ground_truth/odom records decoded, the estimate's values (a bag stores these float64s as they
+    are), the bag's window.  ``run``: the run it is (default: the real run)."""
     from ..bags import get_typestore
     from ..bags.columns import decode_messages
     from ..message_fields import ODOMETRY as ODOMETRY_FIELDS
     from ..metrics.inputs import RunSpec, series_from_arrays
     from ..metrics.options import resolve_speed
+
+    run = run or spec.run_id()
+    spec_run = RunSpec(run.side, run.variant, spec.scenario, spec.k, source or spec.bag, "bag",
+                       TOPICS["estimate"], TOPICS["ground_truth"],
+                       resolve_speed(options.speed, run.side, "speed"), tuple(streams.window_ns))
+    columns = ("stamp_ns", "linear_velocity", "orientation")
+    decoded = streams.decoded_truth(spec.ground_truth_rate, columns)
+    if decoded is None:
+        decoded = decode_messages(get_typestore(), ODOMETRY_FIELDS,
+                                  [r[3] for r in streams.truth_records(spec.ground_truth_rate)], columns)
+        streams.keep_decoded_truth(spec.ground_truth_rate, columns, decoded)
+    return series_from_arrays(spec_run, {
+        spec_run.estimate_topic: (estimate.stamp_ns, estimate.linear_velocity, estimate.orientation),
+        spec_run.truth_topic: tuple(decoded[name] for name in columns)})
+
+
+def estimate_score(spec: ReplaySpec, streams: RealStreams, options, estimate, name: str):
+    """RunScore of an estimate of this bag, scored exactly as the scorer scores the bag's real run
+    (``estimate_series``)."""
     from ..metrics.per_run import score_run
 
-    run = RunSpec("real", "real", spec.scenario, spec.k, spec.bag, "bag", TOPICS["estimate"],
-                  TOPICS["ground_truth"], resolve_speed(options.speed, "real", "speed"),
-                  tuple(streams.window_ns))
-    columns = ("stamp_ns", "linear_velocity", "orientation")
-    decoded = decode_messages(get_typestore(), ODOMETRY_FIELDS,
-                              [r[3] for r in streams.truth_records(spec.ground_truth_rate)], columns)
-    series = series_from_arrays(run, {run.estimate_topic: (estimate.stamp_ns, estimate.linear_velocity,
-                                                           estimate.orientation),
-                                      run.truth_topic: tuple(decoded[name] for name in columns)})
+    series = estimate_series(spec, streams, options, estimate)
     return score_run(name, series.t_est, series.v_est, series.t_gt, series.v_gt, options, series.timeline_end)
 
 
@@ -510,19 +540,30 @@ def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> l
     return scores
 
 
-def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options) -> tuple:
+def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options, draws: int) -> tuple:
     """The judge-noise floor's judgements of this bag (``metrics.noise_floor``): its real run judged with
-    ``DRAWS`` independent random timings, seeded (seed, "timing", scenario, k, "noise-floor", draw) →
-    ((draw, RunRecord), ...)."""
-    from ..metrics.noise_floor import DRAWS, SEED_KEY, floor_record
+    ``draws`` independent random timings, draw d seeded (seed, "timing", scenario, k, "noise-floor", d)
+    → ((draw, RunRecord), ...)."""
+    from ..metrics.noise_floor import SEED_KEY, floor_record
     from .timing import TimingModel
 
     periods = spec.judge.periods()
     timings = [TimingModel("random").run_timing(periods, spec.seed, spec.scenario, spec.k, SEED_KEY, draw)
-               for draw in range(DRAWS)]
+               for draw in range(draws)]
     scores = judged_scores(spec, streams, options, timings)
     return tuple((draw, floor_record(spec.scenario, spec.k, f"{spec.bag} (noise floor, timing draw {draw})",
                                      score)) for draw, score in enumerate(scores))
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """A run scored where it was judged (``BagReplay`` with ``scoring``): its ``metrics.RunRecord``, its
+    ``metrics.inputs.RunSeries`` (the report's traces) and its run.yaml as a dict (the report's
+    provenance) — what the scorer would have read back from the run bag, without the bag."""
+
+    record: Any
+    series: Any
+    info: dict
 
 
 @dataclass(frozen=True)
@@ -534,12 +575,20 @@ class BagReplay:
     against its run.yaml, all checked before any is written, so a refused run leaves OUT as it was),
     because the records need the bag's window and datum, known only after reading it; the runner's
     own check looks at ``directory(out)``, which is never created.
+
+    ``scoring`` (``metrics.ScoreOptions``): every run is also scored where it is judged, from the judged
+    series in memory (``ScoredRun`` in ``RunOutcome.scored``; a run found complete is scored from its
+    bag): the same numbers as scoring the bags (``estimate_series``).  ``write`` False: no run bag is
+    written and none is looked for (the demo without ``--keep-runs``).  ``floor_draws`` > 0 (needs
+    ``scoring``): the judge-noise floor's judgements of the real streams (``noise_floor_scores``).
     """
 
     spec: ReplaySpec
     sims: tuple = ()  # Replacement
     real: bool = True
-    noise_floor: Any = None  # metrics.ScoreOptions: also judge the real streams for the noise floor
+    scoring: Any = None  # metrics.ScoreOptions: score each run in memory
+    write: bool = True
+    floor_draws: int = 0
     default_static_tfs: bool = False  # spec.judge.static_tfs: the bag's default (service.default_static_tfs)
     real_imu: Any = None  # (frame, {part: covariance}) of the bag's first IMU message: linted before any run
     # (service.announce_replays)
@@ -547,6 +596,11 @@ class BagReplay:
     @property
     def label(self) -> str:
         return f"{self.spec.scenario}/{self.spec.k}"
+
+    @property
+    def writes(self) -> bool:
+        """Whether this task writes anything below OUT (``pipeline.batch``)."""
+        return self.write and (self.real or bool(self.sims))
 
     def directory(self, out) -> Path:
         return Path(out) / ".groups" / self.label.replace("/", "_")
@@ -556,25 +610,66 @@ class BagReplay:
 
     def execute(self, out) -> RunOutcome:
         """Write (or find complete) every run of the bag; the outcome lists each run's in ``runs``."""
+        if self.floor_draws and self.scoring is None:
+            raise ValueError("BagReplay: floor_draws needs scoring options")
         streams = read_real_streams(self.spec)
         check_frames(self.spec, streams)
         todo = ([None] if self.real else []) + list(self.sims)
         planned = [(sim, self.spec.run_id(sim).directory(out), self.spec.run_info(streams, sim))
                    for sim in todo]
-        complete = [existing_run(path, info) for _sim, path, info in planned]
-        outcomes = []
+        complete = [self.write and existing_run(path, info) for _sim, path, info in planned]
+        outcomes, scored = [], []
         for (sim, path, info), done in zip(planned, complete):
             if done:
                 outcomes.append(RunOutcome(info.run.label, str(path), True, {}))
+                if self.scoring is not None:
+                    scored.append(self._score_bag(path, info))
                 continue
-            remove_stale_temporaries(path)
-            outcomes.append(judge_and_write(self.spec, path, info, sensor_streams(self.spec, streams, sim),
-                                            streams, sim))
+            sensors = sensor_streams(self.spec, streams, sim)
+            if self.write:
+                remove_stale_temporaries(path)
+                outcome, result = judge_and_write(self.spec, path, info, sensors, streams, sim)
+            else:
+                result = judge_sensors(self.spec, sensors, str(path), streams, sim)
+                outcome = RunOutcome(info.run.label, str(path), False, {}, streams.truth.duration)
+            outcomes.append(outcome)
+            if self.scoring is not None:
+                source = str(path) if self.write else f"{self.spec.bag} [{info.run.label}, not written]"
+                series = estimate_series(self.spec, streams, self.scoring, result.filtered, info.run, source)
+                scored.append(ScoredRun(_record(series, self.scoring), series,
+                                        info.with_outcome(result).to_dict()))
         counts: dict = {}
         for outcome in outcomes:
             for topic, count in outcome.messages.items():
                 counts[topic] = counts.get(topic, 0) + count
         written = [o for o in outcomes if not o.skipped]
-        floor = () if self.noise_floor is None else noise_floor_scores(self.spec, streams, self.noise_floor)
+        floor = () if not self.floor_draws else noise_floor_scores(self.spec, streams, self.scoring,
+                                                                   self.floor_draws)
         return RunOutcome(self.label, str(self.spec.run_id().directory(out)), not written, counts,
-                          sum(o.sim_seconds for o in written), tuple(outcomes), floor)
+                          sum(o.sim_seconds for o in written), tuple(outcomes), floor, tuple(scored))
+
+    def _score_bag(self, path: Path, info: RunInfo) -> ScoredRun:
+        """A complete run found in OUT (resume), scored from its bag as ``sim2real-eval score`` does."""
+        from ..metrics.inputs import RunSpec, load_and_score
+        from ..metrics.options import resolve_speed
+
+        run = info.run
+        speed = resolve_speed(self.scoring.speed, run.side, f"{path}: speed")
+        spec = RunSpec(run.side, run.variant, run.scenario, run.k, str(path), "bag", info.topic("estimate"),
+                       info.topic("ground_truth"), speed,
+                       None if info.window_ns is None else tuple(int(v) for v in info.window_ns))
+        record, series = load_and_score(spec, self.scoring)
+        if record is None:
+            raise UserError(series)
+        return ScoredRun(record, series, read_run_info(path, run).to_dict())
+
+
+def _record(series, options):
+    """The ``metrics.RunRecord`` of a run's series, scored as ``metrics.inputs.load_and_score`` does."""
+    from ..metrics.per_run import score_run
+    from ..metrics.study import RunRecord
+
+    spec = series.spec
+    score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options,
+                      series.timeline_end)
+    return RunRecord(spec.side, spec.variant, spec.scenario, spec.k, spec.source, score)

@@ -14,7 +14,11 @@ from ..metrics.study import REAL, StudyResult
 from ..workers import WorkerPool
 from . import figures, html, tables
 
-__all__ = ["Study", "default_trace_runs", "parse_trace_run", "write_report"]
+__all__ = ["STATISTICS_FIGURES", "Study", "default_trace_runs", "draw", "figure_groups", "parse_trace_run",
+           "write_report"]
+
+# Figures drawn from the intervals, comparisons and floor (the rest need only the runs' scores).
+STATISTICS_FIGURES = ("overview",)
 
 
 def parse_trace_run(text: str) -> tuple[str, int]:
@@ -65,9 +69,23 @@ def _figure_jobs(prefix: str, result: StudyResult, series: dict, trace_runs) -> 
     return jobs
 
 
+def figure_groups(result: StudyResult, series: dict, trace_runs=None, studies=()) -> list:
+    """[[(file name, title, function, args)] of the main study, then of each ``Study``], display order."""
+    trace_runs = default_trace_runs(result) if trace_runs is None else list(trace_runs)
+    groups = [_figure_jobs("", result, series, trace_runs)]
+    return groups + [_figure_jobs(f"{study.name}_", study.result, study.series,
+                                  default_trace_runs(study.result)) for study in studies]
+
+
+def draw(job) -> bytes | None:
+    """PNG bytes of one figure job ``(function, args)`` (picklable: any worker may draw it)."""
+    function, args = job
+    return function(*args)
+
+
 def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_runs=None,
                  extra_options=None, overwrite: bool = False, workers: int = 1,
-                 provenance: dict | None = None, studies=()) -> Path:
+                 provenance: dict | None = None, studies=(), pngs: dict | None = None) -> Path:
     """Write the report folder ``out_dir``; returns its path.
 
     ``series``: {(side, variant, scenario, k): RunSeries} for the velocity-trace figures;
@@ -76,6 +94,8 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
     ``provenance``: ``report.provenance.collect(...)`` — what the data are, software, judge, seeds —
     shown as the page's banner and stored in vepd.json ``options.provenance`` (default: collected from
     the scored runs' own records).  ``studies``: ``Study`` sections shown after the main study.
+    ``pngs``: {figure file name: PNG bytes or None} already drawn (``figure_groups`` + ``draw``, e.g. while
+    the statistics were resampled); the others are drawn here.
     """
     from . import provenance as provenance_module
 
@@ -88,11 +108,10 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
         options = extra_options or {}
         provenance = provenance_module.collect(result, options.get("input", ""),
                                                options.get("source", source))
-    groups = [_figure_jobs("", result, series, trace_runs)]
-    groups += [_figure_jobs(f"{study.name}_", study.result, study.series, default_trace_runs(study.result))
-               for study in studies]
-    jobs = [job for group in groups for job in group]
-    pngs = dict(zip((name for name, *_ in jobs), _draw_all([job[2:] for job in jobs], workers)))
+    groups = figure_groups(result, series, trace_runs, studies)
+    jobs = [job for group in groups for job in group if job[0] not in (pngs or {})]
+    drawn = _draw_all([job[2:] for job in jobs], workers)
+    pngs = dict(pngs or {}, **dict(zip((name for name, *_ in jobs), drawn)))
 
     def shown(group):  # {title: PNG} of one study's drawn figures, in display order
         return {title: pngs[name] for name, title, *_ in group if pngs[name] is not None}
@@ -116,22 +135,17 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
         figure_dir = temp / "figures"
         figure_dir.mkdir()
         for name, png in pngs.items():
-            if png is not None:
+            if png is not None and any(name == job[0] for group in groups for job in group):
                 (figure_dir / f"{_safe(name)}.png").write_bytes(png)
     return out_dir
-
-
-def _draw(job) -> bytes | None:
-    function, args = job
-    return function(*args)
 
 
 def _draw_all(jobs: list, workers: int) -> list:
     """PNG bytes (or None) of every figure job, in job order."""
     if workers <= 1 or len(jobs) <= 1:
-        return [_draw(job) for job in jobs]
+        return [draw(job) for job in jobs]
     with WorkerPool(min(workers, len(jobs))) as pool:
-        return list(pool.map(_draw, jobs))
+        return list(pool.map(draw, jobs))
 
 
 def _safe(name: str) -> str:

@@ -121,9 +121,11 @@ def distributions_figure(result: StudyResult):
 def overview_figure(result: StudyResult):
     """Left: VEPD per variant as stacked W1/2 + W2/2 bars with the bootstrap 95 % CI and the paper's
     VEPD where it has one.  Right (more than one scenario): per-scenario VEPD heat map with ranks."""
+    from ..metrics import separation
     from .paper import paper_vepd
 
-    variants = sorted(result.variants, key=lambda v: result.combined[v]["VEPD"])
+    variants = separation.order(result)
+    ranks = separation.rank_labels(result)
     heat_map = len(result.scenarios) > 1
     with plt.rc_context(STYLE):
         if heat_map:
@@ -155,19 +157,29 @@ def overview_figure(result: StudyResult):
             left.scatter([value for _i, value in paper], [i for i, _value in paper], marker="D", s=34,
                          facecolor="white", edgecolor="black", zorder=5,
                          label="paper's VEPD (real ART data)")
-        widest = max(right_ends + [value for _i, value in paper])
+        floor = (result.judge_noise_floor or {}).get("combined", {}).get(variants[0])
+        if floor:  # what judge timing alone gives: the range over the pairs of timing draws
+            low, high = floor["VEPD_interval"]
+            left.axvspan(low, high, facecolor="#555555", alpha=0.25, hatch="///", edgecolor="#333333", lw=0,
+                         zorder=3,
+                         label=f"judge-noise floor (range of {result.judge_noise_floor['pairs']} pairs)")
+            left.axvline(high, color="#333333", lw=0.8, ls=":", zorder=3)
+        widest = max(right_ends + [value for _i, value in paper]
+                     + ([floor["VEPD_interval"][1]] if floor else []))
         markers = dict(paper)
         for i, v in enumerate(variants):
             at = right_ends[i]
             if at < markers.get(i, -1.0) < at + 0.08 * widest:  # a marker just right of the bar: step over it
                 at = markers[i]
-            left.text(at, i, f"  {result.combined[v]['VEPD']:.4f}", va="center", fontsize=9)
+            below = "  (≤ floor)" if separation.below_floor(result, v) else ""
+            left.text(at, i, f"  {result.combined[v]['VEPD']:.4f}{below}", va="center", fontsize=9)
         left.set_xlim(0, 1.3 * widest if widest > 0 else 1.0)
-        left.set_yticks(y, variants)
+        left.set_yticks(y, [f"{ranks[v]}  {v}" for v in variants])
         left.set_ylim(len(variants) - 0.5, -0.5)   # best on top, bars keep their height with one variant
         left.set_xlabel("VEPD = (W1 + W2)/2   (lower = closer to real)")
-        left.set_title("Table I: all scenarios pooled, 95 % bootstrap CI")
-        left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize=8)
+        left.set_title("Table I: all scenarios pooled, 95 % bootstrap CI\nrank before the name; \"3=\": tied "
+                       "(not separable from an adjacent rank)", fontsize=10)
+        left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
         if heat_map:
             values = np.array([[result.per_scenario[v][s]["VEPD"] for s in result.scenarios]
                                for v in variants])
@@ -176,13 +188,15 @@ def overview_figure(result: StudyResult):
             right.set_xticks(np.arange(len(result.scenarios)), result.scenarios)
             right.set_yticks(y, variants)
             threshold = values.min() + 0.5 * (values.max() - values.min())
+            labels = {s: separation.rank_labels(result, s) for s in result.scenarios}
             for i, v in enumerate(variants):
                 for j, s in enumerate(result.scenarios):
                     cell = result.per_scenario[v][s]
                     ink = "white" if values[i, j] > threshold else "black"
-                    right.text(j, i, f"{cell['VEPD']:.4f}\n(rank {cell['rank']:g})", ha="center",
+                    below = "\n≤ floor" if separation.below_floor(result, v, s) else ""
+                    right.text(j, i, f"{cell['VEPD']:.4f}\n(rank {labels[s][v]}){below}", ha="center",
                                va="center", fontsize=8, color=ink)
-            right.set_title("Table II: VEPD per scenario (rank 1 = best)")
+            right.set_title("Table II: VEPD per scenario (rank 1 = best, \"=\": tied)")
             fig.colorbar(image, ax=right, label="VEPD", shrink=0.9)
         return fig
 

@@ -19,6 +19,7 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; mar
        max-width: 1200px; color: #222; line-height: 1.45; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 .note { color: #555; font-size: 0.92em; }
+.note.warn { color: #8a4b00; }
 .banner { border-radius: 6px; padding: 0.7em 1em; margin: 1em 0; border: 1px solid; }
 .banner.synthetic { background: #fff4d6; border-color: #e0a800; }
 .banner.recorded { background: #e8f1fb; border-color: #6a9fd8; }
@@ -123,12 +124,25 @@ def study_section(result: StudyResult, provenance: dict, figures: dict, level: i
         f'<p class="note">{html.escape(tables.resampling_note(result))}'
         + (f"  Paper column: {html.escape(CITATION)}; on other data only the ordering compares, not the "
            "values." if tables.has_paper_values(result) else "") + "</p>",
+        *[f'<p class="note warn">{html.escape(note)}</p>' for note in tables.study_notes(result)],
     ]
+    adjacent = tables.adjacent_rows(result)
+    if adjacent:
+        parts += [f"<{h3}>Adjacent ranks: is each variant separable from the next?</{h3}>",
+                  f'<p class="note">{html.escape(tables.adjacent_note(result))}</p>',
+                  _table(tables.ADJACENT_HEADER, adjacent, css_class="numbers")]
     if len(result.scenarios) > 1:
         parts += [f"<{h}>Table II &mdash; per scenario</{h}>",
+                  '<p class="note">rank 1 = lowest VEPD; &ldquo;3=&rdquo;: tied, not separable from an '
+                  "adjacent rank; mean rank: of the average ranks in vepd.json.</p>",
                   _table(tables.table_two_header(result), tables.table_two_rows(result))]
     parts += ["<details><summary>Per-scenario W1, W2, intervals and p-values</summary>",
               _table(tables.TABLE_TWO_DETAIL_HEADER, tables.table_two_detail_rows(result)), "</details>"]
+    per_scenario = [row for s in result.scenarios for row in tables.adjacent_rows(result, s)]
+    if per_scenario and len(result.scenarios) > 1:
+        parts += ["<details><summary>Adjacent ranks per scenario</summary>",
+                  _table(["scenario"] + tables.ADJACENT_HEADER, per_scenario, css_class="numbers"),
+                  "</details>"]
     parts += noise_floor.html_parts(result, _table, h)
     for title, png in figures.items():
         parts += [f"<{h3}>{html.escape(title)}</{h3}>", _image(png, title)]
@@ -153,7 +167,7 @@ def report_html(result: StudyResult, figures: dict, source: str, provenance: dic
     provenance, figures)] shown after the main study."""
     provenance = provenance or {}
     o = result.options
-    best = min(result.variants, key=lambda v: result.combined[v]["VEPD"])
+    best = tables.closest_to_real(result)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         "<title>VEPD report</title>", f"<style>{CSS}</style></head><body>",

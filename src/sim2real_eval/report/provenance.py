@@ -27,9 +27,13 @@ from ..metrics.study import REAL, StudyResult
 REFERENCE_SIDECAR = "reference.yaml"   # reference.SIDECAR
 
 
-def collect(result: StudyResult, input_kind: str = "", source: str = "", context: dict | None = None) -> dict:
-    """Provenance of a scored study (see the module docstring)."""
-    records = {r.key: _run_record(r) for r in result.runs}
+def collect(result: StudyResult, input_kind: str = "", source: str = "", context: dict | None = None,
+            run_records: dict | None = None) -> dict:
+    """Provenance of a scored study (see the module docstring).  ``run_records``: {run key: run.yaml
+    dict} of runs scored without a run directory (the demo's in-memory runs); others are read from
+    their run directory."""
+    known = run_records or {}
+    records = {r.key: known[r.key] if r.key in known else _run_record(r) for r in result.runs}
     return {
         "data": _data(result, records),
         "software": software(),

@@ -6,6 +6,7 @@ import io
 import json
 
 from .. import __version__
+from ..metrics import separation
 from ..metrics.study import StudyResult
 from . import noise_floor
 from .paper import paper_vepd
@@ -35,9 +36,11 @@ def vepd_document(result: StudyResult, extra_options=None) -> dict:
 
 
 def statistics_document(result: StudyResult) -> dict:
-    """Beyond the paper: percentile-bootstrap 95 % intervals of W1, W2, VEPD and permutation p-values,
-    pooled (combined) and per scenario; "resampling" says per cell whether (scenario, k) pairs of
-    real and sim runs or the runs of each side were resampled (docs/scoring.md)."""
+    """Beyond the paper: percentile-bootstrap 95 % intervals of W1, W2, VEPD and permutation p-values
+    (with ``p_min``, the smallest p the test can give), pooled (combined) and per scenario; "resampling"
+    says per cell whether (scenario, k) pairs of real and sim runs or the runs of each side were
+    resampled (docs/scoring.md); "comparisons": variant against variant (adjacent ranks, pooled and per
+    scenario: the VEPD difference, its interval and p); "judge_noise_floor" when measured."""
     return {
         "bootstrap_resamples": result.options.bootstrap,
         "permutations": result.options.permutations,
@@ -45,6 +48,7 @@ def statistics_document(result: StudyResult) -> dict:
         "combined": result.statistics["combined"],
         "per_scenario": result.statistics["per_scenario"],
         "resampling": result.statistics.get("resampling", {}),
+        "comparisons": result.statistics.get("comparisons", {}),
         **noise_floor.statistics(result),
     }
 
@@ -111,8 +115,23 @@ def fmt_ci(interval, digits: int = 4, estimate=None) -> str:
     return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" + (" †" if outside else "")
 
 
-def fmt_p(p) -> str:
-    return "–" if p is None else f"{p:.3f}"
+def fmt_p(p, permutations: int | None = None) -> str:
+    """p to 3 decimals; "≤ 0.001" when it is the smallest value ``permutations`` can give (the true p
+    may be far smaller)."""
+    if p is None:
+        return "–"
+    if permutations and p <= 1.0 / (1 + permutations) * (1 + 1e-9):
+        return f"≤ {p:.3f}"
+    return f"{p:.3f}"
+
+
+BELOW_FLOOR = "≤ floor"
+
+
+def fmt_vepd(result: StudyResult, variant: str, scenario: str | None = None) -> str:
+    """A VEPD to 4 decimals, marked "≤ floor" when it is not above the judge-noise floor."""
+    value = separation.vepd_of(result, variant, scenario)
+    return f"{value:.4f}" + (f" ({BELOW_FLOOR})" if separation.below_floor(result, variant, scenario) else "")
 
 
 def has_paper_values(result: StudyResult) -> bool:
@@ -120,15 +139,18 @@ def has_paper_values(result: StudyResult) -> bool:
 
 
 def table_one_rows(result: StudyResult) -> list:
-    """Table I rows: variant, W1, W2, VEPD, CIs, p-value, run counts (sorted by VEPD, best first), and
-    the paper's VEPD when the paper has a row for one of the variants."""
+    """Table I rows: variant, rank (ties "3="), W1, W2, VEPD (marked when not above the judge-noise
+    floor), CIs, p-value, run counts (sorted by VEPD, best first), and the paper's VEPD when the paper
+    has a row for one of the variants."""
     rows = []
     paper = has_paper_values(result)
-    for v in sorted(result.variants, key=lambda name: result.combined[name]["VEPD"]):
+    ranks = separation.rank_labels(result)
+    for v in separation.order(result):
         c, st = result.combined[v], result.statistics["combined"][v]
-        row = [v, fmt(c["W1"]), fmt_ci(st.get("W1_ci95"), estimate=c["W1"]), fmt(c["W2"]),
-               fmt_ci(st.get("W2_ci95"), estimate=c["W2"]), fmt(c["VEPD"]),
-               fmt_ci(c["VEPD_ci95"], estimate=c["VEPD"]), fmt_p(st.get("p_VEPD")),
+        row = [v, ranks[v], fmt(c["W1"]), fmt_ci(st.get("W1_ci95"), estimate=c["W1"]), fmt(c["W2"]),
+               fmt_ci(st.get("W2_ci95"), estimate=c["W2"]), fmt_vepd(result, v),
+               fmt_ci(c["VEPD_ci95"], estimate=c["VEPD"]),
+               fmt_p(st.get("p_VEPD"), result.options.permutations),
                str(c["n_real"]), str(c["n_sim"])]
         if paper:
             value = paper_vepd(v)
@@ -137,8 +159,59 @@ def table_one_rows(result: StudyResult) -> list:
     return rows
 
 
-TABLE_ONE_HEADER = ["Variant", "W1 (m/s)", "W1 95% CI", "W2", "W2 95% CI", "VEPD", "VEPD 95% CI",
+TABLE_ONE_HEADER = ["Variant", "rank", "W1 (m/s)", "W1 95% CI", "W2", "W2 95% CI", "VEPD", "VEPD 95% CI",
                     "p (perm.)", "n real", "n sim"]
+ADJACENT_HEADER = ["ranks", "better", "worse", "VEPD difference", "95% CI (paired)", "p (perm.)",
+                   "separable?"]
+
+
+def adjacent_rows(result: StudyResult, scenario: str | None = None) -> list:
+    """One row per pair of adjacent ranks: the difference of VEPD, its interval, p and the verdict."""
+    rows = []
+    for ranks, entry, separable, reason in separation.adjacent_rows(result, scenario):
+        word = {True: "yes", False: "no: tie", None: "not tested"}[separable]
+        rows.append(([scenario] if scenario else []) + [
+            ranks, entry["better"], entry["worse"], fmt(entry["difference"]),
+            fmt_ci(entry.get("difference_ci95")),
+            fmt_p(entry.get("p"), result.options.permutations),
+            word if separable is not False else f"{word} ({reason.split(': ', 1)[-1]})"])
+    return rows
+
+
+def adjacent_note(result: StudyResult) -> str:
+    """What the adjacent-ranks table shows and how a tie is decided (one paragraph)."""
+    paired = {e.get("resampling") for e in separation.comparisons(result)} == {"pairs"}
+    how = ("paired: the same (scenario, k) units — real run k and both variants' run k — resampled "
+           "together, and the two variants' run k swapped in the permutation test" if paired else
+           "each side's runs resampled on their own, the two variants' runs shuffled within scenario")
+    floor = " and the difference is above the judge-noise floor" if result.judge_noise_floor else ""
+    return (f"Each variant against the next one in rank order, both against the same real runs ({how}).  "
+            f"Two ranks are separable when the 95 % interval of their VEPD difference lies above 0{floor}; "
+            "otherwise they are tied and share a rank (\"3=\").")
+
+
+def closest_to_real(result: StudyResult) -> str:
+    """The variant with the lowest VEPD, or the variants tied with it ("a, b (tied)")."""
+    first = separation.tie_groups(result)[0]
+    return first[0] if len(first) == 1 else f"{', '.join(first)} (tied)"
+
+
+def study_notes(result: StudyResult) -> list:
+    """Sentences every rendering of the study prints: sub-floor marks and permutation limits."""
+    notes = []
+    if noise_floor.unavailable(result) is not None:
+        notes.append(f"Judge-noise floor not measured ({noise_floor.unavailable(result)}): results are not "
+                     "compared with what judge timing alone produces.")
+    elif result.judge_noise_floor:
+        below = [v for v in result.variants if separation.below_floor(result, v)]
+        limit = separation.floor_threshold(result, result.variants[0])
+        pairs = result.judge_noise_floor["pairs"]
+        notes.append(f"“{BELOW_FLOOR}”: the VEPD is not above the judge-noise floor ({limit:.4f}, the "
+                     f"highest of its {pairs} pairs of timing draws): judge timing "
+                     "alone produces a gap this large, so it is not a measured sensor gap"
+                     + (f" ({', '.join(below)} pooled)." if below else "; no pooled VEPD is."))
+    notes += [line + "." for line in separation.permutation_warnings(result)]
+    return notes
 PAPER_COLUMN = "paper's VEPD (real ART data)"
 
 
@@ -147,10 +220,13 @@ def table_one_header(result: StudyResult) -> list:
 
 
 def table_two_rows(result: StudyResult) -> list:
-    """Table II rows: variant, then per scenario "VEPD (rank)", then the mean rank."""
+    """Table II rows: variant, then per scenario "VEPD (rank)" (ties "3=", "≤ floor" when not above the
+    scenario's judge-noise floor), then the mean rank (of the average ranks in vepd.json)."""
     rows = []
+    labels = {s: separation.rank_labels(result, s) for s in result.scenarios}
     for v in result.variants:
-        cells = [f"{result.per_scenario[v][s]['VEPD']:.4f} ({result.per_scenario[v][s]['rank']:g})"
+        cells = [f"{result.per_scenario[v][s]['VEPD']:.4f} ({labels[s][v]})"
+                 + (f" {BELOW_FLOOR}" if separation.below_floor(result, v, s) else "")
                  for s in result.scenarios]
         mean_rank = sum(result.per_scenario[v][s]["rank"] for s in result.scenarios) / len(result.scenarios)
         rows.append([v, *cells, f"{mean_rank:.2f}"])
@@ -167,9 +243,9 @@ def table_two_detail_rows(result: StudyResult) -> list:
     for v in result.variants:
         for s in result.scenarios:
             cell, st = result.per_scenario[v][s], result.statistics["per_scenario"][v][s]
-            rows.append([v, s, fmt(cell["W1"]), fmt(cell["W2"]), fmt(cell["VEPD"]),
-                         fmt_ci(st.get("VEPD_ci95"), estimate=cell["VEPD"]), fmt_p(st.get("p_VEPD")),
-                         f"{cell['rank']:g}"])
+            rows.append([v, s, fmt(cell["W1"]), fmt(cell["W2"]), fmt_vepd(result, v, s),
+                         fmt_ci(st.get("VEPD_ci95"), estimate=cell["VEPD"]),
+                         fmt_p(st.get("p_VEPD"), result.options.permutations), f"{cell['rank']:g}"])
     return rows
 
 
@@ -198,13 +274,27 @@ def tables_markdown(result: StudyResult) -> str:
         "",
         markdown_table(table_one_header(result), table_one_rows(result)),
         "",
-        "## Table II — per scenario (rank 1 = lowest VEPD; ties averaged)",
+        *[f"{note}  " for note in study_notes(result)],
+        "",
+        "### Adjacent ranks",
+        "",
+        adjacent_note(result),
+        "",
+        markdown_table(ADJACENT_HEADER, adjacent_rows(result)),
+        "",
+        "## Table II — per scenario (rank 1 = lowest VEPD; “=”: tied, not separable from an adjacent rank; "
+        "mean rank of the average ranks)",
         "",
         markdown_table(table_two_header(result), table_two_rows(result)),
         "",
         "### Per-scenario details",
         "",
         markdown_table(TABLE_TWO_DETAIL_HEADER, table_two_detail_rows(result)),
+        "",
+        "### Adjacent ranks per scenario",
+        "",
+        markdown_table(["scenario"] + ADJACENT_HEADER,
+                       [row for s in result.scenarios for row in adjacent_rows(result, s)]),
         "",
     ]
     parts += noise_floor.markdown(result)

@@ -1,0 +1,66 @@
+"""The demo's numbers in README.md and docs/demo.md, and the overview image, are what ``sim2real-eval
+demo`` gives as shipped (K = 10, its seeds): ``benchmarks/make_readme_numbers.py`` writes them from a
+demo output, and this test fails when they drift (a code change that moves a number must regenerate
+them: ``python benchmarks/make_readme_numbers.py``).  The full demo is used, not the quick one: the
+README shows what ``sim2real-eval demo`` prints."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "benchmarks" / "make_readme_numbers.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("make_readme_numbers", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_regions_are_found_and_replaced():
+    script = load_script()
+    text = ("a\n<!-- generated: one -->\nold\n<!-- end: one -->\nb\n"
+            "<!-- generated: two -->\n<!-- end: two -->\nc\n")
+    assert script.regions(text) == {"one": "old", "two": ""}
+    new = script.replace_regions(text, {"one": "| x |\n| y |", "two": "z"})
+    assert new == ("a\n<!-- generated: one -->\n| x |\n| y |\n<!-- end: one -->\nb\n"
+                   "<!-- generated: two -->\nz\n<!-- end: two -->\nc\n")
+    assert script.regions(new) == {"one": "| x |\n| y |", "two": "z"}
+    assert script.replace_regions(new, {}) == new  # unknown regions are left as they are
+
+
+def test_every_generated_region_exists():
+    """README and docs/demo.md hold every region the script renders (none lost in an edit)."""
+    script = load_script()
+    found = {name: set(script.regions(path.read_text(encoding="utf-8")))
+             for name, path in script.FILES.items()}
+    assert found["README.md"] == {"readme-table-1"}
+    assert found["docs/demo.md"] == {"demo-heading", "demo-table-1", "demo-adjacent", "demo-table-2",
+                                     "demo-floor", "demo-findings", "demo-run-means"}
+    assert script.png_numbers(script.IMAGE), "docs/img/demo_overview.png carries no numbers: regenerate it"
+
+
+@pytest.fixture(scope="module")
+def demo_output(tmp_path_factory):
+    from sim2real_eval.cli import main
+
+    out = tmp_path_factory.mktemp("readme_numbers") / "report"
+    assert main(["demo", "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+@pytest.mark.slow
+def test_readme_and_docs_numbers_are_what_the_demo_gives(demo_output):
+    script = load_script()
+    data = script.load(demo_output)
+    blocks = script.render(data)
+    stale = script.differences(blocks, script.image_numbers(data))
+    assert not stale, (f"stale numbers in {', '.join(stale)}: the demo gives other numbers now; run "
+                       "`python benchmarks/make_readme_numbers.py` and commit what it writes")
+    # what the README's table says is what the demo printed
+    printed = (demo_output / "demo.json").read_text()
+    assert '"k": 10' in printed and blocks["readme-table-1"] in (REPO / "README.md").read_text()
