@@ -149,7 +149,7 @@ def test_demo_resumes_replaces_its_report_and_keeps_kept_runs(own_demo, tmp_path
     assert f"run bags: {out / 'runs'}" in printed
     kept = digest(out / "runs")
 
-    assert demo(config, out) == 0  # plain demo: resumes the kept runs and keeps them, saying so
+    assert demo(config, out) == 0  # plain demo: leaves the kept runs as they are, saying so
     printed = capsys.readouterr().out
     assert digest(out / "runs") == kept
     assert "kept" in printed and "--keep-runs" in printed and str(out / "runs") in printed

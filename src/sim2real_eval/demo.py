@@ -587,8 +587,8 @@ def _demo(out: Path, previous: dict, stages, config: DemoConfig, options, real, 
     write_marker(out, COMMAND, files, runs_kept=(keep_runs and runs_dir.is_dir()) or earlier_runs)
     note = None
     if earlier_runs and not keep_runs:
-        note = (f"run bags: {runs_dir} ({tree_bytes(runs_dir) / 1e6:.0f} MB) holds the runs an earlier "
-                "--keep-runs wrote; left as they are (remove that folder to free the space)")
+        note = (f"run bags: {runs_dir} ({tree_bytes(runs_dir) / 1e6:.0f} MB) kept as an earlier --keep-runs "
+                "wrote them, untouched (this demo scored in memory; remove the folder to free the space)")
     return DemoResult(out, k, list(bags), stages.wall, gps_doc, imu_doc, ordering, real_source,
                       report.written, runs_total, floors, runs_bytes, keep_runs, stages.cpu, gps_result,
                       imu_result, note)

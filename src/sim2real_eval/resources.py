@@ -56,10 +56,11 @@ def config_candidates(value, *folders: str) -> list:
 
 def find_config(value, *folders: str, option: str = "") -> Path:
     """The first existing file of ``config_candidates``; a UserError naming ``option`` and every place
-    looked in when there is none."""
+    looked in when there is none.  Anything else that exists there but a folder (a FIFO, a device) is
+    returned too: its reader refuses it as not a regular file (``limits``), naming it."""
     candidates = config_candidates(value, *folders)
     for candidate in candidates:
-        if candidate.is_file():
+        if candidate.is_file() or (os.path.exists(candidate) and not candidate.is_dir()):
             return candidate
     where = f"{option} {value}" if option else str(value)
     raise UserError(f"{where}: file not found (looked in: {', '.join(str(c) for c in candidates)})")
