@@ -63,3 +63,17 @@ def test_apply_sets_every_axis_and_leaves_the_input_alone(sigma, b0):
     assert out["imu"]["accelerometer"]["sigma"] == [sigma] * 3
     assert out["imu"]["accelerometer"]["b0"] == b0
     assert MODELS["imu"]["accelerometer"]["sigma"] == [0.3, 0.3, 0.01]
+
+
+def test_tune_without_optuna_is_one_line(monkeypatch, tmp_path, capsys):
+    """Without the [all] extra, tune says what to install (was: a ModuleNotFoundError traceback)."""
+    import sys
+
+    from sim2real_eval.cli import main
+
+    monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` raises ImportError
+    code = main(["tune", "--study", "tiny.yaml", "--real", str(tmp_path), "--params", "gps.sigma=0.01:0.1",
+                 "--out", str(tmp_path / "tuned")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "pip install 'sim2real_eval[all]'" in err, err
+    assert not (tmp_path / "tuned").exists()

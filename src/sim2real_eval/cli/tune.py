@@ -48,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from rich.console import Console
 
+    try:  # the search itself: the [all] extra (checked before any work, not as a traceback after it)
+        import optuna  # noqa: F401
+    except ImportError:
+        raise UserError("tune needs optuna: pip install 'sim2real_eval[all]' (or: pip install optuna)"
+                        ) from None
+
     from ..calibrate.tune import COMMAND, real_runs_dir, tune, write_outputs
     from ..outputs import check_paths, output_folder
     from ..resources import find_config
