@@ -1,10 +1,14 @@
 """The main job: the paper's study (seed 003) end to end — real bags → runs → VEPD report.
 
-Steps (``run_demo``):
+Steps (``run_demo`` → ``_demo``: ``_real_side``, ``_judge_runs``, ``_score``, ``_sensitivity``, ``_finish``):
 1. Real bags: ``--real DIR`` (``DIR/<scenario>/<run>/``, runs sorted by name, the first K used; named
    by ``runs.find_real_bags`` like ``replay`` names them), or the synthetic reference data set: the
    runs shipped in ``bags/reference`` plus, when K exceeds them, runs regenerated deterministically
-   into ``OUT/reference`` (``reference.py``).  Input bags are only read.
+   into ``OUT/reference`` (``reference.py``), or (``--real-sample``) the real car drive shipped in
+   ``bags/real/comma2k19``, imported into ``OUT/imported`` with held-out windows calibrated and tuned
+   on (``real_sample.py``; configuration ``config/studies/demo_car.yaml``): its scored windows, plus
+   the ``calibrated`` and ``tuned`` variants of the GPS study and ``sim_imu-calibrated`` of the IMU
+   study.  Input bags are only read.
 2. Runs: per real bag one task (``pipeline.replay.BagReplay``, the one replay unit, via
    ``service.replay_bags``) reads the bag (its truth and real streams) once and judges these runs, all
    on sensor messages from the same time window (where the bag's INS truth exists; ``window_ns``),
@@ -15,13 +19,17 @@ Steps (``run_demo``):
    - per GPS variant of the GPS study: simulated GPS *and* IMU driven by the bag's INS ground truth
      (``pipeline.replay`` with both streams replaced; variant directory = the GPS preset name);
    - on the IMU study's scenario: real GPS + simulated IMU (``sim_imu-<preset>``).
-   Every judgement is the embedded robot_localization with the ART configuration.
+   Every judgement is the embedded robot_localization with the demo file's configuration (ART's; the
+   car template in demo_car.yaml).
    The judge-noise floor (on unless ``--no-noise-floor``): each real bag is also judged ``DRAWS``
    times with independent random judge timing (``metrics.noise_floor``; never written to ``runs/``).
 3. Scores (the scorer's pieces): the GPS study → ``OUT/`` (vepd.json, statistics.json, runs.csv,
    tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files); each study's
    variants compared with each other (adjacent ranks, ties), its ``judge_noise_floor`` and sub-floor
    marks (``metrics.separation``).
+   The real sample's covariance sensitivity: both studies again on its other imports of the scored
+   windows (``_sensitivity``); its section of the report and ``OUT/real_sample/`` (calibration, tuning,
+   ``real_sample.json``).
 4. ``OUT/demo.json``: wall and CPU time per step, K, inputs, and the paper's qualitative ordering
    checks — each "yes", "no" or "not separable" (a finding the floor or the intervals cannot support
    is not stated as one).
@@ -902,8 +910,8 @@ def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder
     images = {"Calibration on the held-out windows: fix minus truth":
               (calibration / "gps_error.png").read_bytes(),
               "Tuning on the held-out windows": (folder / "tune" / "convergence.png").read_bytes()}
-    section = ReportSection(rs.section_html(sample, gps_result, imu_result, sensitivity, images),
-                            rs.section_markdown(sample, gps_result, imu_result, sensitivity))
+    section = ReportSection(rs.section_html(record, gps_result, imu_result, sensitivity, images),
+                            rs.section_markdown(record, gps_result, imu_result, sensitivity))
     return (section,), record
 
 

@@ -242,24 +242,35 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
 
 # ------------------------------------------------------------------------------------- record
 def record(prepared: Prepared) -> dict:
-    """What demo.json and ``OUT/real_sample/real_sample.json`` keep of the preparation."""
+    """What demo.json and ``OUT/real_sample/real_sample.json`` keep of the preparation (what
+    ``design_lines`` and ``console_lines`` read)."""
     from .calibrate.tune import summary
 
     config = prepared.config
     cal = prepared.calibration.report
     return {
-        "segment": prepared.segment, "scenario": config.scenario, "window_s": config.window_s,
+        "segment": display_path(prepared.segment), "scenario": config.scenario, "window_s": config.window_s,
         "windows": [{"run": name, "span_s": [round(lo, 3), round(hi, 3)], "use": use}
                     for name, lo, hi, use in prepared.windows],
         "held_out_windows": config.held_out_windows,
-        "k": sum(len(paths) for paths in prepared.bags.values()),
+        "k": sum(len(paths) for paths in prepared.bags.values()), "warmup_s": prepared.warmup_s,
         "fix_covariance_m": config.fix_covariance, "fix_sigma_median_m": prepared.sensitivity_sigma,
         "calibration": {"gps": cal["gps"], "imu": cal["imu"],
                         "presets": {"gps": prepared.calibration.gps_preset,
                                     "imu": prepared.calibration.imu_preset}},
-        "tune": dict(summary(prepared.tuned), base=config.tune_variant,
+        "tune": dict(summary(prepared.tuned), base=config.tune_variant, params_text=config.tune_params,
                      held_out_windows=config.held_out_windows, best_models=prepared.tuned.best_models),
     }
+
+
+def display_path(path) -> str:
+    """A path inside this installation's share directory relative to it (``bags/real/…``), else as is."""
+    from .resources import share_dir
+
+    try:
+        return Path(path).resolve().relative_to(share_dir().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 # ----------------------------------------------------------------------------------- verdicts
@@ -382,12 +393,12 @@ def sensitivity_rows(sensitivity: dict) -> tuple:
 
 
 # ------------------------------------------------------------------------------------ rendering
-def section_markdown(prepared: Prepared, gps, imu, sensitivity: dict) -> str:
+def section_markdown(record: dict, gps, imu, sensitivity: dict) -> str:
     """The real sample's part of tables.md (``section_html`` says the same on the page)."""
     from .report.tables import markdown_table
 
     header, rows = sensitivity_rows(sensitivity)
-    lines = ["", "## The real sample: comma2k19, a real car", "", *design_lines(prepared), "",
+    lines = ["", "## The real sample: comma2k19, a real car", "", *design_lines(record), "",
              "### Which models the judge-noise floor cannot tell from the real receiver and IMU", "",
              markdown_table(VERDICT_HEADER, verdict_rows([("GPS study", gps), ("IMU study", imu)])), "",
              "### Calibrated and tuned against the untuned variants (evaluated windows only)", "",
@@ -397,45 +408,49 @@ def section_markdown(prepared: Prepared, gps, imu, sensitivity: dict) -> str:
     return "\n".join(lines)
 
 
-def design_lines(prepared: Prepared) -> list:
-    """What the real side is and how it was used, one sentence each."""
-    config, tuned = prepared.config, prepared.tuned
-    cal = prepared.calibration.report
-    scored = [w for w in prepared.windows if w[3] == "scored"]
-    held = [w for w in prepared.windows if w[3] == "held out"]
+def design_lines(record: dict) -> list:
+    """What the real side is and how it was used, one markdown bullet each (from ``record``)."""
+    cal, tune = record["calibration"], record["tune"]
+    scored = [w for w in record["windows"] if w["use"] == "scored"]
+    held = [w for w in record["windows"] if w["use"] == "held out"]
     gps = cal["gps"]
-    best = ", ".join(f"{name} = {value:.4g}" for name, value in tuned.best.values.items()) \
-        or "the untuned model"
+    best = ", ".join(f"{name} = {value:.4g}" for name, value in tune["best_params"].items()) \
+        or "none better than the untuned model"
+    sigma = record["fix_covariance_m"]
     return [
-        f"- Data: {prepared.segment} (comma2k19, MIT licence; a car on a highway, real u-blox fixes, phone "
-        "IMU, post-processed pose as ground truth), imported from its raw arrays.",
-        f"- Windows: {len(prepared.windows)} back-to-back windows of {config.window_s:g} s; windows "
-        f"{held[0][0]}–{held[-1][0]} ({held[0][1]:.0f}–{held[-1][2]:.0f} s) are held out for calibration "
-        f"and tuning, windows {scored[0][0]}–{scored[-1][0]} ({scored[0][1]:.0f}–{scored[-1][2]:.0f} s) are "
-        f"the real runs scored (K = {len(scored)}).  Windows stand in for repeats of one manoeuvre; "
+        f"- Data: {record['segment']} (comma2k19, MIT licence: a car on a highway, its real u-blox fixes "
+        "and phone IMU, comma's post-processed pose as the ground truth), imported from its raw arrays.",
+        f"- Windows: {len(record['windows'])} back-to-back windows of {record['window_s']:g} s; "
+        f"{held[0]['run']}–{held[-1]['run']} ({held[0]['span_s'][0]:.0f}–{held[-1]['span_s'][1]:.0f} s of "
+        "the drive) are held out for calibration and tuning, "
+        f"{scored[0]['run']}–{scored[-1]['run']} ({scored[0]['span_s'][0]:.0f}–{scored[-1]['span_s'][1]:.0f}"
+        f" s) are the real runs scored (K = {len(scored)}).  Windows stand in for repeats of one manoeuvre; "
         "neighbours share the receiver's slowly varying error, so the intervals are on the optimistic side.",
-        f"- Receiver covariance: σ = {config.fix_covariance:g} m horizontal, {2 * config.fix_covariance:g} m "
-        "vertical (the fix logs no accuracy; docs/demo.md, \"The real sample\").  Judge: the car template, "
-        "started from the truth at each window's start, the first "
-        f"{prepared.warmup_s:g} s of every run not scored.",
-        f"- Calibrated (calibrate --truth on the held-out {cal['gps']['duration_s']:.0f} s): stamp lag "
-        f"{gps['stamp_lag_s'] * 1e3:.0f} ms, jitter ±{gps['stamp_jitter_half_width_s'] * 1e3:.0f} ms, error "
-        f"std {gps['std_m']['east']:.2f}/{gps['std_m']['north']:.2f}/{gps['std_m']['up']:.2f} m "
-        "(east/north/up, lag removed); IMU residual std "
-        + "/".join(f"{v:.2f}" for v in cal["imu"]["accel_residual_std_m_s2"].values()) + " m/s².",
-        f"- Tuned ({config.tune_variant}, {config.tune_params}, {len(tuned.trials)} trials on the held-out "
-        f"windows): held-out VEPD {tuned.baseline.vepd:.4f} untuned → {tuned.best.vepd:.4f} with {best}.",
+        f"- Receiver covariance: σ = {sigma:g} m horizontal, {2 * sigma:g} m vertical (the fix logs no "
+        "accuracy: docs/demo.md, \"The real sample\").  Judge: the car template, started from the truth at "
+        f"each window's start; the first {record['warmup_s']:g} s of every run are not scored.",
+        f"- Calibrated (calibrate --truth on the held-out {gps['duration_s']:.0f} s): stamp lag "
+        f"{gps['stamp_lag_s'] * 1e3:.0f} ms, jitter ±{gps['stamp_jitter_half_width_s'] * 1e3:.0f} ms; fix − "
+        f"truth std {_axes(gps['std_m'])} m (east/north/up) with the lag removed, "
+        f"{_axes(gps['std_as_stamped_m'])} m as stamped; IMU − truth residual std "
+        + "/".join(f"{v:.2f}" for v in cal["imu"]["accel_residual_std_m_s2"].values()) + " m/s² (x/y/z).",
+        f"- Tuned ({tune['base']}, {tune['params_text']}, {tune['trials']} trials on the held-out windows): "
+        f"held-out VEPD {tune['objective_baseline_vepd']:.4f} untuned → {tune['best_vepd']:.4f} with {best}.",
     ]
 
 
-def section_html(prepared: Prepared, gps, imu, sensitivity: dict, images: dict) -> list:
+def _axes(values: dict) -> str:
+    return "/".join(f"{v:.2f}" for v in values.values())
+
+
+def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> list:
     """HTML parts of the real sample's section of report.html; ``images`` {title: PNG bytes} (the
     calibration's GPS error plot, the tuning's convergence)."""
     from .report.html import image_html, table_html
 
     header, rows = sensitivity_rows(sensitivity)
     parts = ["<h2>The real sample: comma2k19, a real car</h2>", "<ul>"]
-    parts += [f"<li>{html.escape(line[2:])}</li>" for line in design_lines(prepared)]
+    parts += [f"<li>{html.escape(line[2:])}</li>" for line in design_lines(record)]
     parts += ["</ul>",
               "<h3>Which models the judge-noise floor cannot tell from the real receiver and IMU</h3>",
               '<p class="note">“≤ floor”: the VEPD is not above the upper end of the judge-noise floor — '

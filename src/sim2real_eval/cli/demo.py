@@ -22,6 +22,8 @@ COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 
         "(includes compiling the judge's kernels); later ones 17 s wall, 31 s CPU.  OUT: 31 MB (the report "
         "3.7 MB + 27.5 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
 QUICK_COST = "measured 12 s wall, 18 s CPU (kernels cached), 3.6 MB"
+REAL_SAMPLE_COST = ("measured 24–31 s wall, 25–32 s CPU with the judge's kernels cached (1 min 13 s the "
+                    "first time), OUT 18 MB")
 
 
 def add_arguments(parser) -> None:
@@ -36,7 +38,8 @@ def add_arguments(parser) -> None:
                              "import into windows, calibrate --truth and tune on held-out windows, the "
                              "paper's variants, the calibrated and tuned ones and the simulated-IMU study "
                              "on the others, the receiver covariance's sensitivity (config/studies/"
-                             "demo_car.yaml, its real_sample section; docs/demo.md, 'The real sample')")
+                             f"demo_car.yaml, its real_sample section; docs/demo.md, 'The real sample'); "
+                             f"{REAL_SAMPLE_COST}")
     parser.add_argument("--k", type=integer, default=None,
                         help="runs per scenario (default 10; --quick: 3); reference runs beyond the shipped "
                              "ones are regenerated into OUT/reference")
