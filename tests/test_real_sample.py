@@ -302,3 +302,28 @@ def test_csv_logs_to_report_in_two_commands(tmp_path, capsys):
     assert len(run_yaml) == 5
     summary = json.loads((report / "demo.json").read_text())
     assert summary["imu_study_scenario"] == "my_drive" and "real_sample" not in summary
+
+
+@pytest.mark.slow
+def test_kept_runs_score_to_the_demos_numbers_floor_included(tmp_path):
+    """``demo --real-sample --keep-runs``, then ``score`` on its run bags: the same VEPDs and the same
+    judge-noise floor — the floor's judgements start from the truth as the runs did (run.yaml's
+    ``initial_state``).  A reduced real sample (2 tuning trials, no sensitivity imports) keeps it short."""
+    text = (REPO / "config" / "studies" / "demo_car.yaml").read_text()
+    for old, new in (("budget: 16", "budget: 2"), ("sensitivity: [0.5, 2.0]", "sensitivity: []"),
+                     ("pseudorange_policy: true", "pseudorange_policy: false")):
+        text = text.replace(old, new)
+    config = tmp_path / "small_real.yaml"
+    config.write_text(text)
+    out, scored = tmp_path / "kept", tmp_path / "scored"
+    assert main(["demo", "--real-sample", "--config", str(config), "--out", str(out), "--keep-runs",
+                 "--no-progress"]) == 0
+    assert main(["score", str(out / "runs"), "--exclude-variant", "sim_imu-*", "--out", str(scored)]) == 0
+    demo_vepd = json.loads((out / "vepd.json").read_text())["combined"]
+    score_vepd = json.loads((scored / "vepd.json").read_text())["combined"]
+    assert {v: c["VEPD"] for v, c in demo_vepd.items()} == {v: c["VEPD"] for v, c in score_vepd.items()}
+    floors = [json.loads((folder / "statistics.json").read_text())["judge_noise_floor"]["combined"]
+              for folder in (out, scored)]
+    assert floors[0] == floors[1]
+    record = json.loads((out / "real_sample" / "real_sample.json").read_text())
+    assert list(record["sensitivity"]) == ["1×"]
