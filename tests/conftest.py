@@ -46,3 +46,15 @@ def chromium() -> str:
         if exe:
             return exe
     pytest.skip("headless Chromium is not installed (Debian package 'chromium')")
+
+
+@pytest.fixture(scope="session")
+def real_sample_demo(tmp_path_factory) -> Path:
+    """``sim2real-eval demo --real-sample`` as shipped (the comma2k19 drive, config/studies/demo_car.yaml),
+    run once per session: tests/test_real_sample.py checks it, tests/test_readme_numbers.py compares the
+    README with it."""
+    from sim2real_eval.cli import main
+
+    out = tmp_path_factory.mktemp("real_sample") / "real_report"
+    assert main(["demo", "--real-sample", "--out", str(out), "--no-progress"]) == 0
+    return out

@@ -201,8 +201,12 @@ LINKS = [("my_bags", "my_bags", "your bags DIR/<scenario>/<run>/: two 4-s ART-la
 NOT_RUN = [("--ray", "needs a running Ray cluster (the tests marked 'ray' start one)")]
 # Reduced forms: (pattern on the arguments, arguments appended — argparse keeps the last —, why).
 REDUCTIONS = [
-    (re.compile(r"^demo\b"), ["--config", "{small_demo}", "--k", "2", "--workers", "2"],
+    (re.compile(r"^demo\b(?!.*--real-sample)(?!.*--config)"), ["--config", "{small_demo}", "--k", "2",
+                                                               "--workers", "2"],
      "the demo: the small study of test_demo_quick (2 GPS variants, 4-s manoeuvres, K = 2)"),
+    (re.compile(r"^demo\b.*--real-sample"), ["--config", "{small_real}"],
+     "the real sample: demo_car.yaml with 2 tuning trials, one sensitivity import and 200 resamples (as "
+     "shipped in tests/test_real_sample.py and test_readme_numbers.py)"),
     (re.compile(r"^tune\b"), ["--budget", "1"], "tune: one trial"),
 ]
 STUDY_REDUCTIONS = [("paper_gps.yaml", "tiny.yaml",
@@ -317,6 +321,14 @@ def world(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("docs_examples")
     small_demo = small_demo_config(tmp)
+    small_real = tmp / "small_real.yaml"
+    text = (REPO / "config" / "studies" / "demo_car.yaml").read_text()
+    for old, new in (("budget: 16", "budget: 2"), ("sensitivity: [0.5, 2.0]", "sensitivity: [2.0]"),
+                     ("pseudorange_policy: true", "pseudorange_policy: false"),
+                     ("bootstrap: 1000", "bootstrap: 200"), ("permutations: 1000", "permutations: 200")):
+        assert old in text, old
+        text = text.replace(old, new)
+    small_real.write_text(text)
     setup = reference.load_setup(tmp / "small_reference.yaml")
     my_bags = tmp / "my_bags"
     for scenario in ("line", "circle"):
@@ -339,6 +351,7 @@ def world(tmp_path_factory):
         "drive": str(drive / "highway" / "run_00"),
         "my_drive": str(import_worked_example(tmp / "csv_example")),
         "tmp": str(tmp), "my_bags": str(my_bags), "study": str(study), "small_demo": str(small_demo),
+        "small_real": str(small_real),
         "runs": str(runs), "manifest": str(manifest),
         "csv_dir": str(write_csv_study(tmp / "data2", {"gauss": 0.10, "walk": 0.05}, runs=3, duration=8.0)),
         "standstill": str(write_standstill_bag(tmp / "standstill", standstill_truth(120.0))),
@@ -500,8 +513,8 @@ def test_demo_help_costs_are_the_readmes():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("### What it costs", 1)[1].split("\n### ", 1)[0]
     keep_runs = next(a.help for a in parser_of("demo")._actions if "--keep-runs" in a.option_strings)
-    quoted = re.findall(r"\d+(?:\.\d+)? (?:min(?: \d+ s)?|s|MB|GB)\b", " ".join([demo.COST, demo.QUICK_COST,
-                                                                                keep_runs]))
+    quoted = re.findall(r"\d+(?:\.\d+)? (?:min(?: \d+ s)?|s|MB|GB)\b",
+                        " ".join([demo.COST, demo.QUICK_COST, keep_runs, demo.REAL_SAMPLE_COST]))
     assert len(quoted) >= 8, quoted
     missing = [figure for figure in quoted if figure not in section]
     assert not missing, f"demo --help quotes {missing}, which README 'What it costs' does not state"

@@ -1,10 +1,14 @@
 """The main job: the paper's study (seed 003) end to end — real bags → runs → VEPD report.
 
-Steps (``run_demo``):
+Steps (``run_demo`` → ``_demo``: ``_real_side``, ``_judge_runs``, ``_score``, ``_sensitivity``, ``_finish``):
 1. Real bags: ``--real DIR`` (``DIR/<scenario>/<run>/``, runs sorted by name, the first K used; named
    by ``runs.find_real_bags`` like ``replay`` names them), or the synthetic reference data set: the
    runs shipped in ``bags/reference`` plus, when K exceeds them, runs regenerated deterministically
-   into ``OUT/reference`` (``reference.py``).  Input bags are only read.
+   into ``OUT/reference`` (``reference.py``), or (``--real-sample``) the real car drive shipped in
+   ``bags/real/comma2k19``, imported into ``OUT/imported`` with held-out windows calibrated and tuned
+   on (``real_sample.py``; configuration ``config/studies/demo_car.yaml``): its scored windows, plus
+   the ``calibrated`` and ``tuned`` variants of the GPS study and ``sim_imu-calibrated`` of the IMU
+   study.  Input bags are only read.
 2. Runs: per real bag one task (``pipeline.replay.BagReplay``, the one replay unit, via
    ``service.replay_bags``) reads the bag (its truth and real streams) once and judges these runs, all
    on sensor messages from the same time window (where the bag's INS truth exists; ``window_ns``),
@@ -15,13 +19,17 @@ Steps (``run_demo``):
    - per GPS variant of the GPS study: simulated GPS *and* IMU driven by the bag's INS ground truth
      (``pipeline.replay`` with both streams replaced; variant directory = the GPS preset name);
    - on the IMU study's scenario: real GPS + simulated IMU (``sim_imu-<preset>``).
-   Every judgement is the embedded robot_localization with the ART configuration.
+   Every judgement is the embedded robot_localization with the demo file's configuration (ART's; the
+   car template in demo_car.yaml).
    The judge-noise floor (on unless ``--no-noise-floor``): each real bag is also judged ``DRAWS``
    times with independent random judge timing (``metrics.noise_floor``; never written to ``runs/``).
 3. Scores (the scorer's pieces): the GPS study → ``OUT/`` (vepd.json, statistics.json, runs.csv,
    tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files); each study's
    variants compared with each other (adjacent ranks, ties), its ``judge_noise_floor`` and sub-floor
    marks (``metrics.separation``).
+   The real sample's covariance sensitivity: both studies again on its other imports of the scored
+   windows (``_sensitivity``); its section of the report and ``OUT/real_sample/`` (calibration, tuning,
+   ``real_sample.json``).
 4. ``OUT/demo.json``: wall and CPU time per step, K, inputs, and the paper's qualitative ordering
    checks — each "yes", "no" or "not separable" (a finding the floor or the intervals cannot support
    is not stated as one).
@@ -56,10 +64,14 @@ from .metrics.noise_floor import DRAWS
 from .yamlio import Section, load_yaml
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
+REAL_SAMPLE_CONFIG = ("studies", "demo_car.yaml")  # --real-sample: the car study and its real_sample section
 TOP_KEYS = ("name", "seed", "repeats", "quick_repeats", "reference", "gps_study", "imu_study", "judge",
-            "ground_truth_rate", "score")
+            "ground_truth_rate", "score", "paper_variants", "real_sample")
 RUNS = "runs"
 REFERENCE = "reference"
+IMPORTED = "imported"      # --real-sample: the shipped segment's imported windows (real_sample.IMPORTED)
+REAL_SAMPLE = "real_sample"  # --real-sample: calibration, tuning and sensitivity files of the report
+EVERY_SCENARIO = "*"       # imu_study.scenario: the IMU study on every scenario
 IMU_STUDY = "imu_study"
 SUMMARY = "demo.json"
 REAL_LAYOUT = "DIR/<scenario>/<run>/: one folder per scenario (line, sine, circle, …), its runs inside"
@@ -89,6 +101,21 @@ class DemoConfig:
     score_seed: int
     noise_floor_draws: int = 4
     static_tfs_by_layout: bool = True  # no judge.static_tfs: each bag gets its default (ART layout → ART)
+    paper_variants: tuple = ()  # ((paper name, variant), …): which variant plays which paper variant
+    real_sample: Any = None     # real_sample.RealSampleConfig (--real-sample), or None
+
+
+def _paper_variants(sec: Section, variants) -> tuple:
+    """``paper_variants:`` {paper name: GPS variant}; default: each paper name that is a variant itself."""
+    if not sec.has("paper_variants"):
+        return tuple((name, name) for name in PAPER_VARIANTS if name in variants)
+    mapping = sec.section("paper_variants")
+    mapping.unknown_keys(PAPER_VARIANTS)
+    for name, variant in mapping.data.items():
+        if variant not in variants:
+            raise mapping.error(name, f"{variant!r} is not a variant of gps_study.gps "
+                                      f"({', '.join(variants)})")
+    return tuple((name, mapping.data[name]) for name in PAPER_VARIANTS if name in mapping.data)
 
 
 def load_demo_config(path=None) -> DemoConfig:
@@ -111,6 +138,9 @@ def load_demo_config(path=None) -> DemoConfig:
         raise gps.error("gps", "a preset is listed twice")
     imu = sec.section("imu_study", required=True)
     imu.unknown_keys(("scenario", "imu"))
+    imu_scenario = imu.string("scenario", "line")
+    if imu_scenario != EVERY_SCENARIO:
+        check_name(imu, "scenario", imu_scenario, f"scenario (or {EVERY_SCENARIO!r}: every scenario)")
     score = sec.section("score")
     score.unknown_keys(("bootstrap", "permutations", "seed", "noise_floor_draws"))
     judge_section = sec.section("judge")
@@ -123,6 +153,11 @@ def load_demo_config(path=None) -> DemoConfig:
     reference = Path(sec.string("reference", "demo_reference.yaml"))
     if not reference.is_absolute():
         reference = path.parent / reference
+    sample = None
+    if sec.has("real_sample"):
+        from .real_sample import load_config
+
+        sample = load_config(sec.section("real_sample"), path.parent)
     return DemoConfig(
         source=str(path),
         name=sec.string("name", path.stem),
@@ -132,7 +167,7 @@ def load_demo_config(path=None) -> DemoConfig:
         reference=str(reference),
         gps_variants=tuple(variants),
         gps_study_imu=_model(gps, "imu"),
-        imu_scenario=imu.string("scenario", "line"),
+        imu_scenario=imu_scenario,
         imu_study_imu=_model(imu, "imu"),
         judge=judge,
         ground_truth_rate=check_ground_truth_rate(sec.number("ground_truth_rate", 50.0, positive=True),
@@ -142,6 +177,8 @@ def load_demo_config(path=None) -> DemoConfig:
         score_seed=score.integer("seed", 0, minimum=0),
         noise_floor_draws=score.integer("noise_floor_draws", DRAWS, minimum=2),
         static_tfs_by_layout=by_layout,
+        paper_variants=_paper_variants(sec, variants),
+        real_sample=sample,
     )
 
 
@@ -238,22 +275,23 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
 
 # ------------------------------------------------------------------------------------ runs
 def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scoring=None, write: bool = True,
-                floor_draws: int = 0) -> list:
+                floor_draws: int = 0, extra_gps=(), extra_imu=()) -> list:
     """One ``pipeline.replay.BagReplay`` per real bag (k = position of the bag in its scenario's sorted
-    list): the real run, one run per GPS variant (directory = the GPS preset), the IMU study's run;
-    ``scoring`` (ScoreOptions): each run scored where it is judged; ``write``: run bags written;
-    ``floor_draws``: the bag's noise-floor judgements too.  Without static TFs in the demo file, each bag
-    gets its default (``service.default_static_tfs``)."""
+    list): the real run, one run per GPS variant (directory = the GPS preset) and per ``extra_gps``
+    (``pipeline.replay.Replacement``), the IMU study's run(s) (and ``extra_imu``) on ``imu_scenario``
+    (``EVERY_SCENARIO``: on every one); ``scoring`` (ScoreOptions): each run scored where it is judged;
+    ``write``: run bags written; ``floor_draws``: the bag's noise-floor judgements too.  Without static
+    TFs in the demo file, each bag gets its default (``service.default_static_tfs``)."""
     from .pipeline.replay import Replacement
     from .runs import RealBag
     from .service import plan_replays
 
     gps_study = [Replacement({"gps": gps, "imu": config.gps_study_imu}, name=gps)
-                 for gps in config.gps_variants]
-    imu_study = [Replacement({"imu": config.imu_study_imu})]
+                 for gps in config.gps_variants] + list(extra_gps)
+    imu_study = [Replacement({"imu": config.imu_study_imu})] + list(extra_imu)
     groups = []
     for scenario, paths in bags.items():
-        sims = gps_study + (imu_study if scenario == imu_scenario else [])
+        sims = gps_study + (imu_study if imu_scenario in (scenario, EVERY_SCENARIO) else [])
         named = [RealBag(str(bag), scenario, k) for k, bag in enumerate(paths)]
         groups += plan_replays(named, sims, config.judge, seed=config.seed, scoring=scoring, write=write,
                                floor_draws=floor_draws, ground_truth_rate=config.ground_truth_rate,
@@ -277,86 +315,134 @@ CHECK_NAMES = {"ch_gauss_worst": "Ch:Gauss worst", "ch_rw_and_airsim_best": "Ch:
 NOT_SEPARABLE = "not separable"
 
 
-def ordering_checks(gps_doc: dict, imu_doc: dict | None, gps_result=None, imu_result=None) -> dict:
+def ordering_checks(gps_doc: dict, imu_doc: dict | None, gps_result=None, imu_result=None,
+                    paper=None, imu_variants=None) -> dict:
     """The paper's qualitative findings, checked on Table I (combined VEPD) of this demo.
 
-    ``checks``: what the VEPD values say (True/False; None when a variant is missing).  With the
-    studies' results (``metrics.StudyResult``), ``findings`` says what the precision supports: "yes",
-    "no", or "not separable" (a tie, or a VEPD not above the judge-noise floor; ``reasons`` says which)
-    — a finding the floor or the intervals cannot support is never stated as one."""
-    vepd = {variant: row["VEPD"] for variant, row in gps_doc["combined"].items()}
+    ``paper``: ((paper name, variant), …) — which variant plays which paper variant (default: the paper's
+    names themselves); the checks compare those variants only, and ``imu_variants`` (default: all) of
+    the IMU study.  ``checks``: what the VEPD values say (True/False; None when a variant is missing).
+    With the studies' results (``metrics.StudyResult``), ``findings`` says what the precision supports:
+    "yes", "no", or "not separable" (a tie, or a VEPD not above the judge-noise floor; ``reasons`` says
+    which) — a finding the floor or the intervals cannot support is never stated as one."""
+    names = dict(paper if paper is not None else ((name, name) for name in PAPER_VARIANTS))
+    every = {variant: row["VEPD"] for variant, row in gps_doc["combined"].items()}
+    vepd = {name: every[variant] for name, variant in names.items() if variant in every}  # paper names
     ranked = sorted(vepd, key=vepd.get)
-    checks = {}
-    if vepd:
-        checks["ch_gauss_worst"] = ranked[-1] == "ch_gauss" if "ch_gauss" in vepd else None
-        best = {"ch_rw", "airsim"}
-        checks["ch_rw_and_airsim_best"] = set(ranked[:2]) == best if best <= set(vepd) else None
-        checks["hdop_improves_ch_gauss"] = vepd["ch_gauss_airsim"] < vepd["ch_gauss"] \
-            if {"ch_gauss", "ch_gauss_airsim"} <= set(vepd) else None
+    checks = _gps_checks(vepd, ranked) if every else {}
     if imu_doc is not None and vepd:
-        imu_vepd = [row["VEPD"] for row in imu_doc["combined"].values()]
+        imu_vepd = [row["VEPD"] for variant, row in imu_doc["combined"].items()
+                    if imu_variants is None or variant in imu_variants]
         checks["sim_imu_small"] = bool(imu_vepd) and max(imu_vepd) < min(vepd.values())
-    out = {"ranking_best_first": ranked, "vepd": vepd, "checks": checks}
+    out = {"ranking_best_first": sorted(every, key=every.get), "vepd": every, "checks": checks}
+    if any(name != variant for name, variant in names.items()):
+        out["paper"] = names  # which variant played which paper variant
     if gps_result is not None:
-        findings = {name: _finding(name, value, ranked, gps_result, imu_result)
-                    for name, value in checks.items() if value is not None}
+        context = _Checked(gps_result, imu_result, [names[name] for name in ranked], names, imu_variants)
+        findings = {name: FINDINGS[name](context, value) for name, value in checks.items()
+                    if value is not None}
         out["findings"] = {name: verdict for name, (verdict, _why) in findings.items()}
         out["reasons"] = {name: why for name, (_verdict, why) in findings.items() if why}
     return out
 
 
-def _finding(name: str, value: bool, ranked: list, gps, imu) -> tuple:
-    """("yes" | "no" | "not separable", why) of one ordering check (``ordering_checks``)."""
+def _gps_checks(vepd: dict, ranked: list) -> dict:
+    """The GPS study's checks on {paper name: VEPD} (``ranked``: best first); None when a variant is
+    missing."""
+    best = {"ch_rw", "airsim"}
+    return {"ch_gauss_worst": ranked[-1] == "ch_gauss" if "ch_gauss" in vepd else None,
+            "ch_rw_and_airsim_best": set(ranked[:2]) == best if best <= set(vepd) else None,
+            "hdop_improves_ch_gauss": vepd["ch_gauss_airsim"] < vepd["ch_gauss"]
+            if {"ch_gauss", "ch_gauss_airsim"} <= set(vepd) else None}
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What the ordering findings read: both studies, the checked GPS variants best first, the paper
+    names' variants (``names``) and the IMU study's checked variants."""
+
+    gps: Any
+    imu: Any
+    ranked: list
+    names: dict
+    imu_variants: Any = None
+
+    def apart(self, better: str, worse: str) -> bool:
+        """``better`` separably below ``worse`` (pooled); variant names."""
+        from .metrics import separation
+
+        return separation.separated(self.gps, better, worse) is True
+
+    def tie(self, a: str, b: str) -> str:
+        from .metrics import separation
+
+        entry = separation.comparison(self.gps, a, b)
+        return separation.verdict(self.gps, entry)[1] if entry else f"{a} and {b} not compared"
+
+
+def _worst_finding(c: _Checked, value: bool) -> tuple:
+    """Ch:Gauss scores worst."""
+    gauss, ranked = c.names["ch_gauss"], c.ranked
+    word = "yes" if value else "no"
+    if value:
+        runner_up = ranked[-2] if len(ranked) > 1 else None
+        if runner_up is None or c.apart(runner_up, gauss):
+            return word, ""
+        return NOT_SEPARABLE, f"{gauss} vs {runner_up}: {c.tie(runner_up, gauss)}"
+    if c.apart(gauss, ranked[-1]):
+        return word, ""
+    return NOT_SEPARABLE, f"{gauss} vs {ranked[-1]}: {c.tie(gauss, ranked[-1])}"
+
+
+def _hdop_finding(c: _Checked, value: bool) -> tuple:
+    """Adding the HDOP covariance improves Ch:Gauss."""
+    gauss, hdop = c.names["ch_gauss"], c.names["ch_gauss_airsim"]
+    better, worse = (hdop, gauss) if value else (gauss, hdop)
+    return ("yes" if value else "no", "") if c.apart(better, worse) else (NOT_SEPARABLE, c.tie(better, worse))
+
+
+def _best_two_finding(c: _Checked, value: bool) -> tuple:
+    """Ch:RW and AirSim are the best two."""
+    ranked = c.ranked
+    best = [c.names["ch_rw"], c.names["airsim"]]
+    if value:
+        if len(ranked) < 3 or c.apart(ranked[1], ranked[2]):
+            return "yes", ""
+        return NOT_SEPARABLE, f"{ranked[1]} vs {ranked[2]}: {c.tie(ranked[1], ranked[2])}"
+    others = [v for v in ranked[:2] if v not in best]
+    if any(c.apart(other, member) for other in others for member in set(best)):
+        return "no", ""
+    member = max(set(best), key=ranked.index)
+    return NOT_SEPARABLE, f"{others[0]} vs {member}: {c.tie(others[0], member)}"
+
+
+def _imu_finding(c: _Checked, value: bool) -> tuple:
+    """The simulated IMU's VEPD is below every GPS variant's (different studies: intervals)."""
     from .metrics import separation
 
-    def apart(better: str, worse: str) -> bool:  # better separably below worse (pooled)
-        return separation.separated(gps, better, worse) is True
-
-    def tie(a: str, b: str) -> str:
-        entry = separation.comparison(gps, a, b)
-        return separation.verdict(gps, entry)[1] if entry else f"{a} and {b} not compared"
-
     word = "yes" if value else "no"
-    if name == "ch_gauss_worst":
-        if value:
-            runner_up = ranked[-2] if len(ranked) > 1 else None
-            if runner_up is None or apart(runner_up, "ch_gauss"):
-                return word, ""
-            return NOT_SEPARABLE, f"ch_gauss vs {runner_up}: {tie(runner_up, 'ch_gauss')}"
-        if apart("ch_gauss", ranked[-1]):
-            return word, ""
-        return NOT_SEPARABLE, f"ch_gauss vs {ranked[-1]}: {tie('ch_gauss', ranked[-1])}"
-    if name == "hdop_improves_ch_gauss":
-        better, worse = ("ch_gauss_airsim", "ch_gauss") if value else ("ch_gauss", "ch_gauss_airsim")
-        return (word, "") if apart(better, worse) else (NOT_SEPARABLE, tie(better, worse))
-    if name == "ch_rw_and_airsim_best":
-        best = {"ch_rw", "airsim"}
-        if value:
-            if len(ranked) < 3 or apart(ranked[1], ranked[2]):
-                return word, ""
-            return NOT_SEPARABLE, f"{ranked[1]} vs {ranked[2]}: {tie(ranked[1], ranked[2])}"
-        for other in [v for v in ranked[:2] if v not in best]:
-            for member in best:
-                if apart(other, member):
-                    return word, ""
-        other = next(v for v in ranked[:2] if v not in best)
-        member = max(best, key=ranked.index)
-        return NOT_SEPARABLE, f"{other} vs {member}: {tie(other, member)}"
-    # sim_imu_small: the IMU study's VEPD against every GPS variant's (different studies: intervals)
+    imu = c.imu
     if imu is None:
         return word, ""
-    for variant in imu.variants:
+    variants = [v for v in imu.variants if c.imu_variants is None or v in c.imu_variants]
+    for variant in variants:
         if separation.below_floor(imu, variant):
             limit = separation.floor_threshold(imu, variant)
             return NOT_SEPARABLE, (f"{variant}'s VEPD {imu.combined[variant]['VEPD']:.4f} is not above its "
                                    f"judge-noise floor {limit:.4f}: its gap is not measured")
-    imu_high = max((imu.combined[v]["VEPD_ci95"] or [imu.combined[v]["VEPD"]] * 2)[1] for v in imu.variants)
-    gps_low = min((gps.combined[v]["VEPD_ci95"] or [gps.combined[v]["VEPD"]] * 2)[0] for v in gps.variants)
-    if value and imu_high < gps_low:
-        return word, ""
-    if not value and imu_high >= gps_low:
+
+    def interval(study, variant):
+        return study.combined[variant]["VEPD_ci95"] or [study.combined[variant]["VEPD"]] * 2
+
+    imu_high = max(interval(imu, v)[1] for v in variants)
+    gps_low = min(interval(c.gps, v)[0] for v in c.ranked)
+    if (imu_high < gps_low) == bool(value):
         return word, ""
     return NOT_SEPARABLE, f"95 % intervals overlap (sim IMU up to {imu_high:.4f}, GPS from {gps_low:.4f})"
+
+
+FINDINGS = {"ch_gauss_worst": _worst_finding, "hdop_improves_ch_gauss": _hdop_finding,
+            "ch_rw_and_airsim_best": _best_two_finding, "sim_imu_small": _imu_finding}
 
 
 # ------------------------------------------------------------------------------------- main
@@ -379,6 +465,7 @@ class DemoResult:
     gps_result: Any = None    # metrics.StudyResult of each study
     imu_result: Any = None
     runs_note: str | None = None  # run bags an earlier --keep-runs wrote, left in OUT/runs
+    real_sample: dict | None = None  # --real-sample: OUT/real_sample/real_sample.json's content
 
 
 def _cpu_seconds() -> float:
@@ -424,13 +511,16 @@ class _Stages:
 def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
              config_path=None, progress: bool = True, imu_scenario: str | None = None,
              ray_address: str | None = None, timing=None, noise_floor: bool = True,
-             keep_runs: bool = False, overwrite: bool = False, notice=None, start=None) -> DemoResult:
+             keep_runs: bool = False, overwrite: bool = False, notice=None, start=None,
+             real_sample: bool = False) -> DemoResult:
     """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
     ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
     the judge-noise floor (``metrics.noise_floor``; ``--no-noise-floor`` turns it off); ``keep_runs``:
     write the run bags to OUT/runs (default: none are written; scores come from memory);
     ``notice(text)``: told what was applied by default (the ART static TFs), one line; ``start(judge) ->
-    judge``: the judge's start (``pipeline.start``: initial state, warm-up) in place of the demo file's.
+    judge``: the judge's start (``pipeline.start``: initial state, warm-up) in place of the demo file's;
+    ``real_sample``: the study on the real car drive shipped in bags/real/comma2k19 (``real_sample``;
+    default configuration ``config/studies/demo_car.yaml``) instead of ``real`` or the reference set.
 
     OUT follows the output policy (``outputs.output_folder``): a new or empty folder, or this demo's own
     earlier output (its marker lists what it wrote: those files are replaced, the runs resumed, nothing
@@ -442,7 +532,17 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     from .pipeline.batch import available_cores
 
     stages = _Stages()  # "startup": the interpreter and every import above
-    config = load_demo_config(config_path)
+    if real_sample and real is not None:
+        raise UserError("--real-sample and --real: choose one (the real sample is the shipped comma2k19 "
+                        "drive)")
+    if real_sample and (k is not None or quick):
+        raise UserError("--real-sample: its runs are the drive's scored windows (real_sample: in the demo "
+                        "file); --k and --quick do not apply")
+    config = load_demo_config(config_path if config_path is not None or not real_sample
+                              else _config_file(REAL_SAMPLE_CONFIG))
+    if real_sample and config.real_sample is None:
+        raise UserError(f"--config {config.source}: no real_sample section (--real-sample needs one; "
+                        "config/studies/demo_car.yaml has it)")
     if timing is not None:
         config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
     if start is not None:
@@ -458,140 +558,361 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         raise UserError(f"--workers must be >= 1, got {workers}")
     out = Path(out)
     with claim_output(out, overwrite) as previous:
-        return _demo(out, previous, stages, config, options, real, k, workers, progress, imu_scenario,
-                     ray_address, noise_floor, keep_runs, notice)
+        job = _Job(out, previous, stages, config, options, real, k, workers, progress, imu_scenario,
+                   ray_address, noise_floor, keep_runs, notice, real_sample)
+        return _demo(job)
 
 
-def _demo(out: Path, previous: dict, stages, config: DemoConfig, options, real, k: int, workers: int,
-          progress: bool, imu_scenario, ray_address, noise_floor: bool, keep_runs: bool,
-          notice=None) -> DemoResult:
-    import dataclasses
+def _config_file(parts: tuple) -> Path:
+    from .resources import config_path
 
+    return config_path(*parts)
+
+
+@dataclass
+class _Job:
+    """One demo's inputs, as ``run_demo`` resolved them (``k`` becomes the K found)."""
+
+    out: Path
+    previous: dict            # the marker of this demo's earlier output ({} when new)
+    stages: Any               # _Stages
+    config: DemoConfig
+    options: Any              # metrics.ScoreOptions
+    real: Any
+    k: int
+    workers: int
+    progress: bool
+    imu_scenario: str | None
+    ray_address: str | None
+    noise_floor: bool
+    keep_runs: bool
+    notice: Any = None
+    real_sample: bool = False
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.out / RUNS
+
+    @property
+    def draws(self) -> int:
+        return self.config.noise_floor_draws if self.noise_floor else 0
+
+
+@dataclass
+class _RealSide:
+    """The real bags of a demo and what they are."""
+
+    bags: dict                # {scenario: [bag paths]}
+    source: str               # what the report's banner and the console call the real side
+    imu_scenario: str         # a scenario or EVERY_SCENARIO
+    sample: Any = None        # real_sample.Prepared (--real-sample)
+
+    @property
+    def gps_extra(self) -> tuple:
+        return self.sample.gps_variants if self.sample is not None else ()
+
+    @property
+    def imu_extra(self) -> tuple:
+        return self.sample.imu_variants if self.sample is not None else ()
+
+    @property
+    def imu_scenarios(self) -> list:
+        return list(self.bags) if self.imu_scenario == EVERY_SCENARIO else [self.imu_scenario]
+
+
+@dataclass
+class _Scored:
+    """Both studies of one demo, scored."""
+
+    gps_result: Any
+    imu_result: Any
+    gps_series: dict
+    imu_series: dict
+    run_records: dict         # {record key: run.yaml dict} (the report's provenance)
+    imu_title: str
+    floors: dict | None       # {"gps_study" | "imu_study": pooled floor {VEPD, VEPD_interval}}
+    pngs: dict                # {figure file name: PNG bytes or None}
+
+
+def _demo(job: _Job) -> DemoResult:
+    side = _real_side(job)
+    job.stages.done("real_bags")
+    replayed, groups = _judge_runs(job, side, side.bags, "judging {} real bags and their simulations")
+    job.stages.done("runs")
+    scored = _score(job, side, replayed)
+    job.stages.done("score")  # the statistics and every figure (drawn by the same workers)
+    sensitivity = None
+    if side.sample is not None:
+        sensitivity = _sensitivity(job, side, scored)
+        job.stages.done("sensitivity")
+    return _finish(job, side, replayed, groups, scored, sensitivity)
+
+
+def _real_side(job: _Job) -> _RealSide:
+    """Step 1: the real bags — the real sample's evaluated windows (prepared here: import, calibrate,
+    tune), ``--real DIR``, or the synthetic reference set (regenerated into OUT/reference beyond the
+    shipped runs); checked before any judging."""
     from . import reference as ref
-    from .metrics import score_study
-    from .metrics.noise_floor import judge_noise_floor
-    from .outputs import write_marker
-    from .report import STATISTICS_FIGURES, Study, draw, tables, write_report
-    from .report.provenance import collect as collect_provenance
-    from .service import replay_bags
-    from .workers import WorkerPool
 
-    # 1. real bags
-    if real is not None:
-        bags = find_real_bags(real, k)
-        real_source = str(Path(real).resolve())
+    config, sample = job.config, None
+    if job.real_sample:
+        from .real_sample import prepare
+
+        sample = prepare(config.real_sample, config, job.out, job.progress)
+        job.stages.done("real_sample")  # import, calibrate --truth and tune on the held-out windows
+        bags = {scenario: [Path(path) for path in paths] for scenario, paths in sample.bags.items()}
+        held = config.real_sample.held_out_windows
+        real_source = (f"real sample: {sample.segment} (comma2k19 real car drive, imported; "
+                       f"{len(sample.windows)} windows of {config.real_sample.window_s:g} s, the first "
+                       f"{held} held out for calibration and tuning)")
+    elif job.real is not None:
+        bags = find_real_bags(job.real, job.k)
+        real_source = str(Path(job.real).resolve())
     else:
         setup = ref.load_setup(config.reference)
-        bags = reference_bags(setup, k, out, ref.shipped_reference_dir(), workers, progress)
+        bags = reference_bags(setup, job.k, job.out, ref.shipped_reference_dir(), job.workers, job.progress)
         real_source = f"synthetic reference data set ({setup.name}, seed {setup.seed})"
     for scenario, paths in bags.items():
         if len(paths) < 2:  # checked before any judging: the scorer needs two runs per side
             raise UserError(f"scenario {scenario}: {len(paths)} real run(s); W1/W2 need at least 2 per "
                             "scenario (raise --k or add bags)")
-    k = max(len(paths) for paths in bags.values())  # a user's folder may hold fewer than asked
-    imu_scenario = imu_scenario or config.imu_scenario
-    if imu_scenario not in bags:
+    job.k = max(len(paths) for paths in bags.values())  # a user's folder may hold fewer than asked
+    imu_scenario = job.imu_scenario or config.imu_scenario
+    if imu_scenario != EVERY_SCENARIO and imu_scenario not in bags:
         raise UserError(f"imu study: scenario {imu_scenario!r} has no real bags (scenarios found: "
                         f"{', '.join(bags)}; the layout is {REAL_LAYOUT}); choose one with --imu-scenario")
-    stages.done("real_bags")
+    return _RealSide(bags, real_source, imu_scenario, sample)
 
-    # 2. runs, each scored where it is judged
-    draws = config.noise_floor_draws if noise_floor else 0
-    groups = plan_groups(config, bags, imu_scenario, options, keep_runs, draws)
-    runs_dir = out / RUNS
+
+def _judge_runs(job: _Job, side: _RealSide, bags: dict, description: str, main: bool = True) -> tuple:
+    """Step 2: every run of ``bags``, each scored where it is judged (``service.replay_bags``):
+    (ReplayedBags, the tasks).  ``description`` has a ``{}`` for the number of bags.  Not ``main`` (the
+    real sample's sensitivity runs): no run bag is written and nothing is announced."""
+    from .service import replay_bags
+
+    draws = job.draws
+    groups = plan_groups(job.config, bags, side.imu_scenario, job.options, job.keep_runs and main, draws,
+                         side.gps_extra, side.imu_extra)
     floor_note = f" + {draws} noise-floor draws of each real bag" if draws else ""
-    replayed = replay_bags(groups, runs_dir, workers=workers, ray_address=ray_address, progress=progress,
-                           description=f"judging {len(groups)} real bags and their simulations{floor_note}",
-                           notice=notice)
-    report = replayed.report
+    replayed = replay_bags(groups, job.runs_dir, workers=job.workers, ray_address=job.ray_address,
+                           progress=job.progress, description=description.format(len(groups)) + floor_note,
+                           notice=job.notice if main else None)
     replayed.raise_on_failure()
-    scored = replayed.scored
-    stages.done("runs")
-    runs_total = sum(1 + len(g.sims) for g in groups)
+    return replayed, groups
 
-    # 3. scores
-    gps_names = set(config.gps_variants)
-    imu_name = imu_variant(config)
+
+def _study_names(job: _Job, side: _RealSide) -> tuple:
+    """(GPS study variants, IMU study variants), in the order the demo file and the real sample list
+    them."""
+    gps = list(job.config.gps_variants) + [r.variant for r in side.gps_extra]
+    imu = [imu_variant(job.config)] + [r.variant for r in side.imu_extra]
+    return gps, imu
+
+
+def _split(job: _Job, side: _RealSide, scored: list) -> tuple:
+    """The runs of the two studies: (GPS records, IMU records, GPS series, IMU series, run records)."""
+    gps_names, imu_names = (set(names) for names in _study_names(job, side))
+    imu_scenarios = set(side.imu_scenarios)
+
+    def in_gps(key):
+        return key[0] == "real" or key[1] in gps_names
+
+    def in_imu(key):
+        return key[2] in imu_scenarios and (key[0] == "real" or key[1] in imu_names)
+
+    gps_records = [run.record for run in scored if in_gps(run.record.key)]
+    imu_records = [run.record for run in scored if in_imu(run.record.key)]
     series = {run.record.key: run.series for run in scored}
-    run_records = {run.record.key: run.info for run in scored}
-    gps_records = [run.record for run in scored
-                   if run.record.side == "real" or run.record.variant in gps_names]
-    imu_records = [run.record for run in scored if run.record.scenario == imu_scenario
-                   and (run.record.side == "real" or run.record.variant == imu_name)]
-    gps_series = {key: value for key, value in series.items() if key[0] == "real" or key[1] in gps_names}
-    imu_series = {key: value for key, value in series.items()
-                  if key[2] == imu_scenario and (key[0] == "real" or key[1] == imu_name)}
-    imu_study = f"real GPS + {imu_name} vs real GPS + real IMU ({imu_scenario})"
+    return (gps_records, imu_records, {k: v for k, v in series.items() if in_gps(k)},
+            {k: v for k, v in series.items() if in_imu(k)}, {run.record.key: run.info for run in scored})
+
+
+def _pairs(job: _Job, side: _RealSide) -> list:
+    """Pooled pairs compared beyond the adjacent ranks: those of the paper's ordering checks (in this
+    study's names) and every fitted variant of the real sample against every other GPS variant."""
+    names = dict(job.config.paper_variants)
+    pairs = [(names[a], names[b]) for a, b in CHECKED_PAIRS if a in names and b in names]
+    fitted = [r.variant for r in side.gps_extra]
+    return pairs + [(f, v) for f in fitted for v in job.config.gps_variants] + list(combinations(fitted, 2))
+
+
+def _attach_floors(draw_records: list, gps_result, imu_result) -> dict:
+    """Each study's judge-noise floor from the real bags' timing draws; {study: pooled floor}."""
+    from .metrics.noise_floor import judge_noise_floor
+
+    for result in (gps_result, imu_result):
+        result.judge_noise_floor = judge_noise_floor(draw_records, result.variants, result.scenarios)
+    return {name: {key: next(iter(result.judge_noise_floor["combined"].values()))[key]
+                   for key in ("VEPD", "VEPD_interval")}
+            for name, result in (("gps_study", gps_result), ("imu_study", imu_result))}
+
+
+def _imu_title(job: _Job, side: _RealSide) -> str:
+    names = " / ".join(_study_names(job, side)[1])
+    where = "every scenario" if side.imu_scenario == EVERY_SCENARIO and len(side.bags) > 1 else \
+        ", ".join(side.imu_scenarios)
+    return f"real GPS + {names} vs real GPS + real IMU ({where})"
+
+
+def _score(job: _Job, side: _RealSide, replayed) -> _Scored:
+    """Step 3: both studies scored (intervals, p-values, comparisons, the floor) and their figures."""
+    import dataclasses
+
+    from .metrics import score_study
+    from .report import STATISTICS_FIGURES, draw
+    from .workers import WorkerPool
+
+    gps_records, imu_records, gps_series, imu_series, run_records = _split(job, side, replayed.scored)
+    imu_title = _imu_title(job, side)
+    options, workers = job.options, job.workers
     with contextlib.ExitStack() as stack:
         # One pool for the resampling and the figures: the figures that need only the runs' scores are
         # drawn while the intervals are resampled, the overview (intervals, ties, floor) after them.
         pool = stack.enter_context(WorkerPool(workers)) if workers > 1 else None
         point = dataclasses.replace(options, bootstrap=0, permutations=0)
         early = _figures(score_study(gps_records, point), gps_series, score_study(imu_records, point),
-                         imu_series, imu_study, lambda name: name not in STATISTICS_FIGURES)
+                         imu_series, imu_title, lambda name: name not in STATISTICS_FIGURES)
         drawing = {name: pool.submit(draw, job) for name, job in early.items()} if pool else {}
-        gps_result = score_study(gps_records, options, workers=workers, pairs=CHECKED_PAIRS, pool=pool)
+        gps_result = score_study(gps_records, options, workers=workers, pairs=_pairs(job, side), pool=pool)
         imu_result = score_study(imu_records, options, workers=workers, pool=pool)
-        floors = None
-        if draws:
-            draw_records = replayed.noise_floor_draws()
-            for result in (gps_result, imu_result):
-                result.judge_noise_floor = judge_noise_floor(draw_records, result.variants, result.scenarios)
-            floors = {name: {key: next(iter(result.judge_noise_floor["combined"].values()))[key]
-                             for key in ("VEPD", "VEPD_interval")}
-                      for name, result in (("gps_study", gps_result), ("imu_study", imu_result))}
-        late = _figures(gps_result, gps_series, imu_result, imu_series, imu_study,
+        floors = _attach_floors(replayed.noise_floor_draws(), gps_result, imu_result) if job.draws else None
+        late = _figures(gps_result, gps_series, imu_result, imu_series, imu_title,
                         lambda name: name in STATISTICS_FIGURES)
         drawing.update({name: pool.submit(draw, job) for name, job in late.items()} if pool else {})
         pngs = {name: future.result() for name, future in drawing.items()} if pool else \
             {name: draw(job) for name, job in {**early, **late}.items()}
-    stages.done("score")  # the statistics and every figure (drawn by the same workers)
+    return _Scored(gps_result, imu_result, gps_series, imu_series, run_records, imu_title, floors, pngs)
 
-    extra = {"input": "demo", "source": real_source, "k": k}
+
+def _sensitivity(job: _Job, side: _RealSide, scored: _Scored) -> dict:
+    """The real sample's covariance sensitivity: the whole study again on each other import of the
+    evaluated windows (the fix σ scaled; the pseudorange policy), judged and scored like the main one;
+    {label: {sigma_m, gps_study: {variant: {VEPD, VEPD_ci95, below_floor}}, imu_study: …, floor: …}},
+    the main import (1×) included, in σ order."""
+    from .metrics import score_study
+    from .metrics.separation import below_floor
+    from .real_sample import PSEUDORANGE, scale_label
+
+    sample = side.sample
+    results = {sample.main_label: (scored.gps_result, scored.imu_result, scored.floors)}
+    for label, bags in sample.sensitivity_bags.items():
+        replayed, _groups = _judge_runs(job, side, bags, f"sensitivity {label}: judging {{}} real bags",
+                                        main=False)
+        gps_records, imu_records, *_rest = _split(job, side, replayed.scored)
+        gps = score_study(gps_records, job.options, workers=job.workers)
+        imu = score_study(imu_records, job.options, workers=job.workers)
+        floors = _attach_floors(replayed.noise_floor_draws(), gps, imu) if job.draws else None
+        results[label] = (gps, imu, floors)
+    order = [scale_label(s) for s in sorted((1.0, *sample.config.sensitivity))] + \
+        [PSEUDORANGE] * (PSEUDORANGE in results)
+
+    def cells(result):
+        return {v: {"VEPD": result.combined[v]["VEPD"], "VEPD_ci95": result.combined[v]["VEPD_ci95"],
+                    "below_floor": below_floor(result, v)} for v in result.variants}
+
+    return {label: {"sigma_m": sample.sensitivity_sigma[label], "gps_study": cells(results[label][0]),
+                    "imu_study": cells(results[label][1]), "floor": results[label][2] or {}}
+            for label in order}
+
+
+def _finish(job: _Job, side: _RealSide, replayed, groups: list, scored: _Scored, sensitivity) -> DemoResult:
+    """Step 4: the report files (built aside, then published into OUT), demo.json, the marker."""
+    from .outputs import write_marker
+
+    out, stages = job.out, job.stages
+    runs_total = sum(1 + len(g.sims) for g in groups)
     with _staging(out) as staging:
-        context = {"command": "sim2real-eval demo", "demo configuration": config.source,
-                   "runs per scenario": k}
-        source = str(runs_dir) if keep_runs else \
-            "judged and scored in memory (--keep-runs writes them to OUT/runs)"
-        imu_provenance = collect_provenance(imu_result, "demo runs", source, context, run_records)
-        imu_section = Study(IMU_STUDY, f"Simulated-IMU study: {imu_study}", imu_result, imu_series,
-                            note=IMU_STUDY_NOTE, provenance=imu_provenance)
-        write_report(staging, gps_result, gps_series, source, extra_options=extra, workers=workers,
-                     provenance=collect_provenance(gps_result, "demo runs", source, context, run_records),
-                     studies=[imu_section], pngs=pngs)
-        prefix = f"{IMU_STUDY}_"  # the IMU study's own folder: the same figures, drawn once
-        write_report(staging / IMU_STUDY, imu_result, imu_series, source,
-                     extra_options=dict(extra, study=imu_study), workers=workers, provenance=imu_provenance,
-                     pngs={name[len(prefix):]: png for name, png in pngs.items() if name.startswith(prefix)})
-        gps_doc = tables.vepd_document(gps_result, extra)
-        imu_doc = tables.vepd_document(imu_result, extra)
-        ordering = ordering_checks(gps_doc, imu_doc, gps_result, imu_result)
+        gps_doc, imu_doc, sample_doc = _report_files(job, side, scored, sensitivity, staging)
+        ordering = ordering_checks(gps_doc, imu_doc, scored.gps_result, scored.imu_result,
+                                   job.config.paper_variants, [imu_variant(job.config)])
         stages.done("report")
-        runs_bytes = sum(tree_bytes(Path(run.path)) for run in replayed.runs) if keep_runs else 0
+        runs_bytes = sum(tree_bytes(Path(run.path)) for run in replayed.runs) if job.keep_runs else 0
         stages.total()
         summary = {
-            "k": k, "scenarios": list(bags), "real_source": real_source, "imu_study_scenario": imu_scenario,
-            "runs": {"groups": len(groups), "groups_with_new_runs": report.written, "total": runs_total,
-                     "bag_bytes": runs_bytes, "kept": keep_runs},
+            "k": job.k, "scenarios": list(side.bags), "real_source": side.source,
+            "imu_study_scenario": ", ".join(side.imu_scenarios),
+            "runs": {"groups": len(groups), "groups_with_new_runs": replayed.report.written,
+                     "total": runs_total, "bag_bytes": runs_bytes, "kept": job.keep_runs},
             "wall_time_s": {name: round(value, 3) for name, value in stages.wall.items()},
             "cpu_time_s": {name: round(value, 3) for name, value in stages.cpu.items()},
-            "workers": workers, "ordering": ordering, "config": config.source,
-            "judge_timing": config.judge.timing.describe(), "judge_noise_floor": floors,
-            "warnings": separation_warnings(gps_result, imu_result),
+            "workers": job.workers, "ordering": ordering, "config": job.config.source,
+            "judge_timing": job.config.judge.timing.describe(), "judge_noise_floor": scored.floors,
+            "warnings": separation_warnings(scored.gps_result, scored.imu_result),
         }
-        (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n",
+        if sample_doc is not None:
+            summary["real_sample"] = sample_doc
+        (staging / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float) + "\n",
                                        encoding="utf-8")
-        files = _publish(staging, out, previous.get("files", {}))
+        files = _publish(staging, out, job.previous.get("files", {}))
     # Run bags an earlier --keep-runs wrote are the user's: a plain demo leaves them as they are.
-    earlier_runs = bool(previous.get("runs_kept")) and runs_dir.is_dir()
-    write_marker(out, COMMAND, files, runs_kept=(keep_runs and runs_dir.is_dir()) or earlier_runs)
+    runs_dir = job.runs_dir
+    earlier_runs = bool(job.previous.get("runs_kept")) and runs_dir.is_dir()
+    write_marker(out, COMMAND, files, runs_kept=(job.keep_runs and runs_dir.is_dir()) or earlier_runs)
     note = None
-    if earlier_runs and not keep_runs:
+    if earlier_runs and not job.keep_runs:
         note = (f"run bags: {runs_dir} ({tree_bytes(runs_dir) / 1e6:.0f} MB) kept as an earlier --keep-runs "
                 "wrote them, untouched (this demo scored in memory; remove the folder to free the space)")
-    return DemoResult(out, k, list(bags), stages.wall, gps_doc, imu_doc, ordering, real_source,
-                      report.written, runs_total, floors, runs_bytes, keep_runs, stages.cpu, gps_result,
-                      imu_result, note)
+    return DemoResult(out, job.k, list(side.bags), stages.wall, gps_doc, imu_doc, ordering, side.source,
+                      replayed.report.written, runs_total, scored.floors, runs_bytes, job.keep_runs,
+                      stages.cpu, scored.gps_result, scored.imu_result, note, sample_doc)
+
+
+def _report_files(job: _Job, side: _RealSide, scored: _Scored, sensitivity, staging: Path) -> tuple:
+    """Write the report (both studies; the real sample's section and files) into ``staging``:
+    (GPS vepd document, IMU vepd document, the real sample's record or None)."""
+    from .report import Study, tables, write_report
+    from .report.provenance import collect as collect_provenance
+
+    extra = {"input": "demo", "source": side.source, "k": job.k}
+    context = {"command": "sim2real-eval demo" + (" --real-sample" if job.real_sample else ""),
+               "demo configuration": job.config.source, "runs per scenario": job.k}
+    source = str(job.runs_dir) if job.keep_runs else \
+        "judged and scored in memory (--keep-runs writes them to OUT/runs)"
+    gps_result, imu_result = scored.gps_result, scored.imu_result
+    imu_provenance = collect_provenance(imu_result, "demo runs", source, context, scored.run_records)
+    imu_section = Study(IMU_STUDY, f"Simulated-IMU study: {scored.imu_title}", imu_result, scored.imu_series,
+                        note=IMU_STUDY_NOTE, provenance=imu_provenance)
+    sections, sample_doc, sample_dir = (), None, staging.parent / REAL_SAMPLE
+    if side.sample is not None:
+        sections, sample_doc = _real_sample_files(side.sample, gps_result, imu_result, sensitivity,
+                                                  sample_dir)
+    write_report(staging, gps_result, scored.gps_series, source, extra_options=extra, workers=job.workers,
+                 provenance=collect_provenance(gps_result, "demo runs", source, context, scored.run_records),
+                 studies=[imu_section], pngs=scored.pngs, sections=sections)
+    prefix = f"{IMU_STUDY}_"  # the IMU study's own folder: the same figures, drawn once
+    write_report(staging / IMU_STUDY, imu_result, scored.imu_series, source,
+                 extra_options=dict(extra, study=scored.imu_title), workers=job.workers,
+                 provenance=imu_provenance,
+                 pngs={name[len(prefix):]: png for name, png in scored.pngs.items()
+                       if name.startswith(prefix)})
+    if side.sample is not None:
+        os.replace(sample_dir, staging / REAL_SAMPLE)
+    return tables.vepd_document(gps_result, extra), tables.vepd_document(imu_result, extra), sample_doc
+
+
+def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder: Path) -> tuple:
+    """The real sample's files in ``folder`` (calibration/: calibrate --truth's presets, report and
+    plots; tune/: tune's outputs; real_sample.json) and its report section: ((ReportSection,), record)."""
+    from . import real_sample as rs
+    from .calibrate.drive import write_drive_calibration
+    from .calibrate.tune import write_outputs
+    from .report import ReportSection
+
+    calibration = folder / "calibration"
+    calibration.mkdir(parents=True)
+    write_drive_calibration(sample.calibration, calibration / "params.yaml", plots_dir=calibration)
+    write_outputs(sample.tuned, folder / "tune", marker=False)
+    record = dict(rs.record(sample), sensitivity=sensitivity,
+                  verdicts=rs.verdict_rows([("GPS study", gps_result), ("IMU study", imu_result)]),
+                  comparisons=rs.fitted_rows(gps_result, imu_result))
+    text = json.dumps(record, indent=2, sort_keys=True, default=float) + "\n"
+    (folder / "real_sample.json").write_text(text, encoding="utf-8")
+    images = {"Calibration on the held-out windows: fix minus truth":
+              (calibration / "gps_error.png").read_bytes(),
+              "Tuning on the held-out windows": (folder / "tune" / "convergence.png").read_bytes()}
+    section = ReportSection(rs.section_html(record, gps_result, imu_result, sensitivity, images),
+                            rs.section_markdown(record, gps_result, imu_result, sensitivity))
+    return (section,), record
 
 
 @contextlib.contextmanager
@@ -628,8 +949,8 @@ def separation_warnings(gps_result, imu_result) -> list:
 
 COMMAND = "demo"
 # What the demo writes in OUT: the report (files it lists in its marker) and the folders it manages.
-REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY)
-FOLDERS = (RUNS, REFERENCE)
+REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY, REAL_SAMPLE)
+FOLDERS = (RUNS, REFERENCE, IMPORTED)
 
 
 @contextlib.contextmanager
@@ -772,15 +1093,14 @@ def summary_table(result: DemoResult) -> str:
     marks = ", ".join(f"{CHECK_NAMES[key]}: {findings.get(key, 'n/a')}"
                       + (f" ({reasons[key]})" if key in reasons else "")
                       for key in result.ordering["checks"])
-    lines.append(f"paper's ordering — {marks}")
+    mapped = [variant for name, variant in result.ordering.get("paper", {}).items() if variant != name]
+    lines.append(f"paper's ordering{' (on ' + ', '.join(mapped) + ')' if mapped else ''} — {marks}")
     lines += [f"warning: {line}" for line in separation_warnings(gps, imu)]
-    wall, cpu = result.timings, result.cpu_times or {}
-    labels = {"startup": "startup", "real_bags": "real bags", "runs": "runs", "score": "scores + figures",
-              "report": "report files"}
-    steps = ", ".join(f"{label} {wall[name]:.1f}" + (f" ({cpu[name]:.1f} CPU)" if name in cpu else "")
-                      for name, label in labels.items())
-    lines.append(f"wall time {wall['total']:.1f} s, CPU {cpu.get('total', 0.0):.1f} s ({steps}); "
-                 f"report: {result.out / 'report.html'}")
+    if result.real_sample is not None:
+        from .real_sample import console_lines
+
+        lines += console_lines(result.real_sample, gps, imu)
+    lines.append(_time_line(result))
     if result.runs_note:
         lines.append(result.runs_note)
     else:
@@ -788,6 +1108,18 @@ def summary_table(result: DemoResult) -> str:
                      else f"run bags: none written (scored in memory); --keep-runs writes them to "
                           f"{result.out / RUNS}")
     return "\n".join(lines)
+
+
+def _time_line(result: DemoResult) -> str:
+    """Wall and CPU time of the demo and of each of its steps."""
+    wall, cpu = result.timings, result.cpu_times or {}
+    labels = {"startup": "startup", "real_sample": "import + calibrate + tune", "real_bags": "real bags",
+              "runs": "runs", "score": "scores + figures", "sensitivity": "sensitivity",
+              "report": "report files"}
+    steps = ", ".join(f"{label} {wall[name]:.1f}" + (f" ({cpu[name]:.1f} CPU)" if name in cpu else "")
+                      for name, label in labels.items() if name in wall)
+    return (f"wall time {wall['total']:.1f} s, CPU {cpu.get('total', 0.0):.1f} s ({steps}); "
+            f"report: {result.out / 'report.html'}")
 
 
 __all__ = ["DemoConfig", "DemoResult", "find_real_bags", "load_demo_config", "ordering_checks", "plan_groups",

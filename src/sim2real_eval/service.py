@@ -739,8 +739,10 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
                           f"exist here (source {info.source}, judge {judge.get('ekf')}, window_ns "
                           f"{info.window_ns})")
         topics = info.input_topics or {}
+        start = "truth" if (info.initial_state or {}).get("source") == "truth" else "config"  # moving starts
         replay = ReplaySpec(bag=str(info.source), judge=JudgeConfig(str(judge["ekf"]), str(judge["navsat"]),
-                                                                   tuple(judge.get("static_tfs") or ())),
+                                                                   tuple(judge.get("static_tfs") or ()),
+                                                                   initial_state=start),
                             scenario=spec.scenario, k=spec.k, seed=info.seed or 0,
                             ground_truth_rate=info.ground_truth_rate or DEFAULT_GROUND_TRUTH_RATE,
                             truth_source=info.ground_truth_source or "auto",

@@ -292,6 +292,8 @@ def calibrate_drive(data, truth, datum, t_b: float = 0.1, min_imu_duration: floa
     imu_p = imu_residual_preset(imu_fit, data.source, t_b)
     axes, xyz = ("east", "north", "up"), ("x", "y", "z")
     s = gps_fit.stats
+    inside = (g.t >= truth.t[0]) & (g.t <= truth.t[-1])  # the error the filter sees: fixes as stamped
+    as_stamped = enu[inside] - truth.interpolate(g.t[inside]).position
     report = {
         "source": data.source, "datum": [float(d) for d in datum],
         "topics": {"gps": data.gps_topic, "imu": data.imu_topic},
@@ -304,6 +306,7 @@ def calibrate_drive(data, truth, datum, t_b: float = 0.1, min_imu_duration: floa
             "stamp_jitter_half_width_s": gps_fit.grid.jitter_half_width,
             "bias_m": dict(zip(axes, map(float, gps_fit.bias))),
             "std_m": dict(zip(axes, map(float, s.std))),
+            "std_as_stamped_m": dict(zip(axes, map(float, np.std(as_stamped, axis=0, ddof=1)))),
             "horizontal_rms_m": float(np.sqrt(np.mean(np.sum((s.error[:, :2] + gps_fit.bias[:2]) ** 2,
                                                              axis=1)))),
             "gauss_markov": {a: {"tau_s": f.tau, "amplitude": f.amplitude, "sigma_bias_m": f.sigma_bias,

@@ -163,9 +163,50 @@ class TrialResult:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class ReplayTrials:
+    """Trials on real bags instead of a study's scenarios (``tune_replay``): each candidate's GPS and IMU
+    are driven by every bag's ground truth and judged on the bag's window, as ``replay`` and the demo
+    judge them (one sim run per bag, scored in memory, no run bag written), against the bags' real
+    runs, which are judged once (``real_records``).  Picklable: shipped to workers like a study."""
+
+    name: str
+    bags: tuple           # runs.RealBag
+    judge: Any            # pipeline.run.JudgeConfig (its start and warm-up included)
+    seed: int = 0
+    ground_truth_rate: float = 50.0
+
+    @property
+    def scenarios(self) -> tuple:
+        return tuple(dict.fromkeys(bag.scenario for bag in self.bags))
+
+    def _replay(self, replacements, real: bool, options) -> list:
+        from ..service import plan_replays, replay_bags
+
+        tasks = plan_replays(self.bags, replacements, self.judge, real=real, scoring=options, write=False,
+                             seed=self.seed, ground_truth_rate=self.ground_truth_rate)
+        with tempfile.TemporaryDirectory(prefix="sim2real-tune-") as tmp:
+            replayed = replay_bags(tasks, tmp, workers=1, progress=False)
+        replayed.raise_on_failure()
+        return [run.record for run in replayed.scored]
+
+    def real_records(self, options) -> tuple:
+        """The bags' real runs, judged and scored once."""
+        return tuple(self._replay((), True, options))
+
+    def score(self, models: dict, real_records, options):
+        """``metrics.StudyResult`` of the bags replayed with ``models`` against ``real_records``."""
+        from ..metrics import score_study
+        from ..pipeline.replay import Replacement
+
+        sim = self._replay((Replacement(dict(models), name=TUNE_VARIANT),), False, options)
+        return score_study(list(real_records) + sim, options)
+
+
 def evaluate(context: TrialContext, models: dict, number: int = -1,
              values: dict | None = None) -> TrialResult:
-    """Simulate the study's runs with ``models``, score them against the real runs → TrialResult.
+    """Simulate the study's runs with ``models`` (or, for ``ReplayTrials``, replay its real bags with them),
+    score them against the real runs → TrialResult.
 
     Runs are written to a private temporary directory (removed afterwards), so a trial needs no
     shared filesystem and can run on any Ray node.  A UserError (e.g. parameters a model refuses)
@@ -178,13 +219,15 @@ def evaluate(context: TrialContext, models: dict, number: int = -1,
     start = time.perf_counter()
     study = context.study
     try:
-        with tempfile.TemporaryDirectory(prefix="sim2real-tune-") as tmp:
-            tasks = study.runs("sqlite3", variants=[Variant(TUNE_VARIANT, models["gps"], models["imu"])],
-                               scenarios=context.scenarios)
-            service.simulate_runs(tasks, tmp, workers=1, progress=False).first_failure()
-            scored = service.score_runs(discover_runs_dir(tmp, context.options), context.options,
-                                        extra_records=context.real_records, workers=1)
-        result = scored.result
+        if isinstance(study, ReplayTrials):
+            result = study.score(models, context.real_records, context.options)
+        else:
+            with tempfile.TemporaryDirectory(prefix="sim2real-tune-") as tmp:
+                tasks = study.runs("sqlite3", variants=[Variant(TUNE_VARIANT, models["gps"], models["imu"])],
+                                   scenarios=context.scenarios)
+                service.simulate_runs(tasks, tmp, workers=1, progress=False).first_failure()
+                result = service.score_runs(discover_runs_dir(tmp, context.options), context.options,
+                                            extra_records=context.real_records, workers=1).result
     except UserError as exc:
         return TrialResult(number, dict(values or {}), None, None, None, {}, time.perf_counter() - start,
                            str(exc))
@@ -424,8 +467,6 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
     budget; trials left running by a killed session are marked failed).  ``ray_address``: run trials
     as Ray tasks; otherwise ``workers`` local processes (1 = in this process).
     """
-    import optuna
-
     from ..metrics.options import ScoreOptions
     from ..pipeline.study import load_study
 
@@ -453,14 +494,56 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
         scenarios = [objective]
     real = load_real_records(real_runs_dir(real_dir), scenarios, options)
     context = TrialContext(study, tuple(scenarios), models, tuple(ranges), real, objective, options)
+    return search(context, f"{study.name}-{variant_name}-{objective}", variant_name, budget, storage=storage,
+                  ray_address=ray_address, workers=workers, seed=seed, progress=progress,
+                  real_label=str(real_dir.resolve()))
 
+
+def tune_replay(bags, judge, base: dict, params: str, budget: int = 20, name: str = "replay",
+                seed: int = 0, ground_truth_rate: float = 50.0, storage: str | None = None,
+                workers: int = 1, progress: bool = True) -> TuneResult:
+    """``tune`` on real bags: minimise the VEPD of ``base`` ({"gps": spec, "imu": spec}, presets resolved
+    here) against the real runs of ``bags`` (``runs.RealBag``, at least 2 per scenario), the candidates'
+    sensors driven by each bag's ground truth and judged with ``judge`` (``pipeline.run.JudgeConfig``:
+    its initial state and warm-up too; ``ReplayTrials``).  The demo's real sample tunes on held-out
+    windows this way and evaluates the result on the others."""
+    from ..metrics.options import ScoreOptions
+    from ..models.base import resolve_spec
+
+    if budget < 1:
+        raise UserError(f"--budget must be >= 1, got {budget}")
+    if storage:
+        check_storage(storage)
+    models = {"gps": resolve_spec(base["gps"], "gps", {})[0], "imu": resolve_spec(base["imu"], "imu", {})[0]}
+    ranges = parse_params(params, models)
+    options = ScoreOptions(bootstrap=0, permutations=0, warmup_s=judge.warmup_s,
+                           exclude_scenarios=()).validate()
+    trials = ReplayTrials(name, tuple(bags), judge, seed, ground_truth_rate)
+    counts = {s: sum(bag.scenario == s for bag in trials.bags) for s in trials.scenarios}
+    if not counts or min(counts.values()) < 2:
+        raise UserError(f"tune on real bags: need at least 2 bags per scenario, got {counts or 'none'}")
+    context = TrialContext(trials, trials.scenarios, models, tuple(ranges), trials.real_records(options),
+                           OBJECTIVE_COMBINED, options)
+    label = ", ".join(sorted({str(Path(bag.path).parent) for bag in trials.bags}))
+    return search(context, f"{name}-{OBJECTIVE_COMBINED}", name, budget, storage=storage, workers=workers,
+                  seed=seed, progress=progress, real_label=label)
+
+
+def search(context: TrialContext, study_name: str, variant_name: str, budget: int, storage: str | None = None,
+           ray_address: str | None = None, workers: int = 1, seed: int = 0, progress: bool = True,
+           real_label: str = "") -> TuneResult:
+    """The seeded TPE search over ``context.ranges`` (``budget`` finished trials in total, resumable in
+    ``storage``): the untuned model first, then the trials in-process, in local processes or on Ray.
+    ``tune`` (a study's scenarios simulated) and ``tune_replay`` (real bags replayed) both run it."""
+    import optuna
+
+    models, ranges = context.models, list(context.ranges)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study_name = f"{study.name}-{variant_name}-{objective}"
     sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True,
                                          n_startup_trials=max(2, min(10, budget // 3)))
     url = f"sqlite:///{Path(storage).resolve()}" if storage else None
     try:
-        search = optuna.create_study(study_name=study_name, storage=url, sampler=sampler,
+        optuna_study = optuna.create_study(study_name=study_name, storage=url, sampler=sampler,
                                      direction="minimize", load_if_exists=True)
     except Exception as exc:  # noqa: BLE001 - sqlalchemy/sqlite errors of a storage we cannot use
         if url is None:
@@ -468,19 +551,18 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
         raise UserError(f"--storage {storage}: cannot use it as an Optuna SQLite storage "
                         f"({getattr(exc, 'orig', None) or type(exc).__name__})") from None
     signature = ",".join(f"{r.full_name}={r.low!r}:{r.high!r}:{'log' if r.log else 'linear'}" for r in ranges)
-    previous = search.user_attrs.get("params")
+    previous = optuna_study.user_attrs.get("params")
     if previous is None:
-        search.set_user_attr("params", signature)
-        search.set_user_attr("real", str(real_dir.resolve()))
+        optuna_study.set_user_attr("params", signature)
+        optuna_study.set_user_attr("real", real_label)
     elif previous != signature:
         raise UserError(f"--storage {storage}: study {study_name!r} was searched over {previous}, "
                         f"not {signature}; use another --storage file")
     states = optuna.trial.TrialState
-    for stale in search.get_trials(deepcopy=False, states=(states.RUNNING, states.WAITING)):
-        search.tell(stale.number, state=states.FAIL)  # left behind by a killed session
+    for stale in optuna_study.get_trials(deepcopy=False, states=(states.RUNNING, states.WAITING)):
+        optuna_study.tell(stale.number, state=states.FAIL)  # left behind by a killed session
 
     start = time.perf_counter()
-    baseline_models = models
     if ray_address is not None:
         executor, kind = _Ray(context, ray_address, workers), f"ray:{ray_address}"
     elif workers > 1:
@@ -489,42 +571,29 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
         executor, kind = _Inline(context), "inline"
     distributions = _distributions(ranges)
     try:
-        baseline = None
-        if "baseline_vepd" in search.user_attrs:
-            stored = search.user_attrs
-            baseline = TrialResult(-1, {}, stored["baseline_vepd"], stored["baseline_w1"],
-                                   stored["baseline_w2"], stored.get("baseline_per_scenario", {}),
-                                   stored.get("baseline_seconds", 0.0))
-        finished = len(search.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL)))
+        finished = len(optuna_study.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL)))
         to_run = max(0, budget - finished)
         with _Progress(progress, budget, finished) as advance:
-            if baseline is None:  # the untuned variant: what the search has to beat
-                baseline = evaluate(context, baseline_models)
-                if baseline.error:
-                    raise UserError(f"the untuned variant {variant_name!r} fails: {baseline.error}")
-                for key, value in (("baseline_vepd", baseline.vepd), ("baseline_w1", baseline.w1),
-                                   ("baseline_w2", baseline.w2),
-                                   ("baseline_per_scenario", baseline.per_scenario),
-                                   ("baseline_seconds", baseline.seconds)):
-                    search.set_user_attr(key, value)
+            baseline = _baseline(optuna_study, context, variant_name)
             submitted = running = 0
             asked = {}
             while submitted < to_run or running:
                 while submitted < to_run and running < executor.capacity:
-                    trial = search.ask(distributions)
+                    trial = optuna_study.ask(distributions)
                     asked[trial.number] = trial
                     executor.submit(trial.number, dict(trial.params))
                     submitted += 1
                     running += 1
                 result = executor.wait_one()
                 running -= 1
-                _tell(search, asked.pop(result.number), result)
+                _tell(optuna_study, asked.pop(result.number), result)
                 advance(result)
     finally:
         executor.close()
     wall = time.perf_counter() - start
 
-    trials = [_result_of(t) for t in search.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL))]
+    finished_trials = optuna_study.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL))
+    trials = [_result_of(t) for t in finished_trials]
     complete = [t for t in trials if t.vepd is not None]
     if not complete:
         raise UserError(f"every trial failed; first error: {trials[0].error if trials else 'none ran'}")
@@ -534,6 +603,23 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
     else:
         best_models = apply_params(models, ranges, best.values)
     return TuneResult(study_name, ranges, baseline, trials, best, best_models, wall, executor.capacity, kind)
+
+
+def _baseline(optuna_study, context: TrialContext, variant_name: str) -> TrialResult:
+    """The untuned variant's result — what the search has to beat: stored in the study (a resumed
+    search), or evaluated now and stored."""
+    stored = optuna_study.user_attrs
+    if "baseline_vepd" in stored:
+        return TrialResult(-1, {}, stored["baseline_vepd"], stored["baseline_w1"], stored["baseline_w2"],
+                           stored.get("baseline_per_scenario", {}), stored.get("baseline_seconds", 0.0))
+    baseline = evaluate(context, context.models)
+    if baseline.error:
+        raise UserError(f"the untuned variant {variant_name!r} fails: {baseline.error}")
+    for key, value in (("baseline_vepd", baseline.vepd), ("baseline_w1", baseline.w1),
+                       ("baseline_w2", baseline.w2), ("baseline_per_scenario", baseline.per_scenario),
+                       ("baseline_seconds", baseline.seconds)):
+        optuna_study.set_user_attr(key, value)
+    return baseline
 
 
 def _tell(search, trial, result: TrialResult) -> None:
@@ -662,9 +748,10 @@ def convergence_plot(result: TuneResult, path) -> Path:
     return Path(path)
 
 
-def write_outputs(result: TuneResult, out, overwrite: bool = False) -> Path:
+def write_outputs(result: TuneResult, out, overwrite: bool = False, marker: bool = True) -> Path:
     """OUT/: best_gps.yaml, best_imu.yaml (presets for load_*_model), best.yaml (a study variant plus
-    the numbers), trials.csv, convergence.png — built in a temporary sibling, renamed on success."""
+    the numbers), trials.csv, convergence.png — built in a temporary sibling, renamed on success.
+    ``marker``: tune's output marker (False inside another command's output: the demo's real sample)."""
     from ..atomic import atomic_directory
     from ..outputs import file_record, write_marker
     from ..yamlio import dump_yaml
@@ -677,6 +764,6 @@ def write_outputs(result: TuneResult, out, overwrite: bool = False) -> Path:
         (tmp / "best.yaml").write_text(dump_yaml(best), encoding="utf-8")
         (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
         convergence_plot(result, tmp / "convergence.png")
-        # A later tune with this --out replaces it (an earlier tune output, recognised by its marker).
-        write_marker(tmp, COMMAND, {p.name: file_record(p) for p in sorted(tmp.iterdir())})
+        if marker:  # a later tune with this --out replaces it (an earlier tune output, recognised by it)
+            write_marker(tmp, COMMAND, {p.name: file_record(p) for p in sorted(tmp.iterdir())})
     return Path(out)

@@ -22,14 +22,24 @@ COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 
         "(includes compiling the judge's kernels); later ones 17 s wall, 31 s CPU.  OUT: 31 MB (the report "
         "3.7 MB + 27.5 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
 QUICK_COST = "measured 12 s wall, 18 s CPU (kernels cached), 3.6 MB"
+REAL_SAMPLE_COST = ("measured 24–31 s wall, 25–32 s CPU with the judge's kernels cached (1 min 13 s the "
+                    "first time), OUT 18 MB")
 
 
 def add_arguments(parser) -> None:
     parser.epilog = COST
     parser.add_argument("--real", metavar="DIR", default=None,
                         help="your real bags as DIR/<scenario>/<run>/ (rosbag2 folders or .bag files; "
-                             "the first K runs per scenario by name); default: the synthetic reference "
-                             "data set")
+                             "the first K runs per scenario by name; a car's drives imported with "
+                             "'sim2real-eval import': add --config demo_car.yaml); default: the synthetic "
+                             "reference data set")
+    parser.add_argument("--real-sample", action="store_true",
+                        help="the study on the real car drive shipped in bags/real/comma2k19, end to end: "
+                             "import into windows, calibrate --truth and tune on held-out windows, the "
+                             "paper's variants, the calibrated and tuned ones and the simulated-IMU study "
+                             "on the others, the receiver covariance's sensitivity (config/studies/"
+                             f"demo_car.yaml, its real_sample section; docs/demo.md, 'The real sample'); "
+                             f"{REAL_SAMPLE_COST}")
     parser.add_argument("--k", type=integer, default=None,
                         help="runs per scenario (default 10; --quick: 3); reference runs beyond the shipped "
                              "ones are regenerated into OUT/reference")
@@ -52,8 +62,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--imu-scenario", default=None,
                         help="scenario of the simulated-IMU study (default: line)")
     parser.add_argument("--config", default=None,
-                        help="demo YAML (default: config/studies/demo.yaml; a bare name is looked up in "
-                             "config/studies/ too)")
+                        help="demo YAML (default: config/studies/demo.yaml, with --real-sample "
+                             "config/studies/demo_car.yaml; a bare name is looked up in config/studies/ too)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--no-noise-floor", action="store_true",
                         help="do not measure the judge-noise floor (by default each real bag is judged "
@@ -68,6 +78,7 @@ def run(args) -> int:
 
     from .. import demo
     from ..demo import run_demo, summary_table
+    from ..importer import shipped_comma2k19
     from ..outputs import check_name, check_paths
     from ..reference import shipped_reference_dir
     from ..resources import find_config
@@ -77,8 +88,9 @@ def run(args) -> int:
     if args.config is not None:  # a bare name (demo.yaml) is looked up in config/studies/ and config/
         args.config = str(find_config(args.config, "studies", option="--config"))
     written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
-                                       *demo.REPORT_FILES)]
-    inputs = {"--real": args.real if args.real else shipped_reference_dir(), "--config": args.config}
+                                       demo.IMPORTED, demo.REAL_SAMPLE, *demo.REPORT_FILES)]
+    real = shipped_comma2k19() if args.real_sample else args.real if args.real else shipped_reference_dir()
+    inputs = {"--real": real, "--config": args.config}
     check_paths(inputs, {"--out": written})
     if args.overwrite:  # OUT may be replaced as a whole: it must not hold an input either
         check_paths(inputs, {"--out": out})
@@ -86,6 +98,7 @@ def run(args) -> int:
                       config_path=args.config, progress=not args.no_progress, imu_scenario=args.imu_scenario,
                       ray_address=args.ray, timing=timing.from_args(args),
                       noise_floor=not args.no_noise_floor, keep_runs=args.keep_runs, overwrite=args.overwrite,
-                      notice=note("demo"), start=lambda judge: start.from_args(args, judge))
+                      notice=note("demo"), start=lambda judge: start.from_args(args, judge),
+                      real_sample=args.real_sample)
     print(summary_table(result))
     return 0

@@ -14,8 +14,8 @@ from ..metrics.study import REAL, StudyResult
 from ..workers import WorkerPool
 from . import figures, html, tables
 
-__all__ = ["STATISTICS_FIGURES", "Study", "default_trace_runs", "draw", "figure_groups", "parse_trace_run",
-           "write_report"]
+__all__ = ["STATISTICS_FIGURES", "ReportSection", "Study", "default_trace_runs", "draw", "figure_groups",
+           "parse_trace_run", "write_report"]
 
 # Figures drawn from the intervals, comparisons and floor (the rest need only the runs' scores).
 STATISTICS_FIGURES = ("overview",)
@@ -54,6 +54,15 @@ class Study:
     provenance: dict | None = None
 
 
+@dataclass(frozen=True)
+class ReportSection:
+    """A section a caller renders itself (the demo's real sample): HTML parts shown before the studies,
+    and markdown appended to tables.md."""
+
+    html: list
+    markdown: str = ""
+
+
 def _figure_jobs(prefix: str, result: StudyResult, series: dict, trace_runs) -> list:
     """[(file name, title, function, args)] of one study's figures, in display order."""
     overview = "Tables I and II at a glance" if len(result.scenarios) > 1 else "Table I at a glance"
@@ -85,7 +94,7 @@ def draw(job) -> bytes | None:
 
 def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_runs=None,
                  extra_options=None, overwrite: bool = False, workers: int = 1,
-                 provenance: dict | None = None, studies=(), pngs: dict | None = None) -> Path:
+                 provenance: dict | None = None, studies=(), pngs: dict | None = None, sections=()) -> Path:
     """Write the report folder ``out_dir``; returns its path.
 
     ``series``: {(side, variant, scenario, k): RunSeries} for the velocity-trace figures;
@@ -95,7 +104,8 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
     shown as the page's banner and stored in vepd.json ``options.provenance`` (default: collected from
     the scored runs' own records).  ``studies``: ``Study`` sections shown after the main study.
     ``pngs``: {figure file name: PNG bytes or None} already drawn (``figure_groups`` + ``draw``, e.g. while
-    the statistics were resampled); the others are drawn here.
+    the statistics were resampled); the others are drawn here.  ``sections``: ``ReportSection`` shown
+    before the studies (and appended to tables.md).
     """
     from . import provenance as provenance_module
 
@@ -117,17 +127,11 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
         return {title: pngs[name] for name, title, *_ in group if pngs[name] is not None}
 
     main = shown(groups[0])
-    sections = [(study.title, study.note, study.result,
-                 study.provenance or provenance_module.collect(study.result), shown(group))
-                for study, group in zip(studies, groups[1:])]
-    options = dict(extra_options or {}, provenance=provenance)
-    documents = {
-        "vepd.json": tables.to_json(tables.vepd_document(result, options)),
-        "statistics.json": tables.to_json(tables.statistics_document(result)),
-        "runs.csv": tables.runs_csv(result),
-        "tables.md": tables.tables_markdown(result),
-        "report.html": html.report_html(result, main, source, provenance, sections),
-    }
+    studies_html = [(study.title, study.note, study.result,
+                     study.provenance or provenance_module.collect(study.result), shown(group))
+                    for study, group in zip(studies, groups[1:])]
+    documents = _documents(result, source, dict(extra_options or {}, provenance=provenance), main,
+                           studies_html, sections)
     out_dir = Path(out_dir)
     with atomic_directory(out_dir, overwrite=overwrite, empty=False) as temp:
         for name, text in documents.items():  # a file name that is not UTF-8 is shown as \xff
@@ -138,6 +142,20 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
             if png is not None and any(name == job[0] for group in groups for job in group):
                 (figure_dir / f"{_safe(name)}.png").write_bytes(png)
     return out_dir
+
+
+def _documents(result: StudyResult, source: str, options: dict, figures: dict, studies_html: list,
+               sections) -> dict:
+    """{file name: text} of the report's text files."""
+    provenance = options["provenance"]
+    return {
+        "vepd.json": tables.to_json(tables.vepd_document(result, options)),
+        "statistics.json": tables.to_json(tables.statistics_document(result)),
+        "runs.csv": tables.runs_csv(result),
+        "tables.md": tables.tables_markdown(result) + "".join(section.markdown for section in sections),
+        "report.html": html.report_html(result, figures, source, provenance, studies_html,
+                                        [part for section in sections for part in section.html]),
+    }
 
 
 def _draw_all(jobs: list, workers: int) -> list:

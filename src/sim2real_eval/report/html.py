@@ -57,6 +57,16 @@ def _table(header, rows, best_first_row: bool = False, css_class: str = "") -> s
     return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def table_html(header, rows, css_class: str = "numbers") -> str:
+    """A table as the report draws them (for sections a caller renders itself)."""
+    return _table(header, rows, css_class=css_class)
+
+
+def image_html(png: bytes, alt: str) -> str:
+    """A PNG embedded as the report embeds its figures."""
+    return _image(png, alt)
+
+
 def _image(png: bytes, alt: str) -> str:
     data = base64.b64encode(png).decode("ascii")
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
@@ -162,9 +172,10 @@ def study_section(result: StudyResult, provenance: dict, figures: dict, level: i
 
 
 def report_html(result: StudyResult, figures: dict, source: str, provenance: dict | None = None,
-                studies=()) -> str:
+                studies=(), preface=()) -> str:
     """``figures``: {title: PNG bytes} in display order; ``studies``: [(title, note, StudyResult,
-    provenance, figures)] shown after the main study."""
+    provenance, figures)] shown after the main study; ``preface``: HTML parts shown before the studies
+    (the demo's real sample)."""
     provenance = provenance or {}
     o = result.options
     best = tables.closest_to_real(result)
@@ -183,6 +194,7 @@ def report_html(result: StudyResult, figures: dict, source: str, provenance: dic
         f"err like the real ones.  Preprocessing: {o.rate_hz:g} Hz timeline, moving average "
         f"{o.smoothing_window}, {html.escape(o.spectrum)} spectrum, {html.escape(o.speed)} speed.</p>",
     ]
+    parts += list(preface)
     parts += study_section(result, provenance, figures)
     for title, note, study, study_provenance, study_figures in studies:
         parts += [f"<h2>{html.escape(title)}</h2>"]
