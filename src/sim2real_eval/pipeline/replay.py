@@ -8,7 +8,7 @@ reads one real bag (read-only) once and makes the runs the paper compares (seed 
   replaced, or a chosen name).
 Scenario and k of a bag follow ``runs.name_real_bag`` (``DIR/<scenario>/<run>/``) unless given.
 
-Ground truth comes from the bag's INS topics (``bags.truth.truth_from_bag``).
+Ground truth comes from the bag's INS topics (``truth.bag.truth_from_bag``).
 
 **One time window for every run of a bag.**  The judge gets sensor messages only from the window where
 the truth exists, ``window_ns = [start, end]`` (``truth_window_ns``: the header stamps whose time lies in
@@ -46,6 +46,7 @@ from ..runs import (
     remove_stale_temporaries,
     replay_variant,
 )
+from ..truth import truth_window_ns
 from .run import (
     DEFAULT_GROUND_TRUTH_RATE,
     IMU,
@@ -250,32 +251,6 @@ def stream_rate(stamps_ns, what: str) -> float:
     return round(1e9 * float(periods) / float(steps.sum()), 2)
 
 
-def truth_window_ns(truth) -> tuple[int, int]:
-    """(start, end) int ns such that a header stamp s lies inside the truth span, i.e.
-    truth.t[0] <= s·1e-9 <= truth.t[-1] with the one ns→s conversion (``models.base.stamps_to_seconds``),
-    exactly when start <= s <= end.
-
-    The conversion is monotonic in s, so each bound is where it flips; at epoch-scale times one float
-    second covers ~240 ns, so the flip is searched among the integers around t·1e9.
-    """
-    import numpy as np
-
-    from ..models.base import stamps_to_seconds
-
-    def first_at_or_after(seconds: float) -> int:
-        guess = int(np.ceil(seconds * 1e9))
-        candidates = guess + np.arange(-4096, 4097, dtype=np.int64)
-        inside = stamps_to_seconds(candidates) >= seconds
-        first = int(np.argmax(inside))
-        if not inside[-1] or first == 0:  # cannot happen for float64 seconds; guards the search range
-            raise ValueError(f"truth_window_ns: no ns bound found near {seconds!r} s")
-        return int(candidates[first])
-
-    start = first_at_or_after(float(truth.t[0]))
-    after_end = first_at_or_after(float(np.nextafter(truth.t[-1], np.inf)))
-    return start, after_end - 1
-
-
 def _check_stamps(stamps, topic: str, bag: str, strict: bool) -> None:
     import numpy as np
 
@@ -317,7 +292,7 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     from ..bags import get_typestore, open_bag
     from ..bags.cdr import CDR_LE_HEADER
     from ..bags.columns import decode_messages
-    from ..bags.truth import truth_from_bag
+    from ..truth.bag import truth_from_bag
 
     wanted = {spec.gps_topic: NAVSATFIX, spec.imu_topic: IMU}
     tables = {NAVSATFIX: message_fields.NAVSATFIX, IMU: message_fields.IMU}
