@@ -244,7 +244,7 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
     ``scoring`` (ScoreOptions): each run scored where it is judged; ``write``: run bags written;
     ``floor_draws``: the bag's noise-floor judgements too.  Without static TFs in the demo file, each bag
     gets its default (``service.default_static_tfs``)."""
-    from .pipeline.replay import Replacement
+    from .replay.offline import Replacement
     from .runs import RealBag
     from .service import plan_replays
 

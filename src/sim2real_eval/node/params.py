@@ -335,7 +335,7 @@ class ReplayConfig:
     gps_model: str
     imu_model: str
     seed: int
-    scenario: str          # "" = from the bag's path (``node.replay.run_key``)
+    scenario: str          # "" = from the bag's path (``runs.name_real_bag``)
     k: int                 # -1 = from the bag's path
     truth_source: str
     ekf_config: str        # "" = the ART config

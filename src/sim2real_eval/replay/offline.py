@@ -34,20 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..runs import (
-    SENSORS,
-    RealBag,
-    RunId,
-    RunInfo,
-    bag_run_id,
-    bag_run_info,
-    existing_run,
-    read_run_info,
-    remove_stale_temporaries,
-    replay_variant,
-)
-from ..truth import truth_window_ns
-from .run import (
+from ..pipeline.run import (
     DEFAULT_GROUND_TRUTH_RATE,
     IMU,
     NAVSATFIX,
@@ -69,6 +56,19 @@ from .run import (
     truth_records,
     write_run,
 )
+from ..runs import (
+    SENSORS,
+    RealBag,
+    RunId,
+    RunInfo,
+    bag_run_id,
+    bag_run_info,
+    existing_run,
+    read_run_info,
+    remove_stale_temporaries,
+    replay_variant,
+)
+from ..truth import truth_window_ns
 
 
 class SensorRecord(tuple):
@@ -348,7 +348,7 @@ def check_frames(spec: ReplaySpec, streams: RealStreams) -> None:
     frames and the option (a bag outside the ART layout gets no TF by default)."""
     from ..bags import get_typestore
     from ..judge.tf import TfBuffer, parse_static_tf
-    from .run import _judge_parts
+    from ..pipeline.run import _judge_parts
 
     base = _judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0].base_link_frame
     store = get_typestore()
@@ -520,7 +520,7 @@ def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options, draws: i
     ``draws`` independent random timings, draw d seeded (seed, "timing", scenario, k, "noise-floor", d)
     → ((draw, RunRecord), ...)."""
     from ..metrics.noise_floor import SEED_KEY, floor_record
-    from .timing import TimingModel
+    from ..pipeline.timing import TimingModel
 
     periods = spec.judge.periods()
     timings = [TimingModel("random").run_timing(periods, spec.seed, spec.scenario, spec.k, SEED_KEY, draw)
