@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .metrics.noise_floor import DRAWS
+from .noise_floor.compute import DRAWS
 from .yamlio import Section, load_yaml
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
@@ -469,7 +469,7 @@ def _demo(out: Path, previous: dict, stages, config: DemoConfig, options, real, 
 
     from . import reference as ref
     from .metrics import score_study
-    from .metrics.noise_floor import judge_noise_floor
+    from .noise_floor.compute import judge_noise_floor
     from .outputs import write_marker
     from .report import STATISTICS_FIGURES, Study, draw, tables, write_report
     from .report.provenance import collect as collect_provenance

@@ -486,7 +486,7 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
     """One ``replay.offline.BagReplay`` per real bag (``runs.RealBag``): its real run (``real``) and
     one sim run per ``replay.offline.Replacement``.  With ``scoring`` (``metrics.ScoreOptions``) every
     run is scored where it is judged (``ReplayedBags.scored``), and ``write`` False writes no run bag;
-    ``floor_draws``: the judge-noise floor's judgements of the real streams (``metrics.noise_floor``).
+    ``floor_draws``: the judge-noise floor's judgements of the real streams (``noise_floor``).
     ``options``: ``ReplaySpec`` fields (seed, storage, ground_truth_rate, truth_source, msg_path,
     imu_topic, gps_topic).
 
@@ -711,7 +711,7 @@ def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_
 
 def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | None = None,
                       progress: bool = False) -> tuple:
-    """The judge-noise floor's draws for the real runs of ``specs`` (``metrics.noise_floor``): each real
+    """The judge-noise floor's draws for the real runs of ``specs`` (``noise_floor``): each real
     run's real bag — named by its run.yaml (``source``, ``judge``, ``window_ns``: a replayed real bag) —
     judged ``draws`` times with random judge timing, seeded as the demo seeds them, so the floor of a
     demo's kept runs is the demo's.  Returns (one list of RunRecord per draw, "") or (None, why not):

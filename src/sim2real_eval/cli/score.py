@@ -201,7 +201,7 @@ def run(args) -> int:
 def measure_noise_floor(specs: list, result, options, draws: int, workers) -> dict:
     """``StudyResult.judge_noise_floor`` for the real runs scored (``service.noise_floor_draws``), or
     {"unavailable": why} when the inputs name no real bag to judge again."""
-    from ..metrics.noise_floor import judge_noise_floor
+    from ..noise_floor.compute import judge_noise_floor
     from ..service import noise_floor_draws
 
     scored = {r.key for r in result.runs if r.side == "real"}
@@ -214,7 +214,7 @@ def measure_noise_floor(specs: list, result, options, draws: int, workers) -> di
 def score_summary(result, skipped: int, out) -> str:
     """What ``score`` prints: the closest variant (or the tied ones), the floor, permutation limits."""
     from ..metrics import separation
-    from ..report.noise_floor import unavailable
+    from ..noise_floor.render import unavailable
     from ..report.tables import closest_to_real
 
     best = separation.order(result)[0]

@@ -95,7 +95,7 @@ class StudyResult:
     #                           "resampling": {"combined": {variant: "pairs"|"runs"}, "per_scenario": ...}}
     runs: list                # RunRecord, sorted by key
     skipped: list = field(default_factory=list)   # (run name, reason)
-    judge_noise_floor: dict | None = None         # metrics.noise_floor.judge_noise_floor (the demo's)
+    judge_noise_floor: dict | None = None         # noise_floor.compute.judge_noise_floor
 
 
 def distances(real_e, real_d, sim_e, sim_d) -> tuple[float, float, float]:

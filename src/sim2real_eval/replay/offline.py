@@ -516,10 +516,10 @@ def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> l
 
 
 def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options, draws: int) -> tuple:
-    """The judge-noise floor's judgements of this bag (``metrics.noise_floor``): its real run judged with
+    """The judge-noise floor's judgements of this bag (``noise_floor.compute``): its real run judged with
     ``draws`` independent random timings, draw d seeded (seed, "timing", scenario, k, "noise-floor", d)
     → ((draw, RunRecord), ...)."""
-    from ..metrics.noise_floor import SEED_KEY, floor_record
+    from ..noise_floor.compute import SEED_KEY, floor_record
     from ..pipeline.timing import TimingModel
 
     periods = spec.judge.periods()
