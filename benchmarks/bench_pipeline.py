@@ -97,7 +97,7 @@ def profile_replay(out: Path, repeats: int) -> dict:
             t1 = time.perf_counter()
             result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
             t2 = time.perf_counter()
-            records = R.in_receive_order([P.bag_record(r) for r in sensors] + R.judge_records(result)
+            records = R.in_receive_order(list(sensors) + R.judge_records(result)
                                          + streams.truth_records(spec.ground_truth_rate))
             t3 = time.perf_counter()
             R.write_run(out / f"replay{repeat}_{i}", records, info.with_outcome(result), spec.storage)

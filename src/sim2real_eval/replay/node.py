@@ -74,7 +74,7 @@ class Replay:
 
         sensors = offline.sensor_streams(self.spec, self.streams, self.sim)
         truth = self.streams.truth_records(self.spec.ground_truth_rate)
-        out = [(int(r[0]), r[1], bytes(offline.bag_record(r)[3])) for r in sensors]  # the bag's bytes
+        out = [(int(r[0]), r[1], bytes(r[3])) for r in sensors]  # the bag's bytes
         out += [(int(r[0]), r[1], bytes(r[3])) for r in truth]
         return sorted(out, key=lambda r: r[0])
 
