@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import UserError
 from . import input_rows
+from .compiled_cache import njit
 from .filter import (
     filter_config,
     filter_predict,
@@ -40,7 +41,6 @@ from .kernels import (
     mat3_t_into,
     matrix_from_rpy_into,
     message_orientation_matrix_into,
-    njit,
     quaternion_from_rpy_into,
     rotate,
     rotate_t,

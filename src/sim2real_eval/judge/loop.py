@@ -21,8 +21,8 @@ input or the filter became non-finite (``counters.fault_*``).
 from __future__ import annotations
 
 from . import input_rows
+from .compiled_cache import njit
 from .ekf_node import ekf_callback, ekf_tick
-from .kernels import njit
 from .navsat import navsat_fix, navsat_imu, navsat_odometry, navsat_tick
 from .state import DONE, EMPTY_FRAME, FAULT, NEED_SPACE
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import UserError
 from . import input_rows
+from .compiled_cache import njit
 from .kernels import (
     clamp_rotation,
     copy1,
@@ -26,7 +27,6 @@ from .kernels import (
     mat3,
     matrix_from_quaternion,
     matrix_from_rpy,
-    njit,
     rotate,
     rotate_t,
     rotated_covariance,
