@@ -161,6 +161,56 @@ def prepare_twist(ekf, tf, target_frame, frame, linear, angular, covariance6, st
     return True
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _differential_pose(ekf, tf, part, stamp, covariance6, rotation, has_target, slot):
+    """preparePose's differential branch: the pose (``scratch.pose_*``, rotated covariance in
+    ``scratch.rotated``) relative to the part's previous one, divided by Δt, prepared as a twist in
+    base_link (``prepare_twist``); the first message only stores its pose (FIRST_DIFFERENTIAL)."""
+    node, scratch = ekf.node, ekf.scratch
+    pose_rotation, pose_translation = scratch.pose_rotation, scratch.pose_translation
+    target_rotation, rotated = scratch.target_rotation, scratch.rotated
+    update, turned, product = slot.update, scratch.turned, scratch.product
+    status = FIRST_DIFFERENTIAL
+    if part.has_previous:
+        delta_rotation, delta_translation = scratch.delta_rotation, scratch.delta_translation
+        moved = scratch.moved
+        mat3_t_into(part.previous_rotation, pose_rotation, delta_rotation)  # previous⁻¹·pose
+        for i in range(3):
+            moved[i] = pose_translation[i] - part.previous_translation[i]
+        rotate_t(part.previous_rotation, moved, delta_translation, 0)
+        if has_target:  # rotated into the target frame (no translation)
+            mat3_into(target_rotation, delta_rotation, product)
+            copy2(product, delta_rotation)
+            rotate(target_rotation, delta_translation, turned, 0)
+            copy1(turned, delta_translation)
+        last_seconds = part.last_seconds if part.has_last else _stamp_seconds(stamp)
+        dt = _stamp_seconds(stamp) - last_seconds
+        linear, angular = scratch.linear, scratch.angular
+        for i in range(3):
+            linear[i] = delta_translation[i] / dt
+        dr, dp, dy = rpy_from_matrix(delta_rotation)
+        angular[0], angular[1], angular[2] = dr / dt, dp / dt, dy / dt
+        for i in range(6):  # pose flags become twist flags; the rest is cleared
+            update[6 + i] = update[i]
+            update[i] = False
+        for i in range(12, STATE_SIZE):
+            update[i] = False
+        previous6, twist6 = scratch.previous6, scratch.twist6
+        previous6[:, :] = 0.0
+        rotated_covariance(rotation, part.previous_covariance, previous6, 0, 6, scratch.rc)
+        for i in range(6):
+            for j in range(6):
+                twist6[i, j] = (rotated[i, j] + previous6[i, j]) * dt
+        base = node.base_link_frame
+        prepared = prepare_twist(ekf, tf, base, base, linear, angular, twist6, stamp, slot)
+        status = PREPARED if prepared else UNRESOLVED
+    part.has_previous = True
+    copy2(pose_rotation, part.previous_rotation)
+    copy1(pose_translation, part.previous_translation)
+    copy2(covariance6, part.previous_covariance)
+    return status
+
+
 @njit(cache=True, error_model="numpy")
 def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6, slot):
     """RosFilter::preparePose into ``slot`` → PREPARED, UNRESOLVED (transform lookup failed) or
@@ -204,45 +254,7 @@ def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6,
         matrix_from_rpy_into(turned[0], turned[1], turned[2], pose_rotation)
     has_target = not imu  # upstream: target = identity from here on for IMU data
     if part.differential:
-        status = FIRST_DIFFERENTIAL
-        if part.has_previous:
-            delta_rotation, delta_translation = scratch.delta_rotation, scratch.delta_translation
-            moved = scratch.moved
-            mat3_t_into(part.previous_rotation, pose_rotation, delta_rotation)  # previous⁻¹·pose
-            for i in range(3):
-                moved[i] = pose_translation[i] - part.previous_translation[i]
-            rotate_t(part.previous_rotation, moved, delta_translation, 0)
-            if has_target:  # rotated into the target frame (no translation)
-                mat3_into(target_rotation, delta_rotation, product)
-                copy2(product, delta_rotation)
-                rotate(target_rotation, delta_translation, turned, 0)
-                copy1(turned, delta_translation)
-            last_seconds = part.last_seconds if part.has_last else _stamp_seconds(stamp)
-            dt = _stamp_seconds(stamp) - last_seconds
-            linear, angular = scratch.linear, scratch.angular
-            for i in range(3):
-                linear[i] = delta_translation[i] / dt
-            dr, dp, dy = rpy_from_matrix(delta_rotation)
-            angular[0], angular[1], angular[2] = dr / dt, dp / dt, dy / dt
-            for i in range(6):  # pose flags become twist flags; the rest is cleared
-                update[6 + i] = update[i]
-                update[i] = False
-            for i in range(12, STATE_SIZE):
-                update[i] = False
-            previous6, twist6 = scratch.previous6, scratch.twist6
-            previous6[:, :] = 0.0
-            rotated_covariance(rotation, part.previous_covariance, previous6, 0, 6, scratch.rc)
-            for i in range(6):
-                for j in range(6):
-                    twist6[i, j] = (rotated[i, j] + previous6[i, j]) * dt
-            base = node.base_link_frame
-            prepared = prepare_twist(ekf, tf, base, base, linear, angular, twist6, stamp, slot)
-            status = PREPARED if prepared else UNRESOLVED
-        part.has_previous = True
-        copy2(pose_rotation, part.previous_rotation)
-        copy1(pose_translation, part.previous_translation)
-        copy2(covariance6, part.previous_covariance)
-        return status
+        return _differential_pose(ekf, tf, part, stamp, covariance6, rotation, has_target, slot)
     if part.relative:
         if not part.has_initial:
             part.has_initial = True

@@ -442,6 +442,10 @@ def invert(a: np.ndarray, out: np.ndarray, n: int) -> None:
                         out[row, k] -= factor * out[col, k]
 
 
+# Above the complexity limit on purpose (tests/test_complexity.py names it): this is robot_localization's
+# Ekf::correct (ekf.cpp) with FilterBase::checkMahalanobisThreshold (filter_base.cpp), step for step in
+# one compiled function, the judge's hottest code (docs/judge.md, "Speed"); split, its steps would be
+# calls numba does not fuse, or inlined copies that only hide the same branches.
 @njit(cache=True, error_model="numpy")
 def correct(x, p, z, measurement_covariance, update, threshold, work):
     """Ekf::correct + checkMahalanobisThreshold, in place; True when the update was applied.
