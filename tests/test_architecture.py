@@ -205,6 +205,81 @@ def test_no_import_circle_in_the_package():
         "\n".join(circles)
 
 
+LAYER_NAME = re.compile(r"[A-Za-z_]\w*(?:/\w+)*(?:\.py|/)")
+
+
+def documented_layers() -> list:
+    """The layer block of docs/architecture.md ("## Layers"): one list of module names per layer, top
+    first.  A layer is a line starting in column 0; its names are the leading tokens that are paths
+    (``cli/``, ``demo.py``, ``truth/bag.py``); indented lines continue the layer above (their leading
+    paths belong to it too)."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text[text.index("## Layers"):]
+    block = section[section.index("```") + 3:]
+    block = block[block.index("\n") + 1:block.index("```")]
+    layers: list = []
+    for line in block.splitlines():
+        names = []
+        for token in line.split():
+            if not LAYER_NAME.fullmatch(token):
+                break
+            names.append(token)
+        if line[:1].strip():
+            layers.append(names)
+        elif layers:
+            layers[-1] += names
+    return layers
+
+
+def layer_module(name: str) -> str:
+    """``cli/`` → sim2real_eval.cli, ``truth/bag.py`` → sim2real_eval.truth.bag, ``__init__.py`` → the
+    package itself."""
+    path = name[:-1] if name.endswith("/") else name[:-3]
+    return PACKAGE if path == "__init__" else f"{PACKAGE}.{path.replace('/', '.')}"
+
+
+def layer_of(module: str, prefixes: dict):
+    """The layer index of ``module``: its longest documented prefix's."""
+    best = None
+    for prefix in prefixes:
+        inside = module == prefix or module.startswith(prefix + ".")
+        if inside and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return None if best is None else prefixes[best]
+
+
+def test_no_import_goes_up_the_layers_docs_architecture_lists():
+    layers = documented_layers()
+    assert len(layers) > 10 and all(layers), f"docs/architecture.md: layer block not understood: {layers}"
+    modules = package_modules()
+    prefixes = {}
+    for index, names in enumerate(layers):
+        for name in names:
+            module = layer_module(name)
+            assert module in modules, f"docs/architecture.md lists {name}: not a module of the package"
+            prefixes[module] = index
+    unplaced = sorted(m for m in modules if layer_of(m, prefixes) is None)
+    assert not unplaced, f"modules on no line of docs/architecture.md's layers: {', '.join(unplaced)}"
+    _graph, everything = import_graph()
+    upward = []
+    for imp in everything:
+        if imp.target in modules:
+            source, target = layer_of(imp.source, prefixes), layer_of(imp.target, prefixes)
+            if target < source:
+                upward.append(f"{imp.source}:{imp.line} imports {imp.target} (line "
+                              f"'{' '.join(layers[target])}' is above '{' '.join(layers[source])}')")
+    assert not upward, "imports going up docs/architecture.md's layers:\n" + "\n".join(upward)
+
+
+def test_the_layer_check_sees_an_upward_import():
+    prefixes = {"sim2real_eval.cli": 0, "sim2real_eval.truth": 2, "sim2real_eval.truth.bag": 1}
+    assert layer_of("sim2real_eval.truth.bag", prefixes) == 1
+    assert layer_of("sim2real_eval.truth", prefixes) == layer_of("sim2real_eval.truth.stream", prefixes) == 2
+    assert layer_of("sim2real_eval.bags", prefixes) is None
+    assert layer_module("truth/bag.py") == "sim2real_eval.truth.bag"
+    assert layer_module("__init__.py") == PACKAGE
+
+
 def robot_side_paths() -> list:
     """The robot-side files: the list .ci/run checks with ``vermin -t=3.8-`` (directories expanded)."""
     text = (REPO / ".ci" / "run").read_text(encoding="utf-8")
@@ -255,7 +330,7 @@ def test_only_the_ros_package_imports_rclpy_rosbag2_py_and_launch():
     assert not outside, "\n".join(outside)
 
 
-@pytest.mark.parametrize("offline", ["sim2real_eval.truth.bag", "sim2real_eval.judge.kernels"])
+@pytest.mark.parametrize("offline", ["sim2real_eval.truth.bag", "sim2real_eval.judge.compiled_cache"])
 def test_the_robot_side_list_leaves_out_offline_modules(offline):
     # The check above can fail: modules that import scipy / numba at module level are not robot-side.
     robot = {module_name(path) for path in robot_side_paths()}
