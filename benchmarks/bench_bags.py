@@ -8,7 +8,7 @@ Prints ``name: value`` lines:
   read_messages_per_s         messages read and deserialised per second (open_bag, all topics)
   read_standstill_messages_per_s  /fix + /imu read into arrays (calibrate.standstill.read_standstill_bag)
   read_speeds_messages_per_s  two Odometry topics read into speed arrays (metrics.inputs.read_bag_speeds)
-  read_truth_messages_per_s   Odometry ground truth read into a GroundTruth (bags.truth, smoothing included)
+  read_truth_messages_per_s   Odometry ground truth read into a GroundTruth (truth.bag, smoothing included)
   bag_read_peak_rss_mb_base   peak RSS of a fresh process that reads the base bag (BASE s) end to end
   bag_read_peak_rss_mb        same for a bag 10x longer
   bag_read_rss_ratio          10x / base (1.0 = flat: reading streams)
@@ -83,9 +83,9 @@ def build_cdr(seconds: float) -> list:
 
 def read_arrays(tmp: Path, seconds: float, storage: str) -> None:
     """The array readers of the scorer, the calibrator and the truth adapter on one long bag."""
-    from sim2real_eval.bags.truth import truth_from_bag
     from sim2real_eval.calibrate.standstill import read_standstill_bag
     from sim2real_eval.metrics.inputs import RunSpec, read_bag_speeds
+    from sim2real_eval.truth.bag import truth_from_bag
 
     imu, gps, truth = sensor_streams(seconds)
     truth_cdr = M.truth_odometry_cdr(truth)

@@ -1,4 +1,4 @@
-"""Streaming cost of the noise nodes' core (truth_stream.SensorStream + model.step), no ROS.
+"""Streaming cost of the noise nodes' core (sensor_stream.SensorStream + model.step), no ROS.
 
 The nodes must keep up with their sensor rate on the robot (Jetson AGX Xavier): prints the
 sustained tick rate for the IMU (100 Hz needed) and GPS (10 Hz needed) and the headroom factor.
@@ -13,7 +13,7 @@ import numpy as np
 
 from sim2real_eval import rotations
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
-from sim2real_eval.node import truth_stream
+from sim2real_eval.node import sensor_stream
 
 
 def truth_messages(seconds: float, rate: float = 50.0):
@@ -29,7 +29,7 @@ def truth_messages(seconds: float, rate: float = 50.0):
 
 def ticks_per_second(sensor: str, spec: str, rate: float, seconds: float = 20.0) -> float:
     loader = load_gps_model if sensor == "gps" else load_imu_model
-    stream = truth_stream.SensorStream(loader(spec, sensor_seed(0, sensor), rate=rate), rate)
+    stream = sensor_stream.SensorStream(loader(spec, sensor_seed(0, sensor), rate=rate), rate)
     stamps, p, q, v, w = truth_messages(seconds)
     produced = 0
     start = time.perf_counter()

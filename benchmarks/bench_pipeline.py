@@ -9,7 +9,7 @@ Prints ``name: value`` lines:
                                 worker and shared by the variants; models; messages (the sensors' CDR
                                 records the judge reads and the bag stores, sorted); judge; bag_write
   per_run_outside_judge_ms      models + messages + bag_write + the shared truth parts / variants
-  replay_*                      the demo's run path (pipeline.replay on a shipped reference bag, one
+  replay_*                      the demo's run path (replay.offline on a shipped reference bag, one
                                 real run + the demo's 6 simulated runs of that bag, in this process):
                                 replay_read_real_bag_ms once per bag; per run (median): sensors
                                 (simulated samples + records), judge, bag_records, bag_write; and
@@ -75,10 +75,10 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
 
 
 def profile_replay(out: Path, repeats: int) -> dict:
-    """Stages of the demo's runs of one real bag (``pipeline.replay.BagReplay``: real run + 6 simulated)."""
+    """Stages of the demo's runs of one real bag (``replay.offline.BagReplay``: real run + 6 simulated)."""
     from sim2real_eval import demo
-    from sim2real_eval.pipeline import replay as P
     from sim2real_eval.reference import shipped_reference_dir
+    from sim2real_eval.replay import offline as P
 
     config = demo.load_demo_config(None)
     bag = sorted((shipped_reference_dir() / "line").iterdir())[0]
@@ -97,7 +97,7 @@ def profile_replay(out: Path, repeats: int) -> dict:
             t1 = time.perf_counter()
             result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
             t2 = time.perf_counter()
-            records = R.in_receive_order([P.bag_record(r) for r in sensors] + R.judge_records(result)
+            records = R.in_receive_order(list(sensors) + R.judge_records(result)
                                          + streams.truth_records(spec.ground_truth_rate))
             t3 = time.perf_counter()
             R.write_run(out / f"replay{repeat}_{i}", records, info.with_outcome(result), spec.storage)

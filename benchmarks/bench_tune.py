@@ -3,7 +3,7 @@ fixed trial budget, and the wall time in-process vs on a local Ray cluster (2 tr
 
 Real side: the demo's synthetic ART-like reference bags (``bags/reference`` when present, otherwise
 regenerated with ``reference.write_reference_run`` — same generator, same seed), judged as recorded
-(``pipeline.replay``'s real run).  Sim side: the paper's scenarios (line, sine, circle) simulated with
+(``replay.offline``'s real run).  Sim side: the paper's scenarios (line, sine, circle) simulated with
 the variant ``misset`` = Ch:Gauss GPS with σ = 0.3 m (10× the paper's 0.03 m) + the paper's Chrono
 IMU; the search varies the GPS σ (log-uniform 0.0005–0.5 m).
 
@@ -45,7 +45,7 @@ PARAMS = "gps.position_noise.sigma=0.0005:0.5:log"
 def real_runs(root: Path, k: int, study) -> Path:
     """OUT/real/real/<scenario>/<k>/ from the reference bags (shipped, else regenerated)."""
     from sim2real_eval import reference as ref
-    from sim2real_eval.pipeline.replay import Replacement
+    from sim2real_eval.replay.offline import Replacement
     from sim2real_eval.runs import RealBag
     from sim2real_eval.service import plan_replays, replay_bags
 

@@ -275,8 +275,8 @@ def bag_streams(scenario: str):
     """(ReplaySpec, RealStreams) of the reference run the real runs were fed (run_00: its INS truth and
     window), and the uncropped /fix + /imu of the input bag (ROS got all of them)."""
     from sim2real_eval.bags import open_bag
-    from sim2real_eval.pipeline.replay import ReplaySpec, read_real_streams
     from sim2real_eval.pipeline.run import JudgeConfig
+    from sim2real_eval.replay.offline import ReplaySpec, read_real_streams
     from sim2real_eval.resources import config_path
 
     judge = JudgeConfig(str(config_path("ekf_art_iros2024.yaml")),
@@ -317,8 +317,8 @@ class Judged:
 def judged(scenario: str, timing) -> Judged:
     """The embedded judge on the input the real runs got, with ``timing`` (pipeline.timing.RunTiming)."""
     from sim2real_eval.metrics import ScoreOptions
-    from sim2real_eval.pipeline.replay import estimate_score
     from sim2real_eval.pipeline.run import judge_run
+    from sim2real_eval.replay.offline import estimate_score
 
     spec, streams, sensors = bag_streams(scenario)
     result = judge_run(spec.judge, sensors, timing)
@@ -330,7 +330,7 @@ def judged(scenario: str, timing) -> Judged:
 
 def real_scored(scenario: str, path) -> Judged:
     from sim2real_eval.metrics import ScoreOptions
-    from sim2real_eval.pipeline.replay import estimate_score
+    from sim2real_eval.replay.offline import estimate_score
 
     spec, streams, _sensors = bag_streams(scenario)
     estimate = real_estimate(path)

@@ -1,4 +1,4 @@
-"""The one GNSS-heading rule (sbg.heading_from_gps_vel), shared by bags.truth and ground_truth_node."""
+"""The one GNSS-heading rule (sbg.heading_from_gps_vel), shared by truth.bag and ground_truth_node."""
 
 from __future__ import annotations
 

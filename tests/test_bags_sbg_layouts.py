@@ -13,8 +13,8 @@ from fixtures.bags import sbg_ekf_nav_messages, sbg_ekf_quat_messages
 
 from sim2real_eval import rotations
 from sim2real_eval.bags import SBG_LAYOUTS, get_typestore, open_bag, write_bag
-from sim2real_eval.bags.truth import truth_from_bag
 from sim2real_eval.truth import GroundTruth
+from sim2real_eval.truth.bag import truth_from_bag
 
 DATUM = (43.07, -89.4, 260.0)
 

@@ -341,7 +341,7 @@ def test_replay_does_not_write_a_real_run_judged_without_gps(real_bag, tmp_path,
     code = main(["replay", str(real_bag), "--replace", "imu=chrono_paper_demo", "--out", str(out),
                  "--static-tf", "base_link imu 0 0 0 3.1416 -1.5708 0"])
     assert code == 2
-    # Refused before any run (issue 18: pipeline.replay.check_frames), naming the frame and the option;
+    # Refused before any run (issue 18: replay.offline.check_frames), naming the frame and the option;
     # the judge would otherwise lose the whole sensor (every /odometry/gps at (0, 0, 0)).
     assert "no static TF from 'gps' (/fix) to 'base_link'" in capsys.readouterr().err
     assert not [p for p in out.rglob("*") if p.is_file()] if out.exists() else True

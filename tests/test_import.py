@@ -14,7 +14,6 @@ from sim2real_eval import geodesy, rotations
 from sim2real_eval import message_fields as F
 from sim2real_eval.bags import open_bag
 from sim2real_eval.bags.columns import read_topics
-from sim2real_eval.bags.truth import truth_from_bag
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 from sim2real_eval.importer import covariance as cov
@@ -22,6 +21,7 @@ from sim2real_eval.importer import import_comma2k19, import_csv, sensitivity_imp
 from sim2real_eval.importer.drive import windows
 from sim2real_eval.importer.frames import wahba
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
+from sim2real_eval.truth.bag import truth_from_bag
 
 
 def read_run(path):

@@ -1,19 +1,25 @@
 """numba re-uses a cached kernel whose inlined helper (in another file) changed; the judge's stamp
-(judge/compiled_cache.py) makes it recompile.  Shown on a two-file package compiled in subprocesses."""
+(judge/compiled_cache.py) makes it recompile.  Shown on a two-file package compiled in subprocesses.
+
+The stamp empties a kernel's cache through numba internals (``Dispatcher._cache``: ``cache_path``,
+``flush()``; ``numba.config.CACHE_DIR``): setup.py pins numba to the versions they were read in, and the
+tests below check them on the installed numba and that their absence is a clear error."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("numba")
 
-HELPER = ("from sim2real_eval.judge.kernels import njit\n\n"
+HELPER = ("from sim2real_eval.judge.compiled_cache import njit\n\n"
           "@njit(cache=True, inline='always')\ndef value():\n    return {}\n")
 CALLER = textwrap.dedent("""\
-    from sim2real_eval.judge.kernels import njit
+    from sim2real_eval.judge.compiled_cache import njit
     from .helper import value
 
     @njit(cache=True)
@@ -54,3 +60,56 @@ def test_an_edited_inlined_helper_is_recompiled_only_with_the_stamp(tmp_path, mo
     assert _run(tmp_path, mode) == second  # and the new code is cached (same answer again)
     if mode == "refresh":
         assert (package / "__pycache__" / "sim2real_eval-sources.sha256").is_file()
+
+
+def test_setup_py_pins_numba_to_the_versions_the_internals_were_read_in():
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+    from test_ros_install import setup_py_lists
+
+    from sim2real_eval.judge.compiled_cache import NUMBA_SUPPORTED
+
+    install_requires, _extras = setup_py_lists()
+    numba_lines = [Requirement(line) for line in install_requires if Requirement(line).name == "numba"]
+    assert [r.specifier for r in numba_lines] == [SpecifierSet(NUMBA_SUPPORTED)]
+    import numba
+
+    assert numba.__version__ in SpecifierSet(NUMBA_SUPPORTED), (
+        f"numba {numba.__version__} is outside {NUMBA_SUPPORTED}: check judge/compiled_cache.py's internals "
+        "in its sources, then widen NUMBA_SUPPORTED and setup.py")
+
+
+def test_the_numba_internals_the_stamp_uses_are_there():
+    import numba
+    from numba.core.caching import Cache
+
+    from sim2real_eval.judge import compiled_cache, kernels, loop
+
+    judge = compiled_cache.compiled_dispatchers("sim2real_eval.judge")
+    assert kernels.clamp_rotation in judge and loop.advance in judge
+    for dispatcher in judge:
+        cache = compiled_cache.numba_cache(dispatcher)
+        assert isinstance(cache, Cache) and Path(cache.cache_path).is_dir()
+    assert isinstance(numba.config.CACHE_DIR, str)  # NUMBA_CACHE_DIR, as the cache locator reads it
+
+
+def test_numba_without_those_internals_is_a_clear_error(monkeypatch):
+    import numba
+
+    from sim2real_eval.judge import compiled_cache
+    from sim2real_eval.judge.compiled_cache import NUMBA_SUPPORTED
+
+    class NoCache:
+        py_func = compiled_cache.sources_digest
+
+    class NoPath:
+        py_func = compiled_cache.sources_digest
+        _cache = type("Cache", (), {"cache_path": None, "flush": lambda self: None})()
+
+    clear = re.escape(f"numba {numba.__version__}: ") + ".*" + re.escape(f"supports numba {NUMBA_SUPPORTED}")
+    for dispatcher in (NoCache(), NoPath()):
+        with pytest.raises(RuntimeError, match=clear):
+            compiled_cache.numba_cache(dispatcher)
+    monkeypatch.delattr(numba.config, "CACHE_DIR")
+    with pytest.raises(RuntimeError, match="numba.config has no CACHE_DIR"):
+        compiled_cache._cached_in("/nonexistent", compiled_cache.sources_digest, cache=True)

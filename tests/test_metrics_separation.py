@@ -10,7 +10,6 @@ import pytest
 
 from sim2real_eval.metrics import ScoreOptions
 from sim2real_eval.metrics import separation as sep
-from sim2real_eval.metrics.noise_floor import judge_noise_floor
 from sim2real_eval.metrics.per_run import RunScore
 from sim2real_eval.metrics.study import (
     RunRecord,
@@ -19,6 +18,7 @@ from sim2real_eval.metrics.study import (
     score_study,
     smallest_p,
 )
+from sim2real_eval.noise_floor.compute import judge_noise_floor
 
 
 def rows(*pairs) -> np.ndarray:

@@ -13,8 +13,9 @@ from sim2real_eval.errors import UserError
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 from sim2real_eval.models.base import stamps_to_seconds
 from sim2real_eval.node import params as node_params
-from sim2real_eval.node import sbg_truth, ticks, truth_stream
+from sim2real_eval.node import sbg_truth, sensor_stream, ticks
 from sim2real_eval.truth import GRAVITY, GroundTruth
+from sim2real_eval.truth import stream as truth_stream
 
 S = 1_000_000_000
 
@@ -165,7 +166,7 @@ def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both",
     stamps = jittery_stamps(n, truth_rate)
     p, q, v, w = kinematic_series(stamps)
     loader = load_gps_model if sensor == "gps" else load_imu_model
-    stream = truth_stream.SensorStream(loader(spec, sensor_seed(2024, *keys, sensor)), rate)
+    stream = sensor_stream.SensorStream(loader(spec, sensor_seed(2024, *keys, sensor)), rate)
     parts = []
     for i, stamp in enumerate(stamps):
         ready, accepted = stream.push_truth(int(stamp), p[i], q[i], v[i], w[i])
@@ -203,7 +204,7 @@ def test_imu_node_on_real_imu_stamps_equals_offline_replay_sampling():
     p, q, v, w = kinematic_series(truth_stamps)
     real_imu = jittery_stamps(700, 100.0, start_s=9.9, jitter=0.2, seed=4)  # starts before the truth
     seed = sensor_seed(3, "sim_imu-mavs_mems", "lot17", 0, "imu")
-    stream = truth_stream.SensorStream(load_imu_model("mavs_mems", seed), 100.0, explicit_ticks=True)
+    stream = sensor_stream.SensorStream(load_imu_model("mavs_mems", seed), 100.0, explicit_ticks=True)
     parts, k = [], 0
     for i, stamp in enumerate(truth_stamps):  # messages arrive in stamp order, as the player sends them
         while k < len(real_imu) and real_imu[k] <= stamp:
@@ -229,7 +230,7 @@ def test_late_or_unordered_explicit_ticks_are_dropped():
             self.stamps.append(stamp_ns)
 
     model = Steps()
-    stream = truth_stream.SensorStream(model, 100.0, explicit_ticks=True)
+    stream = sensor_stream.SensorStream(model, 100.0, explicit_ticks=True)
     ident = [0, 0, 0, 1.0]
     assert stream.add_tick(10 * S + 50_000_000)
     assert not stream.add_tick(10 * S + 50_000_000)  # repeated stamp
@@ -241,7 +242,7 @@ def test_late_or_unordered_explicit_ticks_are_dropped():
     assert model.stamps == [10 * S + 50_000_000, 10 * S + 250_000_000]
     assert stream.dropped_ticks == 2
     with pytest.raises(RuntimeError, match="explicit_ticks"):
-        truth_stream.SensorStream(model, 100.0).add_tick(1)
+        sensor_stream.SensorStream(model, 100.0).add_tick(1)
 
 
 def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
@@ -254,7 +255,7 @@ def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
             return None
 
     model = Recorder()
-    stream = truth_stream.SensorStream(model, 10.0, truth_mode="hold", max_truth_gap_s=0.5)
+    stream = sensor_stream.SensorStream(model, 10.0, truth_mode="hold", max_truth_gap_s=0.5)
     ident = [0, 0, 0, 1.0]
     for k, x in ((0, 0.0), (2, 2.0), (4, 4.0), (14, 14.0), (16, 16.0)):  # truth at 5 Hz, gap 0.4..1.4 s
         stream.push_truth(10 * S + k * 100_000_000, [x, 0, 0], ident, [10, 0, 0], [0, 0, 0])
@@ -263,7 +264,7 @@ def test_hold_mode_uses_the_earlier_truth_sample_and_gaps_are_skipped():
     assert got == {0: 0.0, 1: 0.0, 2: 2.0, 3: 2.0, 14: 14.0, 15: 14.0, 16: 16.0}
     assert stream.skipped_ticks == 10  # ticks 4..13 lie in the 1 s truth gap
     with pytest.raises(UserError, match="truth_mode"):
-        truth_stream.SensorStream(model, 10.0, truth_mode="extrapolate")
+        sensor_stream.SensorStream(model, 10.0, truth_mode="extrapolate")
 
 
 # -------------------------------------------------------------------------------- parameters

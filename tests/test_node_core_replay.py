@@ -1,4 +1,4 @@
-"""node.replay: what evaluate.launch.py publishes is the offline replay's run, byte for byte."""
+"""replay.node: what evaluate.launch.py publishes is the offline replay's run, byte for byte."""
 from __future__ import annotations
 
 import shutil
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sim2real_eval.node.replay import load_replay, replaced
+from sim2real_eval.replay.node import load_replay, replaced
 
 pytest.importorskip("sim2real_eval.bags")  # the offline stack (Python >= 3.10)
 
@@ -25,7 +25,7 @@ def test_records_are_the_offline_run_bags_messages(mode, tmp_path):
     """The offline replay writes its run bag from the same records: same receive times, same bytes,
     the real streams cropped to window_ns, the truth at 50 Hz."""
     from sim2real_eval.bags import open_bag
-    from sim2real_eval.pipeline.replay import BagReplay
+    from sim2real_eval.replay.offline import BagReplay
     from sim2real_eval.runs import read_run_info
 
     replay_ = load_replay(str(LINE), mode, "ch_gauss", "chrono_paper_demo", 5)

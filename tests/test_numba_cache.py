@@ -19,8 +19,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import math
+import os
+import numba
 from sim2real_eval.judge import kernels, load_ekf_params  # the whole judge imports
 assert kernels.clamp_rotation(4.0) == 4.0 - 2 * math.pi   # and its kernels compile and run
+# the private cache directory was numba's only while the judge's kernels were decorated
+assert "NUMBA_CACHE_DIR" not in os.environ and numba.config.CACHE_DIR == ""
 print("ok")
 """
 

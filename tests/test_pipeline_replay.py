@@ -21,7 +21,7 @@ from sim2real_eval import rotations
 from sim2real_eval.cli import main
 from sim2real_eval.truth import GroundTruth
 
-pytest.importorskip("sim2real_eval.bags.truth", reason="bags.truth (issue 4 items 1-2) not in the tree yet")
+pytest.importorskip("sim2real_eval.truth.bag", reason="truth.bag (issue 4 items 1-2) not in the tree yet")
 pytest.importorskip("sim2real_eval.judge", reason="judge (issue 3) not in the tree yet")
 
 from sim2real_eval.bags import messages as M  # noqa: E402
@@ -207,7 +207,7 @@ def per_run_scores(out: Path) -> dict:
 def test_truth_window_ns_hand_values():
     from types import SimpleNamespace
 
-    from sim2real_eval.pipeline.replay import truth_window_ns
+    from sim2real_eval.truth import truth_window_ns
 
     def window(t0, t1):
         return truth_window_ns(SimpleNamespace(t=np.array([t0, t1])))
@@ -226,7 +226,7 @@ def test_truth_window_ns_is_the_float_comparison(t0, duration):
     from types import SimpleNamespace
 
     from sim2real_eval.models.base import stamps_to_seconds
-    from sim2real_eval.pipeline.replay import truth_window_ns
+    from sim2real_eval.truth import truth_window_ns
 
     t1 = t0 + duration
     start, end = truth_window_ns(SimpleNamespace(t=np.array([t0, t1])))
@@ -266,14 +266,14 @@ def test_every_run_of_a_bag_is_judged_on_the_same_window(art_bag, replayed):
     """Regression: the real /imu and /fix start before the INS truth; they used to be judged from their
     first message while the simulated streams start at the truth, so the scorer saw the same truth on
     different time axes and S_gt differed between sides (W2 bias)."""
-    from sim2real_eval.pipeline.replay import truth_window_ns
+    from sim2real_eval.truth import truth_window_ns
 
     out, _, _ = replayed
     assert main(["replay", str(art_bag), "--replace", "imu=chrono_paper_demo", "--replace", "gps=ch_rw",
                  "--out", str(out), "--scenario", "line", "--k", "3"]) == 0
     runs = [out / "real" / "real" / "line" / "3", out / "sim" / "sim_imu-chrono_paper_demo" / "line" / "3",
             out / "sim" / "sim_gps-ch_rw_imu-chrono_paper_demo" / "line" / "3"]
-    from sim2real_eval.bags.truth import truth_from_bag
+    from sim2real_eval.truth.bag import truth_from_bag
 
     with open_bag(art_bag) as reader:
         window = truth_window_ns(truth_from_bag(reader)[0])
@@ -386,7 +386,7 @@ def test_a_damaged_real_message_is_one_line(art_bag, tmp_path, capsys):
 
 def test_stream_rate_hand_values():
     from sim2real_eval.errors import UserError
-    from sim2real_eval.pipeline.replay import stream_rate
+    from sim2real_eval.replay.offline import stream_rate
 
     ms = 1_000_000
     assert stream_rate([0, 100 * ms, 200 * ms, 300 * ms], "s") == 10.0
@@ -404,7 +404,7 @@ def test_stream_rate_hand_values():
 def test_stream_rate_ignores_jitter_and_drops(rate, n, jitter, seed):
     """Ticks at ``rate`` with uniform stamp jitter up to ``jitter`` periods and ~3 % dropped messages
     (never two in a row): the estimate is 1/period to the stream's span resolution."""
-    from sim2real_eval.pipeline.replay import stream_rate
+    from sim2real_eval.replay.offline import stream_rate
 
     rng = np.random.default_rng(seed)
     period = 1e9 / rate

@@ -241,7 +241,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(short_run, tmp_path):
 
 def test_written_bag_gives_back_the_truth(tmp_path):
     from sim2real_eval.bags import open_bag
-    from sim2real_eval.bags.truth import truth_from_bag
+    from sim2real_eval.truth.bag import truth_from_bag
 
     setup = short_setup(tmp_path)
     path = ref.write_reference_run(setup, tmp_path / "ref", "line", 0)

@@ -8,7 +8,7 @@ from test_pipeline_replay import art_like_truth, make_art_bag
 
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
-from sim2real_eval.pipeline.replay import parse_replace
+from sim2real_eval.replay.offline import parse_replace
 
 
 def variants(*items):
@@ -30,7 +30,7 @@ def test_replace_models_are_crossed_per_sensor():
 
 
 def test_one_call_judges_the_real_bag_once(tmp_path, monkeypatch, capsys):
-    from sim2real_eval.pipeline import replay as replay_module
+    from sim2real_eval.replay import offline as replay_module
 
     bag = make_art_bag(tmp_path / "bags" / "line" / "run_00", art_like_truth(6.0))
     calls = []

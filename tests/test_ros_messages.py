@@ -14,9 +14,9 @@ import pytest
 
 from sim2real_eval import rotations
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
-from sim2real_eval.node import truth_stream
 from sim2real_eval.ros import messages
 from sim2real_eval.truth import GroundTruth
+from sim2real_eval.truth import stream as truth_stream
 
 bags_messages = pytest.importorskip("sim2real_eval.bags.messages")
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from sim2real_eval import message_fields, rotations
 from sim2real_eval.bags import get_typestore, open_bag, write_bag
 from sim2real_eval.bags import messages as M
-from sim2real_eval.bags.truth import smooth_derivative, truth_from_bag, zero_phase_lowpass
 from sim2real_eval.errors import UserError
 from sim2real_eval.models.samples import GpsSamples
 from sim2real_eval.stamps import seconds_to_ns
 from sim2real_eval.truth import GRAVITY, GroundTruth
+from sim2real_eval.truth.bag import smooth_derivative, truth_from_bag, zero_phase_lowpass
 
 DATUM = (43.0700, -89.4000, 260.0)
 RADIUS, SPEED = 5.0, 1.0  # ART-scale circle: yaw rate 0.2 rad/s, centripetal 0.2 m/s²

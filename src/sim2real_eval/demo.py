@@ -9,20 +9,20 @@ Steps (``run_demo`` → ``_demo``: ``_real_side``, ``_judge_runs``, ``_score``, 
    on (``real_sample.py``; configuration ``config/studies/demo_car.yaml``): its scored windows, plus
    the ``calibrated`` and ``tuned`` variants of the GPS study and ``sim_imu-calibrated`` of the IMU
    study.  Input bags are only read.
-2. Runs: per real bag one task (``pipeline.replay.BagReplay``, the one replay unit, via
+2. Runs: per real bag one task (``replay.offline.BagReplay``, the one replay unit, via
    ``service.replay_bags``) reads the bag (its truth and real streams) once and judges these runs, all
    on sensor messages from the same time window (where the bag's INS truth exists; ``window_ns``),
    and scores each where it was judged, from the judged series in memory (the scorer's numbers, bit for
-   bit: ``pipeline.replay.estimate_series``).  Run bags are written only with ``--keep-runs``
+   bit: ``replay.offline.estimate_series``).  Run bags are written only with ``--keep-runs``
    (``OUT/runs/<side>/<variant>/<scenario>/<k>/``, the pipeline's run convention; a rerun resumes them):
    - the real run: the real /fix + /imu judged as recorded;
    - per GPS variant of the GPS study: simulated GPS *and* IMU driven by the bag's INS ground truth
-     (``pipeline.replay`` with both streams replaced; variant directory = the GPS preset name);
+     (``replay.offline`` with both streams replaced; variant directory = the GPS preset name);
    - on the IMU study's scenario: real GPS + simulated IMU (``sim_imu-<preset>``).
    Every judgement is the embedded robot_localization with the demo file's configuration (ART's; the
    car template in demo_car.yaml).
    The judge-noise floor (on unless ``--no-noise-floor``): each real bag is also judged ``DRAWS``
-   times with independent random judge timing (``metrics.noise_floor``; never written to ``runs/``).
+   times with independent random judge timing (``noise_floor.compute``; never written to ``runs/``).
 3. Scores (the scorer's pieces): the GPS study → ``OUT/`` (vepd.json, statistics.json, runs.csv,
    tables.md, figures/, report.html); the IMU study → ``OUT/imu_study/`` (same files); each study's
    variants compared with each other (adjacent ranks, ties), its ``judge_noise_floor`` and sub-floor
@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .metrics.noise_floor import DRAWS
+from .noise_floor.compute import DRAWS
 from .yamlio import Section, load_yaml
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
@@ -276,13 +276,13 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
 # ------------------------------------------------------------------------------------ runs
 def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scoring=None, write: bool = True,
                 floor_draws: int = 0, extra_gps=(), extra_imu=()) -> list:
-    """One ``pipeline.replay.BagReplay`` per real bag (k = position of the bag in its scenario's sorted
+    """One ``replay.offline.BagReplay`` per real bag (k = position of the bag in its scenario's sorted
     list): the real run, one run per GPS variant (directory = the GPS preset) and per ``extra_gps``
-    (``pipeline.replay.Replacement``), the IMU study's run(s) (and ``extra_imu``) on ``imu_scenario``
+    (``replay.offline.Replacement``), the IMU study's run(s) (and ``extra_imu``) on ``imu_scenario``
     (``EVERY_SCENARIO``: on every one); ``scoring`` (ScoreOptions): each run scored where it is judged;
     ``write``: run bags written; ``floor_draws``: the bag's noise-floor judgements too.  Without static
     TFs in the demo file, each bag gets its default (``service.default_static_tfs``)."""
-    from .pipeline.replay import Replacement
+    from .replay.offline import Replacement
     from .runs import RealBag
     from .service import plan_replays
 
@@ -515,7 +515,7 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
              real_sample: bool = False) -> DemoResult:
     """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
     ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
-    the judge-noise floor (``metrics.noise_floor``; ``--no-noise-floor`` turns it off); ``keep_runs``:
+    the judge-noise floor (``noise_floor.compute``; ``--no-noise-floor`` turns it off); ``keep_runs``:
     write the run bags to OUT/runs (default: none are written; scores come from memory);
     ``notice(text)``: told what was applied by default (the ART static TFs), one line; ``start(judge) ->
     judge``: the judge's start (``pipeline.start``: initial state, warm-up) in place of the demo file's;
@@ -738,7 +738,7 @@ def _pairs(job: _Job, side: _RealSide) -> list:
 
 def _attach_floors(draw_records: list, gps_result, imu_result) -> dict:
     """Each study's judge-noise floor from the real bags' timing draws; {study: pooled floor}."""
-    from .metrics.noise_floor import judge_noise_floor
+    from .noise_floor.compute import judge_noise_floor
 
     for result in (gps_result, imu_result):
         result.judge_noise_floor = judge_noise_floor(draw_records, result.variants, result.scenarios)

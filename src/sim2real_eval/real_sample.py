@@ -110,8 +110,8 @@ class Prepared:
     sensitivity_sigma: dict   # {label: median horizontal fix σ (m)} of every import, the main one included
     calibration: Any          # calibrate.drive.DriveCalibration (held-out run)
     tuned: Any                # calibrate.tune.TuneResult (held-out windows)
-    gps_variants: tuple       # pipeline.replay.Replacement: calibrated, tuned (GPS study)
-    imu_variants: tuple       # pipeline.replay.Replacement: sim_imu-calibrated (IMU study)
+    gps_variants: tuple       # replay.offline.Replacement: calibrated, tuned (GPS study)
+    imu_variants: tuple       # replay.offline.Replacement: sim_imu-calibrated (IMU study)
     windows: list             # [(run name, start s, end s, "held out" | "scored")] from the drive's start
     warmup_s: float = 0.0     # the judge's warm-up (seconds of every run not scored)
 
@@ -212,7 +212,7 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
     GPS study's IMU and the seed."""
     from .calibrate.drive import calibrate_drive, read_drive
     from .calibrate.tune import tune_replay
-    from .pipeline.replay import Replacement
+    from .replay.offline import Replacement
     from .runs import RealBag
 
     windows, held_out_run, others, sigma, segment = import_windows(config, out)

@@ -477,88 +477,150 @@ class RunInfo:
         """Validate a run.yaml mapping; errors are one line naming ``source`` and the key.
 
         ``run``: the identity of the directory the file is in, used for identity keys the file lacks
-        (a hand-written run.yaml may give only ``topics``); without it they are required.
+        (a hand-written run.yaml may give only ``topics``); without it they are required.  The other keys
+        are read by ``_READ_STEPS``, in its order (a file's first error is the one reported).
         """
         from .yamlio import Section
 
         if not isinstance(data, Mapping):
             raise UserError(f"{source}: not a run description (expected a mapping)")
         sec = Section(data, source)
-        known = dataclasses.asdict(run) if run is not None else {}
-        required = run is None
-        side = sec.string("side", known.get("side"), required=required, choices=SIDES)
-        variant = sec.string("variant", known.get("variant"), required=required)
-        scenario = sec.string("scenario", known.get("scenario"), required=required)
-        k = sec.integer("k", known.get("k"), required=required, minimum=0)
-        for key, value in (("variant", variant), ("scenario", scenario)):
-            if not value:
-                raise sec.error(key, "must not be empty")
-        if (side == REAL) != (variant == REAL):
-            raise sec.error("variant", f"{variant!r} on side {side!r}: the real side's variant, and only "
-                                       "it, is 'real'")
-        run = RunId(side, variant, scenario, k)
-        values: Dict[str, Any] = {"run": run, "seed": sec.integer("seed", minimum=0),
-                                  "source": sec.string("source"), "from_scenario": "scenario_params" in data,
-                                  "ground_truth_rate": sec.number("ground_truth_rate", positive=True),
-                                  "warmup_s": sec.number("warmup_s", nonnegative=True),
-                                  "ground_truth_source": sec.string("ground_truth_source"),
-                                  "storage": sec.string("storage", choices=STORAGES),
-                                  "recorded_by": sec.string("recorded_by"),
-                                  "complete": sec.boolean(COMPLETE_KEY), "failure": sec.string(FAILURE_KEY)}
-        for key in ("seed_keys", "replaced", "window_ns"):
-            value = data.get(key)
-            if value is not None and not isinstance(value, list):
-                raise sec.error(key, f"expected a list, got {value!r}")
-            values[key] = value
-        if values["replaced"] is not None and not set(values["replaced"]) <= set(SENSORS):
-            raise sec.error("replaced", f"expected sensors among gps, imu, got {values['replaced']!r}")
-        window = values["window_ns"]
-        if window is not None and not (len(window) == 2 and all(_is_int(v) for v in window)
-                                       and window[0] <= window[1]):
-            raise sec.error("window_ns", f"expected [start, end] integer ns with start <= end, "
-                                         f"got {window!r}")
-        for key in ("scenario_params", "models", "judge", "timing", "initial_state", "judge_outcome",
-                    FILES_KEY):
-            value = data.get(key)
-            if value is not None and not isinstance(value, Mapping):
-                raise sec.error(key, f"expected a mapping, got {value!r}")
-            values[key] = value
-        _check_timing(sec.section("timing"))
-        _check_initial_state(sec.section("initial_state"))
-        for key in SENSORS:
-            value = data.get(key)
-            if value is not None and value != REAL and not isinstance(value, Mapping):
-                raise sec.error(key, f"expected 'real' or the model's parameters (a mapping), got {value!r}")
-            values[key] = value
-        judge = sec.section("judge")
-        for key in ("ekf", "navsat"):
-            judge.string(key)
-            digest = judge.string(f"{key}_sha256")
-            if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
-                raise judge.error(f"{key}_sha256", f"expected a SHA-256 hex digest, got {digest!r}")
-        tfs = judge.data.get("static_tfs")
-        if tfs is not None and not (isinstance(tfs, list) and all(isinstance(t, str) for t in tfs)):
-            raise judge.error("static_tfs", "expected a list of 'PARENT CHILD x y z yaw pitch roll', "
-                                            f"got {tfs!r}")
-        for key in ("topics", "input_topics"):
-            section = sec.section(key)
-            for role in section.data:
-                topic = section.string(str(role))
-                if topic is not None and not topic.startswith("/"):
-                    raise section.error(str(role), f"expected an absolute topic name, got {topic!r}")
-            values[key] = dict(section.data) if key in data and data[key] is not None else None
-        version = data.get("version")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, (str, int, float))):
-            raise sec.error("version", f"expected a version string, got {version!r}")
-        values["version"] = version
-        for name, record in (values[FILES_KEY] or {}).items():
-            digest = record.get("sha256") if isinstance(record, Mapping) else None
-            if not (isinstance(record, Mapping) and _is_int(record.get("size"))
-                    and isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
-                raise sec.error(f"{FILES_KEY}.{name}", f"expected {{size, sha256}}, got {record!r}")
+        values: Dict[str, Any] = {"run": _read_identity(sec, run), "from_scenario": "scenario_params" in data}
+        for step in _READ_STEPS:
+            values.update(step(sec, data, values))
         known = {"side", "variant", "scenario", "k", OUTCOME_KEY, FILES_KEY, *_ORDER}
         values["extra"] = {key: value for key, value in data.items() if key not in known}
         return cls(**values)
+
+
+def _read_identity(sec, run: Optional[RunId]) -> RunId:
+    """side, variant, scenario, k of a run.yaml (``run``: the directory's, for the keys the file lacks)."""
+    known = dataclasses.asdict(run) if run is not None else {}
+    required = run is None
+    side = sec.string("side", known.get("side"), required=required, choices=SIDES)
+    variant = sec.string("variant", known.get("variant"), required=required)
+    scenario = sec.string("scenario", known.get("scenario"), required=required)
+    k = sec.integer("k", known.get("k"), required=required, minimum=0)
+    for key, value in (("variant", variant), ("scenario", scenario)):
+        if not value:
+            raise sec.error(key, "must not be empty")
+    if (side == REAL) != (variant == REAL):
+        raise sec.error("variant", f"{variant!r} on side {side!r}: the real side's variant, and only "
+                                   "it, is 'real'")
+    return RunId(side, variant, scenario, k)
+
+
+def _scalar(key: str, kind: str, **options):
+    """A step reading the scalar ``key`` with the yamlio.Section reader ``kind``."""
+    return lambda sec, _data, _values: {key: getattr(sec, kind)(key, **options)}
+
+
+def _container(key: str, expected: type, what: str):
+    """A step reading ``key`` as a list or mapping (its content is checked by later steps)."""
+    def read(sec, data, _values) -> dict:
+        value = data.get(key)
+        if value is not None and not isinstance(value, expected):
+            raise sec.error(key, f"expected {what}, got {value!r}")
+        return {key: value}
+
+    return read
+
+
+def _check_replaced(sec, _data, values) -> dict:
+    if values["replaced"] is not None and not set(values["replaced"]) <= set(SENSORS):
+        raise sec.error("replaced", f"expected sensors among gps, imu, got {values['replaced']!r}")
+    return {}
+
+
+def _check_window(sec, _data, values) -> dict:
+    window = values["window_ns"]
+    if window is not None and not (len(window) == 2 and all(_is_int(v) for v in window)
+                                   and window[0] <= window[1]):
+        raise sec.error("window_ns", f"expected [start, end] integer ns with start <= end, got {window!r}")
+    return {}
+
+
+def _check_timing(sec, _data, _values) -> dict:
+    """run.yaml ``timing`` (when present): the model and the run's values in ns."""
+    timing = sec.section("timing")
+    if not timing.data:
+        return {}
+    timing.string("model", required=True, choices=TIMING_MODELS)
+    for key in ("ekf_phase_ns", "navsat_phase_ns", "tick_latency_ns"):
+        timing.integer(key, required=True, minimum=0)
+    timing.integer("seed", minimum=0)
+    return {}
+
+
+def _check_initial_state(sec, _data, _values) -> dict:
+    """run.yaml ``initial_state`` (when present): ``source: truth`` and, once judged, where and what."""
+    start = sec.section("initial_state")
+    if not start.data:
+        return {}
+    start.string("source", required=True, choices=("truth",))
+    start.integer("stamp_ns")
+    state = start.data.get("state")
+    if state is not None and not (isinstance(state, list) and len(state) == 15 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in state)):
+        raise start.error("state", f"expected the 15 numbers of robot_localization's state, got {state!r}")
+    return {}
+
+
+def _read_models(sec, data, _values) -> dict:
+    """``gps`` / ``imu``: "real" or the model's effective parameters."""
+    out = {}
+    for key in SENSORS:
+        value = data.get(key)
+        if value is not None and value != REAL and not isinstance(value, Mapping):
+            raise sec.error(key, f"expected 'real' or the model's parameters (a mapping), got {value!r}")
+        out[key] = value
+    return out
+
+
+def _check_judge(sec, _data, _values) -> dict:
+    """``judge``: the config files, their SHA-256 and the static TFs."""
+    judge = sec.section("judge")
+    for key in ("ekf", "navsat"):
+        judge.string(key)
+        digest = judge.string(f"{key}_sha256")
+        if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise judge.error(f"{key}_sha256", f"expected a SHA-256 hex digest, got {digest!r}")
+    tfs = judge.data.get("static_tfs")
+    if tfs is not None and not (isinstance(tfs, list) and all(isinstance(t, str) for t in tfs)):
+        raise judge.error("static_tfs", "expected a list of 'PARENT CHILD x y z yaw pitch roll', "
+                                        f"got {tfs!r}")
+    return {}
+
+
+def _read_topics(sec, data, _values) -> dict:
+    """``topics`` / ``input_topics``: {role: absolute topic name}."""
+    out = {}
+    for key in ("topics", "input_topics"):
+        section = sec.section(key)
+        for role in section.data:
+            topic = section.string(str(role))
+            if topic is not None and not topic.startswith("/"):
+                raise section.error(str(role), f"expected an absolute topic name, got {topic!r}")
+        out[key] = dict(section.data) if key in data and data[key] is not None else None
+    return out
+
+
+def _read_version(sec, data, _values) -> dict:
+    version = data.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, (str, int, float))):
+        raise sec.error("version", f"expected a version string, got {version!r}")
+    return {"version": version}
+
+
+def _check_files(sec, _data, values) -> dict:
+    """``files``: {name: {size, sha256}}."""
+    for name, record in (values[FILES_KEY] or {}).items():
+        digest = record.get("sha256") if isinstance(record, Mapping) else None
+        if not (isinstance(record, Mapping) and _is_int(record.get("size"))
+                and isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+            raise sec.error(f"{FILES_KEY}.{name}", f"expected {{size, sha256}}, got {record!r}")
+    return {}
+
 
 
 def incomplete_reason(record: Mapping) -> Optional[str]:
@@ -573,26 +635,33 @@ def incomplete_reason(record: Mapping) -> Optional[str]:
 TIMING_MODELS = ("fixed", "random")  # the judge's timing models (pipeline.timing)
 
 
-def _check_timing(timing) -> None:
-    """run.yaml ``timing`` (when present): the model and the run's values in ns."""
-    if not timing.data:
-        return
-    timing.string("model", required=True, choices=TIMING_MODELS)
-    for key in ("ekf_phase_ns", "navsat_phase_ns", "tick_latency_ns"):
-        timing.integer(key, required=True, minimum=0)
-    timing.integer("seed", minimum=0)
-
-
-def _check_initial_state(start) -> None:
-    """run.yaml ``initial_state`` (when present): ``source: truth`` and, once judged, where and what."""
-    if not start.data:
-        return
-    start.string("source", required=True, choices=("truth",))
-    start.integer("stamp_ns")
-    state = start.data.get("state")
-    if state is not None and not (isinstance(state, list) and len(state) == 15 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in state)):
-        raise start.error("state", f"expected the 15 numbers of robot_localization's state, got {state!r}")
+# How run.yaml is read after its identity: one step per key or check, in this order; each step returns
+# the values it read ({} for a check).
+_READ_STEPS = (
+    _scalar("seed", "integer", minimum=0),
+    _scalar("source", "string"),
+    _scalar("ground_truth_rate", "number", positive=True),
+    _scalar("warmup_s", "number", nonnegative=True),
+    _scalar("ground_truth_source", "string"),
+    _scalar("storage", "string", choices=STORAGES),
+    _scalar("recorded_by", "string"),
+    _scalar(COMPLETE_KEY, "boolean"),
+    _scalar(FAILURE_KEY, "string"),
+    _container("seed_keys", list, "a list"),
+    _container("replaced", list, "a list"),
+    _container("window_ns", list, "a list"),
+    _check_replaced,
+    _check_window,
+    *(_container(key, Mapping, "a mapping") for key in ("scenario_params", "models", "judge", "timing",
+                                                          "initial_state", OUTCOME_KEY, FILES_KEY)),
+    _check_timing,
+    _check_initial_state,
+    _read_models,
+    _check_judge,
+    _read_topics,
+    _read_version,
+    _check_files,
+)
 
 
 def _is_int(value: Any) -> bool:

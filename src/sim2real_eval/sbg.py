@@ -1,6 +1,6 @@
 """sbg_driver field conversions to the project's frames (robot-side: Python 3.8, numpy only).
 
-One implementation of this math, used by the offline ground-truth adapters (``bags/truth.py``) and by
+One implementation of this math, used by the offline ground-truth adapters (``truth/bag.py``) and by
 the ROS ``ground_truth_node``.
 
 Frames.  By default the SBG driver publishes in NED (``use_enu: false``, frame ``imu_link_ned``):
@@ -77,7 +77,7 @@ def course_to_yaw(course_deg, enu_mode: bool = False) -> np.ndarray:
 def heading_from_gps_vel(velocity_enu, min_speed: float, initial_yaw: Optional[float] = None) -> np.ndarray:
     """Vehicle yaw (rad, ENU, in (−π, π]) from SbgGpsVel velocities (N, 3) already in ENU (vector_to_enu).
 
-    The one rule for a GNSS-only heading (offline adapter ``bags.truth`` and ``ground_truth_node``):
+    The one rule for a GNSS-only heading (offline adapter ``truth.bag`` and ``ground_truth_node``):
     yaw_i = atan2(v_north, v_east) when the horizontal speed √(v_e² + v_n²) ≥ ``min_speed`` (m/s);
     below it the direction is noise and the yaw of the last fast sample is held.  Before the first fast
     sample: ``initial_yaw`` when given (a stream continuing its held yaw), else the first fast sample's

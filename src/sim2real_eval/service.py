@@ -462,7 +462,7 @@ class ReplayedBags:
 
     @property
     def scored(self) -> list:
-        """Every run scored where it was judged (``pipeline.replay.ScoredRun``), bag by bag."""
+        """Every run scored where it was judged (``replay.offline.ScoredRun``), bag by bag."""
         return [run for outcome in self.report.outcomes if outcome is not None for run in outcome.scored]
 
     def noise_floor_draws(self) -> list:
@@ -483,10 +483,10 @@ class ReplayedBags:
 def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = True, scoring=None,
                  write: bool = True, floor_draws: int = 0, static_tfs_by_layout: bool = False,
                  **options) -> list:
-    """One ``pipeline.replay.BagReplay`` per real bag (``runs.RealBag``): its real run (``real``) and
-    one sim run per ``pipeline.replay.Replacement``.  With ``scoring`` (``metrics.ScoreOptions``) every
+    """One ``replay.offline.BagReplay`` per real bag (``runs.RealBag``): its real run (``real``) and
+    one sim run per ``replay.offline.Replacement``.  With ``scoring`` (``metrics.ScoreOptions``) every
     run is scored where it is judged (``ReplayedBags.scored``), and ``write`` False writes no run bag;
-    ``floor_draws``: the judge-noise floor's judgements of the real streams (``metrics.noise_floor``).
+    ``floor_draws``: the judge-noise floor's judgements of the real streams (``noise_floor``).
     ``options``: ``ReplaySpec`` fields (seed, storage, ground_truth_rate, truth_source, msg_path,
     imu_topic, gps_topic).
 
@@ -496,7 +496,7 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
     else none).  ``replay_bags`` says which bags got the ART TFs and lints the IMU covariances."""
     import dataclasses
 
-    from .pipeline.replay import BagReplay, ReplaySpec
+    from .replay.offline import BagReplay, ReplaySpec
 
     tasks = []
     for bag in bags:
@@ -546,7 +546,7 @@ def _peek_real_bag(path: str, judge, options: dict, by_layout: bool) -> tuple:
     """(static TFs, (IMU frame, {part: covariance}) of its first IMU message or None) of a real bag: the
     TFs are ``judge.static_tfs``, or with ``by_layout`` the bag's default (``default_static_tfs``; a bag
     whose frames need a TF it does not get is refused by the replay before any run,
-    ``pipeline.replay.check_frames``).  Without ``by_layout``, a bag that cannot be read here is left to
+    ``replay.offline.check_frames``).  Without ``by_layout``, a bag that cannot be read here is left to
     the replay, which names the problem."""
     from .art import TOPICS
     from .bags import open_bag
@@ -711,7 +711,7 @@ def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_
 
 def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | None = None,
                       progress: bool = False) -> tuple:
-    """The judge-noise floor's draws for the real runs of ``specs`` (``metrics.noise_floor``): each real
+    """The judge-noise floor's draws for the real runs of ``specs`` (``noise_floor``): each real
     run's real bag — named by its run.yaml (``source``, ``judge``, ``window_ns``: a replayed real bag) —
     judged ``draws`` times with random judge timing, seeded as the demo seeds them, so the floor of a
     demo's kept runs is the demo's.  Returns (one list of RunRecord per draw, "") or (None, why not):
@@ -719,8 +719,8 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
     """
     from .errors import UserError as _UserError
     from .pipeline.batch import run_batch
-    from .pipeline.replay import BagReplay, ReplaySpec
     from .pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
+    from .replay.offline import BagReplay, ReplaySpec
     from .runs import read_run_info
 
     real = [spec for spec in specs if spec.side == "real"]

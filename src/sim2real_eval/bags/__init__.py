@@ -1,8 +1,8 @@
 """Bag I/O without ROS (rosbags): typestore with sbg_driver, reader, writer, message writers and column
-readers (driven by ``message_fields``), truth adapters.
+readers (driven by ``message_fields``).  Ground truth read from a bag is ``truth.bag``'s.
 
-Import the submodules directly for the rest (``bags.messages``, ``bags.columns``, ``bags.cdr``,
-``bags.truth``); the I/O entry points are re-exported here.
+Import the submodules directly for the rest (``bags.messages``, ``bags.columns``, ``bags.cdr``); the
+I/O entry points are re-exported here.
 """
 
 from __future__ import annotations

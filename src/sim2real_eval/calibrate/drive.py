@@ -251,8 +251,8 @@ def read_drive(path, gps_topic: str = "/fix", imu_topic: str = "/imu", truth_sou
     roll" strings)."""
     from .. import rotations
     from ..bags import open_bag
-    from ..bags.truth import truth_from_bag
     from ..static_tf import mounting_rpy
+    from ..truth.bag import truth_from_bag
     from .standstill import ImuSeries, StandstillData, read_standstill_bag
 
     data = read_standstill_bag(path, gps_topic, imu_topic)

@@ -95,31 +95,42 @@ def parse_params(text: str, models: dict) -> list[ParamRange]:
         raise UserError(f"--params: give at least one NAME=LOW:HIGH; valid names: {listing}")
     ranges, seen = [], set()
     for item in items:
-        if "=" not in item:
-            raise UserError(f"--params: {item!r} is not NAME=LOW:HIGH[:log]; valid names: {listing}")
-        name, bounds = (part.strip() for part in item.split("=", 1))
-        parts = bounds.split(":")
-        if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("log", "linear")):
-            raise UserError(f"--params: {item!r}: expected LOW:HIGH or LOW:HIGH:log")
-        low, high = _parse_bound(parts[0], item), _parse_bound(parts[1], item)
-        log = len(parts) == 3 and parts[2] == "log"
-        kind, _, leaf = name.partition(".")
-        matches = [v for v in valid if v == name] or [
-            v for v in valid if leaf and v.startswith(kind + ".") and v.endswith("." + leaf)]
-        if not matches:
-            raise UserError(f"--params: unknown parameter {name!r}; valid names: {listing}")
-        if len(matches) > 1:
-            raise UserError(f"--params: {name!r} is ambiguous ({', '.join(matches)}); valid names: {listing}")
+        name, low, high, log = _parse_item(item, listing)
+        full = _full_name(name, valid, listing)
         if not low < high:
             raise UserError(f"--params: {name}: empty range {low:g}:{high:g} (need LOW < HIGH); "
                             f"valid names: {listing}")
         if log and low <= 0:
             raise UserError(f"--params: {name}: a log range needs LOW > 0, got {low:g}")
-        if matches[0] in seen:
-            raise UserError(f"--params: {matches[0]} is given twice")
-        seen.add(matches[0])
-        ranges.append(ParamRange(name, tuple(matches[0].split(".")), low, high, log))
+        if full in seen:
+            raise UserError(f"--params: {full} is given twice")
+        seen.add(full)
+        ranges.append(ParamRange(name, tuple(full.split(".")), low, high, log))
     return ranges
+
+
+def _parse_item(item: str, listing: str) -> tuple:
+    """``NAME=LOW:HIGH[:log|:linear]`` → (name, low, high, log)."""
+    if "=" not in item:
+        raise UserError(f"--params: {item!r} is not NAME=LOW:HIGH[:log]; valid names: {listing}")
+    name, bounds = (part.strip() for part in item.split("=", 1))
+    parts = bounds.split(":")
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("log", "linear")):
+        raise UserError(f"--params: {item!r}: expected LOW:HIGH or LOW:HIGH:log")
+    low, high = _parse_bound(parts[0], item), _parse_bound(parts[1], item)
+    return name, low, high, len(parts) == 3 and parts[2] == "log"
+
+
+def _full_name(name: str, valid: list, listing: str) -> str:
+    """The tunable parameter ``name`` means: itself, or the one ``KIND.….LEAF`` its ``KIND.LEAF`` names."""
+    kind, _, leaf = name.partition(".")
+    matches = [v for v in valid if v == name] or [
+        v for v in valid if leaf and v.startswith(kind + ".") and v.endswith("." + leaf)]
+    if not matches:
+        raise UserError(f"--params: unknown parameter {name!r}; valid names: {listing}")
+    if len(matches) > 1:
+        raise UserError(f"--params: {name!r} is ambiguous ({', '.join(matches)}); valid names: {listing}")
+    return matches[0]
 
 
 def apply_params(models: dict, ranges: list, values: dict) -> dict:
@@ -197,7 +208,7 @@ class ReplayTrials:
     def score(self, models: dict, real_records, options):
         """``metrics.StudyResult`` of the bags replayed with ``models`` against ``real_records``."""
         from ..metrics import score_study
-        from ..pipeline.replay import Replacement
+        from ..replay.offline import Replacement
 
         sim = self._replay((Replacement(dict(models), name=TUNE_VARIANT),), False, options)
         return score_study(list(real_records) + sim, options)
@@ -482,18 +493,10 @@ def tune(study_path, real_dir, params: str, budget: int = 20, objective: str = O
     ranges = parse_params(params, models)
     # The study's warm-up (judge.warmup_s) is skipped in the real runs' scores and the candidates' alike.
     options = ScoreOptions(bootstrap=0, permutations=0, warmup_s=study.judge.warmup_s).validate()
-    # Scenarios the scorer leaves out (the standstill "rest") would only cost time.
-    scenarios = [s for s in study.scenarios if s not in options.exclude_scenarios]
-    if not scenarios:
-        excluded = ", ".join(options.exclude_scenarios)
-        raise UserError(f"{study.source}: no scored scenario (the scorer excludes {excluded})")
-    if objective != OBJECTIVE_COMBINED:
-        if objective not in scenarios:
-            raise UserError(f"--objective: {objective!r} is neither 'combined' nor a scored scenario of "
-                            f"{study.source} ({', '.join(scenarios)})")
-        scenarios = [objective]
+    scenarios = _objective_scenarios(study, options, objective)
     real = load_real_records(real_runs_dir(real_dir), scenarios, options)
     context = TrialContext(study, tuple(scenarios), models, tuple(ranges), real, objective, options)
+
     return search(context, f"{study.name}-{variant_name}-{objective}", variant_name, budget, storage=storage,
                   ray_address=ray_address, workers=workers, seed=seed, progress=progress,
                   real_label=str(real_dir.resolve()))
@@ -539,55 +542,17 @@ def search(context: TrialContext, study_name: str, variant_name: str, budget: in
 
     models, ranges = context.models, list(context.ranges)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True,
-                                         n_startup_trials=max(2, min(10, budget // 3)))
-    url = f"sqlite:///{Path(storage).resolve()}" if storage else None
-    try:
-        optuna_study = optuna.create_study(study_name=study_name, storage=url, sampler=sampler,
-                                     direction="minimize", load_if_exists=True)
-    except Exception as exc:  # noqa: BLE001 - sqlalchemy/sqlite errors of a storage we cannot use
-        if url is None:
-            raise
-        raise UserError(f"--storage {storage}: cannot use it as an Optuna SQLite storage "
-                        f"({getattr(exc, 'orig', None) or type(exc).__name__})") from None
-    signature = ",".join(f"{r.full_name}={r.low!r}:{r.high!r}:{'log' if r.log else 'linear'}" for r in ranges)
-    previous = optuna_study.user_attrs.get("params")
-    if previous is None:
-        optuna_study.set_user_attr("params", signature)
-        optuna_study.set_user_attr("real", real_label)
-    elif previous != signature:
-        raise UserError(f"--storage {storage}: study {study_name!r} was searched over {previous}, "
-                        f"not {signature}; use another --storage file")
+    optuna_study = _open_search(study_name, storage, seed, budget, ranges, real_label)
     states = optuna.trial.TrialState
-    for stale in optuna_study.get_trials(deepcopy=False, states=(states.RUNNING, states.WAITING)):
-        optuna_study.tell(stale.number, state=states.FAIL)  # left behind by a killed session
-
     start = time.perf_counter()
-    if ray_address is not None:
-        executor, kind = _Ray(context, ray_address, workers), f"ray:{ray_address}"
-    elif workers > 1:
-        executor, kind = _Pool(context, workers), f"processes:{workers}"
-    else:
-        executor, kind = _Inline(context), "inline"
-    distributions = _distributions(ranges)
+    executor, kind = _executor(context, ray_address, workers)
     try:
+        baseline = _stored_baseline(optuna_study)
         finished = len(optuna_study.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL)))
-        to_run = max(0, budget - finished)
         with _Progress(progress, budget, finished) as advance:
-            baseline = _baseline(optuna_study, context, variant_name)
-            submitted = running = 0
-            asked = {}
-            while submitted < to_run or running:
-                while submitted < to_run and running < executor.capacity:
-                    trial = optuna_study.ask(distributions)
-                    asked[trial.number] = trial
-                    executor.submit(trial.number, dict(trial.params))
-                    submitted += 1
-                    running += 1
-                result = executor.wait_one()
-                running -= 1
-                _tell(optuna_study, asked.pop(result.number), result)
-                advance(result)
+            if baseline is None:  # the untuned variant: what the search has to beat
+                baseline = _untuned_baseline(optuna_study, context, models, variant_name)
+            _run_trials(optuna_study, executor, _distributions(ranges), max(0, budget - finished), advance)
     finally:
         executor.close()
     wall = time.perf_counter() - start
@@ -605,21 +570,96 @@ def search(context: TrialContext, study_name: str, variant_name: str, budget: in
     return TuneResult(study_name, ranges, baseline, trials, best, best_models, wall, executor.capacity, kind)
 
 
-def _baseline(optuna_study, context: TrialContext, variant_name: str) -> TrialResult:
-    """The untuned variant's result — what the search has to beat: stored in the study (a resumed
-    search), or evaluated now and stored."""
-    stored = optuna_study.user_attrs
-    if "baseline_vepd" in stored:
-        return TrialResult(-1, {}, stored["baseline_vepd"], stored["baseline_w1"], stored["baseline_w2"],
-                           stored.get("baseline_per_scenario", {}), stored.get("baseline_seconds", 0.0))
-    baseline = evaluate(context, context.models)
+def _objective_scenarios(study, options, objective: str) -> list:
+    """The scenarios a trial simulates and scores: the study's scored ones (the scorer leaves out the
+    standstill "rest": it would only cost time), or the one ``objective`` names."""
+    scenarios = [s for s in study.scenarios if s not in options.exclude_scenarios]
+    if not scenarios:
+        excluded = ", ".join(options.exclude_scenarios)
+        raise UserError(f"{study.source}: no scored scenario (the scorer excludes {excluded})")
+    if objective != OBJECTIVE_COMBINED:
+        if objective not in scenarios:
+            raise UserError(f"--objective: {objective!r} is neither 'combined' nor a scored scenario of "
+                            f"{study.source} ({', '.join(scenarios)})")
+        scenarios = [objective]
+    return scenarios
+
+
+def _open_search(study_name: str, storage, seed: int, budget: int, ranges: list, real_label: str):
+    """The Optuna study (in ``storage`` when given: created, or resumed when it searched the same
+    ranges), its trials left running by a killed session marked failed."""
+    import optuna
+
+    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True,
+                                         n_startup_trials=max(2, min(10, budget // 3)))
+    url = f"sqlite:///{Path(storage).resolve()}" if storage else None
+    try:
+        search = optuna.create_study(study_name=study_name, storage=url, sampler=sampler,
+                                     direction="minimize", load_if_exists=True)
+    except Exception as exc:  # noqa: BLE001 - sqlalchemy/sqlite errors of a storage we cannot use
+        if url is None:
+            raise
+        raise UserError(f"--storage {storage}: cannot use it as an Optuna SQLite storage "
+                        f"({getattr(exc, 'orig', None) or type(exc).__name__})") from None
+    signature = ",".join(f"{r.full_name}={r.low!r}:{r.high!r}:{'log' if r.log else 'linear'}" for r in ranges)
+    previous = search.user_attrs.get("params")
+    if previous is None:
+        search.set_user_attr("params", signature)
+        search.set_user_attr("real", real_label)
+    elif previous != signature:
+        raise UserError(f"--storage {storage}: study {study_name!r} was searched over {previous}, "
+                        f"not {signature}; use another --storage file")
+    states = optuna.trial.TrialState
+    for stale in search.get_trials(deepcopy=False, states=(states.RUNNING, states.WAITING)):
+        search.tell(stale.number, state=states.FAIL)  # left behind by a killed session
+    return search
+
+
+def _executor(context: TrialContext, ray_address: str | None, workers: int) -> tuple:
+    """(where the trials run, its description): Ray tasks, local processes, or this process."""
+    if ray_address is not None:
+        return _Ray(context, ray_address, workers), f"ray:{ray_address}"
+    if workers > 1:
+        return _Pool(context, workers), f"processes:{workers}"
+    return _Inline(context), "inline"
+
+
+def _stored_baseline(search) -> TrialResult | None:
+    """The untuned variant's result a resumed study stored, or None."""
+    if "baseline_vepd" not in search.user_attrs:
+        return None
+    stored = search.user_attrs
+    return TrialResult(-1, {}, stored["baseline_vepd"], stored["baseline_w1"], stored["baseline_w2"],
+                       stored.get("baseline_per_scenario", {}), stored.get("baseline_seconds", 0.0))
+
+
+def _untuned_baseline(search, context: TrialContext, models: dict, variant_name: str) -> TrialResult:
+    """The untuned variant evaluated (an error when it fails) and stored in the study."""
+    baseline = evaluate(context, models)
     if baseline.error:
         raise UserError(f"the untuned variant {variant_name!r} fails: {baseline.error}")
     for key, value in (("baseline_vepd", baseline.vepd), ("baseline_w1", baseline.w1),
                        ("baseline_w2", baseline.w2), ("baseline_per_scenario", baseline.per_scenario),
                        ("baseline_seconds", baseline.seconds)):
-        optuna_study.set_user_attr(key, value)
+        search.set_user_attr(key, value)
     return baseline
+
+
+def _run_trials(search, executor, distributions: dict, to_run: int, advance) -> None:
+    """``to_run`` trials, as many at once as the executor runs: asked, run, told as each finishes."""
+    submitted = running = 0
+    asked = {}
+    while submitted < to_run or running:
+        while submitted < to_run and running < executor.capacity:
+            trial = search.ask(distributions)
+            asked[trial.number] = trial
+            executor.submit(trial.number, dict(trial.params))
+            submitted += 1
+            running += 1
+        result = executor.wait_one()
+        running -= 1
+        _tell(search, asked.pop(result.number), result)
+        advance(result)
 
 
 def _tell(search, trial, result: TrialResult) -> None:

@@ -2,7 +2,7 @@
 
 Per real bag, writes ``OUT/real/real/<scenario>/<k>/`` (the bag judged as it is, once) and per variant
 ``OUT/sim/sim_imu-<preset>/<scenario>/<k>/`` (simulated stream(s) in place of the real ones); the
-``--replace`` models are crossed per sensor (``pipeline.replay.parse_replace``).  A bag
+``--replace`` models are crossed per sensor (``replay.offline.parse_replace``).  A bag
 ``DIR/<scenario>/<run>`` is named by its folder (scenario) and its position among the bags there (k)
 (``runs.name_real_bag``); a scenario folder or a folder of scenario folders replays every bag in it,
 which is what a study needs (the scorer wants at least 2 runs per scenario and side).
@@ -61,9 +61,9 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from ..art import EKF_CONFIG, NAVSAT_CONFIG
     from ..errors import UserError
-    from ..pipeline.replay import parse_replace
     from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, check_ground_truth_rate
     from ..pipeline.study import parse_static_tf_text
+    from ..replay.offline import parse_replace
     from ..resources import config_path, find_config
     from ..runs import RealBag, find_real_bags
     from ..service import plan_replays, replay_bags

@@ -88,26 +88,21 @@ def select_variants(specs: list, include, exclude) -> list:
     ``exclude`` glob, plus the real runs of the scenarios those variants cover.  Without any glob: every
     run, but a tree whose variants cover different scenarios (the demo's GPS and IMU studies) is refused
     with the options that split it."""
+    if not include and not exclude:
+        _check_one_scenario_set(specs)
+        return list(specs)
+    chosen = _chosen_variants(sorted({s.variant for s in specs if s.side != "real"}), include, exclude)
+    scenarios = {s.scenario for s in specs if s.side != "real" and s.variant in chosen}
+    return [s for s in specs if (s.variant in chosen if s.side != "real" else s.scenario in scenarios)]
+
+
+def _chosen_variants(sim_variants: list, include, exclude) -> set:
+    """The variants matching an ``include`` glob (all without one) and no ``exclude`` glob; a glob that
+    matches no variant, or nothing left, is a UserError listing the variants."""
     from fnmatch import fnmatchcase
 
     from ..errors import UserError
 
-    sim_variants = sorted({s.variant for s in specs if s.side != "real"})
-    if not include and not exclude:
-        covered: dict = {}
-        for spec in specs:
-            if spec.side != "real":
-                covered.setdefault(spec.variant, set()).add(spec.scenario)
-        groups: dict = {}
-        for variant, scenarios in covered.items():
-            groups.setdefault(frozenset(scenarios), []).append(variant)
-        if len(groups) > 1:
-            parts = [f"{', '.join(sorted(variants))} on {', '.join(sorted(scenarios))}"
-                     for scenarios, variants in sorted(groups.items(), key=lambda item: sorted(item[1]))]
-            raise UserError("scenario sets differ between sim variants (" + "; ".join(parts) + "): score "
-                            "each set alone with --variant GLOB or --exclude-variant GLOB, or add the "
-                            "missing runs")
-        return list(specs)
     for option, globs in (("--variant", include or []), ("--exclude-variant", exclude or [])):
         for glob in globs:
             if not any(fnmatchcase(variant, glob) for variant in sim_variants):
@@ -119,8 +114,27 @@ def select_variants(specs: list, include, exclude) -> list:
     if not chosen:
         raise UserError("no sim variant left after --variant/--exclude-variant "
                         f"(have: {', '.join(sim_variants)})")
-    scenarios = {s.scenario for s in specs if s.side != "real" and s.variant in chosen}
-    return [s for s in specs if (s.variant in chosen if s.side != "real" else s.scenario in scenarios)]
+    return chosen
+
+
+def _check_one_scenario_set(specs: list) -> None:
+    """Every sim variant covers the same scenarios, or a UserError naming the sets and the options that
+    score each alone."""
+    from ..errors import UserError
+
+    covered: dict = {}
+    for spec in specs:
+        if spec.side != "real":
+            covered.setdefault(spec.variant, set()).add(spec.scenario)
+    groups: dict = {}
+    for variant, scenarios in covered.items():
+        groups.setdefault(frozenset(scenarios), []).append(variant)
+    if len(groups) > 1:
+        parts = [f"{', '.join(sorted(variants))} on {', '.join(sorted(scenarios))}"
+                 for scenarios, variants in sorted(groups.items(), key=lambda item: sorted(item[1]))]
+        raise UserError("scenario sets differ between sim variants (" + "; ".join(parts) + "): score "
+                        "each set alone with --variant GLOB or --exclude-variant GLOB, or add the "
+                        "missing runs")
 
 
 def run(args) -> int:
@@ -201,7 +215,7 @@ def run(args) -> int:
 def measure_noise_floor(specs: list, result, options, draws: int, workers) -> dict:
     """``StudyResult.judge_noise_floor`` for the real runs scored (``service.noise_floor_draws``), or
     {"unavailable": why} when the inputs name no real bag to judge again."""
-    from ..metrics.noise_floor import judge_noise_floor
+    from ..noise_floor.compute import judge_noise_floor
     from ..service import noise_floor_draws
 
     scored = {r.key for r in result.runs if r.side == "real"}
@@ -214,7 +228,7 @@ def measure_noise_floor(specs: list, result, options, draws: int, workers) -> di
 def score_summary(result, skipped: int, out) -> str:
     """What ``score`` prints: the closest variant (or the tied ones), the floor, permutation limits."""
     from ..metrics import separation
-    from ..report.noise_floor import unavailable
+    from ..noise_floor.render import unavailable
     from ..report.tables import closest_to_real
 
     best = separation.order(result)[0]

@@ -53,17 +53,7 @@ IMU_AXES = ("flu", "frd")
 def read_table(path: Path, required, optional=()) -> dict:
     """{column: float64 array} of the ``required`` and present ``optional`` columns of one CSV file,
     checked: every value a finite number, ``t`` strictly increasing (errors name file, column, line)."""
-    if not path.is_file():
-        raise UserError(f"{path}: missing (the CSV layout needs {', '.join(FILES)} in one folder)")
-    try:
-        with open(path, newline="", encoding="utf-8") as stream:
-            numbered = [(i + 1, row) for i, row in enumerate(csv.reader(stream))]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"{path}: cannot read ({exc})") from None
-    numbered = [(n, row) for n, row in numbered if row and "".join(row).strip()
-                and not row[0].lstrip().startswith("#")]
-    if not numbered:
-        raise UserError(f"{path}: empty (expected a header line with {', '.join(required)})")
+    numbered = _content_lines(path, required)
     header_line, header = numbered[0]
     names = [name.strip() for name in header]
     duplicated = sorted({n for n in names if names.count(n) > 1 and n})
@@ -76,6 +66,36 @@ def read_table(path: Path, required, optional=()) -> dict:
     if len(rows) < 2:
         raise UserError(f"{path}: needs at least 2 data lines, got {len(rows)}")
     wanted = list(required) + [name for name in optional if name in names]
+    out = _numbers(path, rows, names, wanted)
+    steps = np.diff(out["t"])
+    if (steps <= 0).any():
+        i = int(np.argmax(steps <= 0)) + 1
+        raise UserError(f"{path}: column t: not strictly increasing at line {rows[i][0]} "
+                        f"({out['t'][i - 1]!r} then {out['t'][i]!r})")
+    out["_lines"] = np.array([line for line, _row in rows])
+    return out
+
+
+def _content_lines(path: Path, required) -> list:
+    """[(line number, fields)] of a CSV file's lines that are neither blank nor comments (the header
+    first); a missing, unreadable or empty file is a UserError."""
+    if not path.is_file():
+        raise UserError(f"{path}: missing (the CSV layout needs {', '.join(FILES)} in one folder)")
+    try:
+        with open(path, newline="", encoding="utf-8") as stream:
+            numbered = [(i + 1, row) for i, row in enumerate(csv.reader(stream))]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{path}: cannot read ({exc})") from None
+    numbered = [(n, row) for n, row in numbered if row and "".join(row).strip()
+                and not row[0].lstrip().startswith("#")]
+    if not numbered:
+        raise UserError(f"{path}: empty (expected a header line with {', '.join(required)})")
+    return numbered
+
+
+def _numbers(path: Path, rows: list, names: list, wanted: list) -> dict:
+    """{column: float64 array} of the ``wanted`` columns of the data ``rows``: every line as many fields
+    as the header, every value a finite number."""
     index = {name: names.index(name) for name in wanted}
     out = {name: np.empty(len(rows)) for name in wanted}
     for r, (line, row) in enumerate(rows):
@@ -90,12 +110,6 @@ def read_table(path: Path, required, optional=()) -> dict:
             if not np.isfinite(value):
                 raise UserError(f"{path}: column {name}: {text!r} at line {line} (expected a finite number)")
             out[name][r] = value
-    steps = np.diff(out["t"])
-    if (steps <= 0).any():
-        i = int(np.argmax(steps <= 0)) + 1
-        raise UserError(f"{path}: column t: not strictly increasing at line {rows[i][0]} "
-                        f"({out['t'][i - 1]!r} then {out['t'][i]!r})")
-    out["_lines"] = np.array([line for line, _row in rows])
     return out
 
 

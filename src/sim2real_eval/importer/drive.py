@@ -10,8 +10,8 @@ overlap into windows and writes ``OUT/<scenario>/run_<kk>/`` rosbag2 bags:
   body FLU frame (+g up at rest), orientation not provided (covariance[0] = −1), angular-velocity
   and acceleration covariances = the variance of the IMU − truth residual per axis;
 - ``/ground_truth/odom`` nav_msgs/Odometry: pose in the ENU frame ``odom`` at the datum, twist in
-  ``base_link`` (``bags.truth`` reads it with ``truth_source odometry``);
-- ``import.yaml`` inside each bag: the datum (``bags.truth`` uses it as the bag's ENU origin), the
+  ``base_link`` (``truth.bag`` reads it with ``truth_source odometry``);
+- ``import.yaml`` inside each bag: the datum (``truth.bag`` uses it as the bag's ENU origin), the
   window, frames, clock, covariance policy and mounting.  ``OUT/import.yaml`` summarises the runs.
 
 Header stamp = receive time = the sample's time on the drive's clock (a logger stamps at log time).
@@ -31,7 +31,7 @@ from .covariance import FixCovariance
 from .frames import IDENTITY, Mounting
 
 BASE_FRAME = "base_link"
-SIDECAR = "import.yaml"          # inside each imported bag; bags.truth reads its datum
+SIDECAR = "import.yaml"          # inside each imported bag; truth.bag reads its datum
 SUMMARY = "import.yaml"          # OUT/import.yaml
 TOPICS = {"gps": "/fix", "imu": "/imu", "ground_truth": "/ground_truth/odom"}
 MIN_RUN_SECONDS = 2.0

@@ -4,9 +4,9 @@
   attitude of an FRD body becomes that of its FLU twin by q_w←FLU = q_w←FRD ⊗ q_FRD←FLU.
 - ``truth_from_ecef`` / ``truth_from_lla`` / ``truth_from_enu``: a reference trajectory (position and
   velocity, optionally attitude and body rates) → ``GroundTruth`` in the ENU frame at a datum.  Missing
-  attitude: planar, yaw along the horizontal velocity (``bags.truth`` does the same for INS velocity-only
+  attitude: planar, yaw along the horizontal velocity (``truth.bag`` does the same for INS velocity-only
   truth); missing rates: from the smoothed attitude; specific force from the smoothed velocity derivative
-  (the same zero-phase differentiator as every truth adapter, ``bags.truth.smooth_derivative``).
+  (the same zero-phase differentiator as every truth adapter, ``truth.bag.smooth_derivative``).
 - ``vehicle_frame``: the rotation from a device's body frame to the vehicle frame (x along the direction
   of travel, z up on average) — a car does not slide sideways, so its velocity lies along its x axis.
 - ``estimate_mounting``: the rotation of an IMU's axes in base_link from the drive itself (Wahba's
@@ -25,7 +25,7 @@ from ..truth import GroundTruth
 FRD_TO_FLU = np.array([1.0, -1.0, -1.0])     # component-wise: (x, y, z)_FRD → (x, −y, −z)_FLU
 Q_FRD_FLU = np.array([1.0, 0.0, 0.0, 0.0])    # 180° about x (xyzw)
 DEFAULT_CUTOFF_HZ = 5.0   # the truth adapters' differentiator cut-off (docs/bags.md)
-MIN_HEADING_SPEED = 0.2   # m/s: below it a velocity heading is not trusted (bags.truth's default)
+MIN_HEADING_SPEED = 0.2   # m/s: below it a velocity heading is not trusted (truth.bag's default)
 
 
 def frd_to_flu(vectors) -> np.ndarray:
@@ -61,7 +61,7 @@ def build_truth(t, position, velocity, orientation=None, angular_velocity=None, 
     0.2 m/s).  Without rates: ω from the smoothed attitude.  Specific force: R_bwᵀ·(dv/dt + g·ẑ) with
     dv/dt from the zero-phase differentiator (no lag).
     """
-    from ..bags.truth import _planar_attitude, smooth_body_rates, smooth_derivative
+    from ..truth.bag import _planar_attitude, smooth_body_rates, smooth_derivative
 
     t = np.asarray(t, dtype=float)
     velocity = np.asarray(velocity, dtype=float)
@@ -199,7 +199,7 @@ def rotate_body(truth: GroundTruth, mounting: Mounting, source: str = "truth",
                 cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> GroundTruth:
     """The same trajectory with the body frame turned by ``mounting`` (R_old←new): attitude
     q_w←new = q_w←old ⊗ q_old←new, rates in the new axes, specific force recomputed."""
-    from ..bags.truth import smooth_derivative
+    from ..truth.bag import smooth_derivative
 
     orientation = rotations.multiply(truth.orientation, mounting.quaternion)
     rates = truth.angular_velocity @ mounting.matrix   # (Rᵀ·ω)ᵀ = ωᵀ·R
@@ -225,7 +225,7 @@ def estimate_mounting(truth: GroundTruth, t, accel, gyro, source: str = "imu",
     and is only as good as they are strong: under 0.3 m/s² RMS the estimate says so in its note.
     The rates are weighted so their dynamic RMS equals the specific force's.
     """
-    from ..bags.truth import zero_phase_lowpass
+    from ..truth.bag import zero_phase_lowpass
 
     t = np.asarray(t, dtype=float)
     inside = (t >= truth.t[0]) & (t <= truth.t[-1])

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .compiled_cache import refresh_stale_caches
 from .params import EkfParams, NavsatParams, SensorConfig, load_ekf_params, load_navsat_params
-from .runner import Judge, JudgeResult, JudgeStream, JudgeTiming, OdometrySeries, bag_records, output_records
+from .runner import Judge, JudgeResult, JudgeStream, JudgeTiming, bag_records, output_records
+from .series import OdometrySeries
 from .tf import StaticTransform, parse_static_tf
 
 refresh_stale_caches(__name__)  # before any kernel runs: numba tracks only each kernel's own file

@@ -1,19 +1,146 @@
-"""Keep numba's on-disk cache of the judge's kernels in step with all of the judge's sources.
+"""numba for the judge: the ``njit`` its compiled functions are decorated with, where their on-disk cache
+lives, and keeping that cache in step with all of the judge's sources.
 
-numba invalidates a cached function only when *its own* file changes; a kernel inlined from another
+numba is optional (it only makes the judge faster): without it, or with NUMBA_DISABLE_JIT=1, ``njit``
+and ``overload`` leave the functions as plain Python/numpy code.
+
+numba invalidates a cached function only when *its own* file changes (documented: "Cache invalidation
+fails to recognize changes in functions defined in a different file"); a kernel inlined from another
 file (``inline="always"`` helpers of kernels.py into loop.py, navsat.py…) is not tracked.  After a
 ``git pull`` that edits kernels.py alone, an editable install would run the old compiled code with the
 new Python source.  So: one digest of every judge source file is stamped beside each cache directory;
 when it differs, every judge kernel's cache index is emptied once (numba recompiles and re-caches).
+
+numba documents caching only as ``cache=True``, the NUMBA_CACHE_DIR environment variable and "the
+cache directory can simply be removed"; it has no call that says where one function's cache is or
+empties it, and the environment variable is process-wide.  So two things are done with numba's
+internals, read in its sources 0.58.0 … 0.68.1, pinned in setup.py (``NUMBA_SUPPORTED``) and checked by
+tests/test_judge_compiled_cache.py:
+
+- ``Dispatcher._cache`` (a ``numba.core.caching.Cache`` when ``cache=True``): its ``cache_path``
+  property and ``flush()`` (which writes an empty index), to empty the cache of a stale kernel;
+- ``numba.config.CACHE_DIR`` (the value of NUMBA_CACHE_DIR, read by the cache locator when a function
+  is decorated) and the "no locator available" RuntimeError numba raises at decoration when neither
+  the source's ``__pycache__`` nor the user-wide cache directory is writable: the kernels are then
+  cached in a private temporary directory.  CACHE_DIR is set only while decorating and restored at
+  once, so no other numba user of the process, and no child process, is redirected.
+
+When these are not what was read (a numba outside the range), ``numba_cache(dispatcher)`` raises a
+RuntimeError naming the numba version and the supported range, at import of the judge.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
+import warnings
 from pathlib import Path
 
+try:  # numba is optional: it only makes the judge faster
+    import numba
+    from numba.extending import overload
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    numba = None
+
+    def overload(*_args, **_kwargs):  # type-based dispatch, for compiled callers only
+        def wrap(function):
+            return function
+
+        return wrap
+
+
+NUMBA_SUPPORTED = ">=0.58,<0.69"  # setup.py's numba requirement: the versions whose internals were read
 STAMP_NAME = "sim2real_eval-sources.sha256"
+CACHED: list = []  # the dispatchers ``njit`` made with an on-disk cache, in decoration order
+_warned: list = []
+
+
+def _private_cache_dir():
+    """A numba cache directory only this user can write (tempdir/sim2real_eval-numba-<uid>), or None.
+
+    Used when neither the install (numba's __pycache__ beside the source) nor $HOME is writable:
+    read-only system installs, containers without a home.  The directory must be ours and private:
+    numba loads pickles from it.
+    """
+    import stat
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), f"sim2real_eval-numba-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError:
+        return None
+    private = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+    return path if private and os.access(path, os.W_OK | os.X_OK) else None
+
+
+def _unsupported(what: str) -> RuntimeError:
+    return RuntimeError(f"numba {numba.__version__}: {what}; the judge keeps its compiled kernels' on-disk "
+                        f"cache in step with its sources through it (judge/compiled_cache.py) and supports "
+                        f"numba {NUMBA_SUPPORTED}: install one of those "
+                        f"(pip install 'numba{NUMBA_SUPPORTED}'), or run without compiling "
+                        f"(NUMBA_DISABLE_JIT=1, slow)")
+
+
+def _cached_in(directory: str, function, *args, **kwargs):
+    """``function`` decorated by numba.njit(*args, **kwargs) with its cache in ``directory``:
+    numba.config.CACHE_DIR (what NUMBA_CACHE_DIR sets) for the decoration only, when the cache locator
+    reads it."""
+    if not hasattr(numba.config, "CACHE_DIR"):
+        raise _unsupported("numba.config has no CACHE_DIR (NUMBA_CACHE_DIR)")
+    before = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = directory
+    try:
+        return numba.njit(*args, **kwargs)(function)
+    finally:
+        numba.config.CACHE_DIR = before
+
+
+def njit(*args, **kwargs):
+    """numba.njit; with ``cache=True`` the dispatcher is kept in ``CACHED`` (``refresh_stale_caches``), and
+    it also works where numba finds no writable cache directory (numba raises "cannot cache function …:
+    no locator available" at decoration otherwise): the kernels are then cached in
+    ``_private_cache_dir()``, or compiled without a cache (with a warning)."""
+    if numba is None:  # pragma: no cover - exercised where numba is absent
+        return lambda function: function
+    if not kwargs.get("cache"):
+        return numba.njit(*args, **kwargs)
+
+    def wrap(function):
+        try:
+            dispatcher = numba.njit(*args, **kwargs)(function)
+        except RuntimeError as exc:
+            if "no locator available" not in str(exc):
+                raise
+            private = _private_cache_dir()
+            if private is None:
+                if not _warned:
+                    _warned.append(True)
+                    warnings.warn("numba cannot cache the judge's compiled kernels (no writable cache "
+                                  "directory): each process compiles them again (~1 min); set "
+                                  "NUMBA_CACHE_DIR to a writable directory to avoid it", RuntimeWarning,
+                                  stacklevel=2)
+                return numba.njit(*args, **{**kwargs, "cache": False})(function)
+            dispatcher = _cached_in(private, function, *args, **kwargs)
+        CACHED.append(dispatcher)
+        return dispatcher
+
+    return wrap
+
+
+def numba_cache(dispatcher):
+    """The on-disk cache of a dispatcher ``njit`` made with ``cache=True`` (numba's private
+    ``Dispatcher._cache``: ``cache_path``, ``flush()``), or a RuntimeError naming the numba version and the
+    supported range when numba no longer has it."""
+    cache = getattr(dispatcher, "_cache", None)
+    if cache is None or not callable(getattr(cache, "flush", None)):
+        raise _unsupported("a compiled function has no Dispatcher._cache with flush()")
+    path = getattr(cache, "cache_path", None)
+    if not isinstance(path, str) or not path:
+        raise _unsupported(f"Dispatcher._cache.cache_path is {path!r}, not a directory")
+    return cache
 
 
 def sources_digest(package_dir: Path) -> str:
@@ -25,16 +152,9 @@ def sources_digest(package_dir: Path) -> str:
 
 
 def compiled_dispatchers(package: str) -> list:
-    """The cached numba dispatchers defined in the already imported modules of ``package``."""
-    found = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == package or name.startswith(package + ".")):
-            continue
-        for value in vars(module).values():
-            cache = getattr(value, "_cache", None)
-            if callable(getattr(cache, "flush", None)) and getattr(cache, "cache_path", None):
-                found[id(value)] = value
-    return list(found.values())
+    """The cached dispatchers ``njit`` made for functions of ``package`` (its modules imported so far)."""
+    return [dispatcher for dispatcher in CACHED
+            if (dispatcher.py_func.__module__ + ".").startswith(package + ".")]
 
 
 def refresh_stale_caches(package: str) -> int:
@@ -45,19 +165,18 @@ def refresh_stale_caches(package: str) -> int:
     digest = None
     by_directory: dict = {}
     for dispatcher in compiled_dispatchers(package):
-        by_directory.setdefault(Path(dispatcher._cache.cache_path), []).append(dispatcher)
+        cache = numba_cache(dispatcher)
+        by_directory.setdefault(Path(cache.cache_path), []).append(cache)
     flushed = 0
-    for directory, dispatchers in by_directory.items():
+    for directory, caches in by_directory.items():
         stamp = directory / STAMP_NAME
         digest = digest or sources_digest(package_dir)
         try:
             if stamp.is_file() and stamp.read_text().strip() == digest:
                 continue
-            for dispatcher in dispatchers:
-                index = getattr(dispatcher._cache._cache_file, "_index_path", None)
-                if index is None or Path(index).exists():  # never compiled here: nothing to forget
-                    dispatcher._cache.flush()
-                    flushed += 1
+            for cache in caches:
+                cache.flush()  # an empty index: numba compiles the function again and caches it
+                flushed += 1
             directory.mkdir(parents=True, exist_ok=True)
             stamp.write_text(digest + "\n")
         except OSError:

@@ -2,7 +2,7 @@
 gates, preparePose / prepareTwist / prepareAcceleration, forceTwoD, the queue, the periodic update and
 the published odometry.
 
-One measurement path: a message is one row of columns (inputs.py); ``ekf_callback`` (compiled) runs
+One measurement path: a message is one row of columns (input_rows.py); ``ekf_callback`` (compiled) runs
 ros_filter's callback for it at the moment it is delivered — gate, preparation into a queue slot (the
 prepared measurement: z, covariance, update flags, threshold, source), forceTwoD, enqueue — reading
 the TF table and the filter state *now*, as upstream does (the lever arm t × ω and gravity from the
@@ -20,7 +20,8 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..errors import UserError
-from . import inputs as columns
+from . import input_rows
+from .compiled_cache import njit
 from .filter import (
     filter_config,
     filter_predict,
@@ -40,14 +41,14 @@ from .kernels import (
     mat3_t_into,
     matrix_from_rpy_into,
     message_orientation_matrix_into,
-    njit,
     quaternion_from_rpy_into,
     rotate,
     rotate_t,
     rotated_covariance,
     rpy_from_matrix,
 )
-from .params import EkfParams, SensorConfig
+from .params import EkfParams, SensorConfig, absolute_topic
+from .series import OdometrySeries
 from .state import (
     COUNTERS,
     DROP_DIFFERENTIAL_FIRST,
@@ -61,14 +62,10 @@ from .state import (
     EMPTY_FRAME,
     FAULT_COVARIANCE,
     FAULT_FILTER,
-    FAULT_FIX_VALUE,
-    FAULT_GPS_OUTPUT,
     FAULT_INITIAL_VALUE,
-    FAULT_NONE,
     FIELD_ACCEL_COVARIANCE,
     FIELD_GYRO_COVARIANCE,
     FIELD_MEASUREMENT,
-    FIELD_NAMES,
     FIELD_ORIENTATION_COVARIANCE,
     FIELD_POSE_COVARIANCE,
     FIELD_TWIST_COVARIANCE,
@@ -94,6 +91,7 @@ from .state import (
     TWO_D_INDICES,
     Ekf,
     Outputs,
+    describe_fault,
     record,
     records,
 )
@@ -163,6 +161,56 @@ def prepare_twist(ekf, tf, target_frame, frame, linear, angular, covariance6, st
     return True
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _differential_pose(ekf, tf, part, stamp, covariance6, rotation, has_target, slot):
+    """preparePose's differential branch: the pose (``scratch.pose_*``, rotated covariance in
+    ``scratch.rotated``) relative to the part's previous one, divided by Δt, prepared as a twist in
+    base_link (``prepare_twist``); the first message only stores its pose (FIRST_DIFFERENTIAL)."""
+    node, scratch = ekf.node, ekf.scratch
+    pose_rotation, pose_translation = scratch.pose_rotation, scratch.pose_translation
+    target_rotation, rotated = scratch.target_rotation, scratch.rotated
+    update, turned, product = slot.update, scratch.turned, scratch.product
+    status = FIRST_DIFFERENTIAL
+    if part.has_previous:
+        delta_rotation, delta_translation = scratch.delta_rotation, scratch.delta_translation
+        moved = scratch.moved
+        mat3_t_into(part.previous_rotation, pose_rotation, delta_rotation)  # previous⁻¹·pose
+        for i in range(3):
+            moved[i] = pose_translation[i] - part.previous_translation[i]
+        rotate_t(part.previous_rotation, moved, delta_translation, 0)
+        if has_target:  # rotated into the target frame (no translation)
+            mat3_into(target_rotation, delta_rotation, product)
+            copy2(product, delta_rotation)
+            rotate(target_rotation, delta_translation, turned, 0)
+            copy1(turned, delta_translation)
+        last_seconds = part.last_seconds if part.has_last else _stamp_seconds(stamp)
+        dt = _stamp_seconds(stamp) - last_seconds
+        linear, angular = scratch.linear, scratch.angular
+        for i in range(3):
+            linear[i] = delta_translation[i] / dt
+        dr, dp, dy = rpy_from_matrix(delta_rotation)
+        angular[0], angular[1], angular[2] = dr / dt, dp / dt, dy / dt
+        for i in range(6):  # pose flags become twist flags; the rest is cleared
+            update[6 + i] = update[i]
+            update[i] = False
+        for i in range(12, STATE_SIZE):
+            update[i] = False
+        previous6, twist6 = scratch.previous6, scratch.twist6
+        previous6[:, :] = 0.0
+        rotated_covariance(rotation, part.previous_covariance, previous6, 0, 6, scratch.rc)
+        for i in range(6):
+            for j in range(6):
+                twist6[i, j] = (rotated[i, j] + previous6[i, j]) * dt
+        base = node.base_link_frame
+        prepared = prepare_twist(ekf, tf, base, base, linear, angular, twist6, stamp, slot)
+        status = PREPARED if prepared else UNRESOLVED
+    part.has_previous = True
+    copy2(pose_rotation, part.previous_rotation)
+    copy1(pose_translation, part.previous_translation)
+    copy2(covariance6, part.previous_covariance)
+    return status
+
+
 @njit(cache=True, error_model="numpy")
 def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6, slot):
     """RosFilter::preparePose into ``slot`` → PREPARED, UNRESOLVED (transform lookup failed) or
@@ -206,45 +254,7 @@ def prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6,
         matrix_from_rpy_into(turned[0], turned[1], turned[2], pose_rotation)
     has_target = not imu  # upstream: target = identity from here on for IMU data
     if part.differential:
-        status = FIRST_DIFFERENTIAL
-        if part.has_previous:
-            delta_rotation, delta_translation = scratch.delta_rotation, scratch.delta_translation
-            moved = scratch.moved
-            mat3_t_into(part.previous_rotation, pose_rotation, delta_rotation)  # previous⁻¹·pose
-            for i in range(3):
-                moved[i] = pose_translation[i] - part.previous_translation[i]
-            rotate_t(part.previous_rotation, moved, delta_translation, 0)
-            if has_target:  # rotated into the target frame (no translation)
-                mat3_into(target_rotation, delta_rotation, product)
-                copy2(product, delta_rotation)
-                rotate(target_rotation, delta_translation, turned, 0)
-                copy1(turned, delta_translation)
-            last_seconds = part.last_seconds if part.has_last else _stamp_seconds(stamp)
-            dt = _stamp_seconds(stamp) - last_seconds
-            linear, angular = scratch.linear, scratch.angular
-            for i in range(3):
-                linear[i] = delta_translation[i] / dt
-            dr, dp, dy = rpy_from_matrix(delta_rotation)
-            angular[0], angular[1], angular[2] = dr / dt, dp / dt, dy / dt
-            for i in range(6):  # pose flags become twist flags; the rest is cleared
-                update[6 + i] = update[i]
-                update[i] = False
-            for i in range(12, STATE_SIZE):
-                update[i] = False
-            previous6, twist6 = scratch.previous6, scratch.twist6
-            previous6[:, :] = 0.0
-            rotated_covariance(rotation, part.previous_covariance, previous6, 0, 6, scratch.rc)
-            for i in range(6):
-                for j in range(6):
-                    twist6[i, j] = (rotated[i, j] + previous6[i, j]) * dt
-            base = node.base_link_frame
-            prepared = prepare_twist(ekf, tf, base, base, linear, angular, twist6, stamp, slot)
-            status = PREPARED if prepared else UNRESOLVED
-        part.has_previous = True
-        copy2(pose_rotation, part.previous_rotation)
-        copy1(pose_translation, part.previous_translation)
-        copy2(covariance6, part.previous_covariance)
-        return status
+        return _differential_pose(ekf, tf, part, stamp, covariance6, rotation, has_target, slot)
     if part.relative:
         if not part.has_initial:
             part.has_initial = True
@@ -282,24 +292,24 @@ def prepare_acceleration(ekf, tf, part, stamp, frame, values, slot):
     rotation = scratch.accel_rotation
     if not lookup(tf, base, source, stamp, rotation, scratch.accel_translation):
         return False
-    a = columns.IMU_LINEAR_ACCELERATION
+    a = input_rows.IMU_LINEAR_ACCELERATION
     acc = scratch.acceleration
     acc[0], acc[1], acc[2] = values[a], values[a + 1], values[a + 2]
     if part.remove_gravity:
         attitude = scratch.attitude
-        if abs(values[columns.IMU_ORIENTATION_COVARIANCE] + 1.0) < 1e-9:
+        if abs(values[input_rows.IMU_ORIENTATION_COVARIANCE] + 1.0) < 1e-9:
             x = ekf.state.x
             matrix_from_rpy_into(x[3], x[4], x[5], scratch.state_rotation)
             mat3_into(scratch.state_rotation, rotation, attitude)
         else:
-            q = columns.IMU_ORIENTATION
+            q = input_rows.IMU_ORIENTATION
             message_orientation_matrix_into(values[q], values[q + 1], values[q + 2], values[q + 3], attitude)
         for i in range(3):  # Bᵀ·(0, 0, g): the third row of B times g
             acc[i] = acc[i] - node.gravity * attitude[2, i]
     rotate(rotation, acc, slot.z, 12)
     _mask(rotation, slot.update, 12)
     raw = scratch.raw
-    _block(values, columns.IMU_LINEAR_ACCELERATION_COVARIANCE, 3, raw, 0)
+    _block(values, input_rows.IMU_LINEAR_ACCELERATION_COVARIANCE, 3, raw, 0)
     rotated_covariance(rotation, raw, slot.covariance, 12, 3, scratch.rc)
     return True
 
@@ -316,16 +326,16 @@ def _part_callback(ekf, tf, queue, part_index, row, frame):
     kind = part.kind
     if kind == PART_POSE:
         if part.imu:
-            c, field, size, at = columns.IMU_ORIENTATION_COVARIANCE, FIELD_ORIENTATION_COVARIANCE, 3, 3
+            c, field, size, at = input_rows.IMU_ORIENTATION_COVARIANCE, FIELD_ORIENTATION_COVARIANCE, 3, 3
         else:
-            c, field, size, at = columns.POSE_COVARIANCE, FIELD_POSE_COVARIANCE, 6, 0
+            c, field, size, at = input_rows.POSE_COVARIANCE, FIELD_POSE_COVARIANCE, 6, 0
     elif kind == PART_TWIST:
         if part.imu:
-            c, field, size, at = columns.IMU_ANGULAR_VELOCITY_COVARIANCE, FIELD_GYRO_COVARIANCE, 3, 3
+            c, field, size, at = input_rows.IMU_ANGULAR_VELOCITY_COVARIANCE, FIELD_GYRO_COVARIANCE, 3, 3
         else:
-            c, field, size, at = columns.TWIST_COVARIANCE, FIELD_TWIST_COVARIANCE, 6, 0
+            c, field, size, at = input_rows.TWIST_COVARIANCE, FIELD_TWIST_COVARIANCE, 6, 0
     else:
-        c, field, size, at = columns.IMU_LINEAR_ACCELERATION_COVARIANCE, FIELD_ACCEL_COVARIANCE, 3, 0
+        c, field, size, at = input_rows.IMU_LINEAR_ACCELERATION_COVARIANCE, FIELD_ACCEL_COVARIANCE, 3, 0
     if not _finite(values, c, size * size):  # would make the filter non-finite: refused
         counters.fault_kind, counters.fault_topic = FAULT_COVARIANCE, row.topic
         counters.fault_index, counters.fault_field = row.index, field
@@ -341,18 +351,18 @@ def _part_callback(ekf, tf, queue, part_index, row, frame):
     copy1(part.update, slot.update)
     if kind == PART_POSE:
         position, quaternion = scratch.position, scratch.quaternion
-        q = columns.IMU_ORIENTATION if part.imu else columns.ORIENTATION
+        q = input_rows.IMU_ORIENTATION if part.imu else input_rows.ORIENTATION
         for i in range(4):
             quaternion[i] = values[q + i]
         for i in range(3):
-            position[i] = 0.0 if part.imu else values[columns.POSITION + i]
+            position[i] = 0.0 if part.imu else values[input_rows.POSITION + i]
         status = prepare_pose(ekf, tf, part, stamp, frame, position, quaternion, covariance6, slot)
     elif kind == PART_TWIST:
         linear, angular = scratch.linear, scratch.angular
-        w = columns.IMU_ANGULAR_VELOCITY if part.imu else columns.ANGULAR
+        w = input_rows.IMU_ANGULAR_VELOCITY if part.imu else input_rows.ANGULAR
         for i in range(3):
             angular[i] = values[w + i]
-            linear[i] = 0.0 if part.imu else values[columns.LINEAR + i]
+            linear[i] = 0.0 if part.imu else values[input_rows.LINEAR + i]
         ok = prepare_twist(ekf, tf, ekf.node.base_link_frame, frame, linear, angular, covariance6, stamp,
                            slot)
         status = PREPARED if ok else UNRESOLVED
@@ -393,13 +403,13 @@ def ekf_callback(ekf, tf, queue, input_index, row):
     for which in range(3):  # the pose, twist and acceleration parts, in the callbacks' order
         if which == 0:
             part, frame = item.pose, row.frame
-            provided, drop = columns.IMU_ORIENTATION_COVARIANCE, DROP_IMU_ORIENTATION
+            provided, drop = input_rows.IMU_ORIENTATION_COVARIANCE, DROP_IMU_ORIENTATION
         elif which == 1:
             part, frame = item.twist, row.child if item.kind == INPUT_ODOM else row.frame
-            provided, drop = columns.IMU_ANGULAR_VELOCITY_COVARIANCE, DROP_IMU_ANGULAR_VELOCITY
+            provided, drop = input_rows.IMU_ANGULAR_VELOCITY_COVARIANCE, DROP_IMU_ANGULAR_VELOCITY
         else:
             part, frame = item.acceleration, row.frame
-            provided, drop = columns.IMU_LINEAR_ACCELERATION_COVARIANCE, DROP_IMU_ACCELERATION
+            provided, drop = input_rows.IMU_LINEAR_ACCELERATION_COVARIANCE, DROP_IMU_ACCELERATION
         if part == NO_PART:
             continue
         # imuCallback: a part only when its covariance is provided (element 0 ≠ −1)
@@ -500,10 +510,6 @@ def publish(ekf, tf, outputs, stamp):
 # --- ekf_node in Python --------------------------------------------------------------------------------
 
 
-def _absolute(topic: str) -> str:
-    return topic if topic.startswith("/") else "/" + topic
-
-
 class _Input:
     """One ekf_node input (``odom0``, ``imu0``...) and the keys of its parts."""
 
@@ -581,7 +587,7 @@ class EkfNode:
             self.inputs.append(_Input(sensor, indices))
         self.subscriptions: Dict[str, List[int]] = {}
         for i, item in enumerate(self.inputs):
-            self.subscriptions.setdefault(topic_of(_absolute(item.sensor.topic)), []).append(i)
+            self.subscriptions.setdefault(topic_of(absolute_topic(item.sensor.topic)), []).append(i)
         # Fusing IMU linear acceleration turns control of the matching velocity off (loadParams).
         control_update = np.array(params.control_config, dtype=bool)
         use_control = bool(params.use_control)
@@ -654,8 +660,8 @@ class EkfNode:
         subscribed = self.subscriptions.get(topic, ())
         if not subscribed:
             return
-        msgtype = columns.INPUT_TYPES[self.inputs[subscribed[0]].sensor.kind]
-        row = columns.rows(columns.object_columns(topic, msgtype, [msg]), self.tf, 0, index)[0]
+        msgtype = input_rows.INPUT_TYPES[self.inputs[subscribed[0]].sensor.kind]
+        row = input_rows.rows(input_rows.object_columns(topic, msgtype, [msg]), self.tf, 0, index)[0]
         for i in subscribed:
             self.ensure_queue_space()
             if not ekf_callback(self.core, self.tf.core, self.queue, i, row):
@@ -664,8 +670,6 @@ class EkfNode:
     def tick(self, now_ns: int):
         """periodicUpdate at ``now_ns``: the published /odometry/filtered (a one-message
         OdometrySeries), or None."""
-        from .runner import OdometrySeries
-
         self.odometry_head["count"] = 0
         outputs = Outputs(self.odometry, self.odometry_head, _NO_GPS, _NO_GPS_HEAD)
         status = ekf_tick(self.core, self.tf.core, self.queue, outputs, int(now_ns))
@@ -732,24 +736,3 @@ class EkfNode:
 
 _NO_GPS = records(1, GPS_ODOMETRY)  # EkfNode.tick publishes no /odometry/gps
 _NO_GPS_HEAD = record(OUTPUT_HEAD)[0]
-
-
-def describe_fault(counters, topic_names: List[str]) -> str:
-    """One line for the fault a compiled callback recorded (COUNTERS.fault_*)."""
-    kind, topic, index, field = (int(counters[name]) for name in ("fault_kind", "fault_topic", "fault_index",
-                                                                  "fault_field"))
-    where = (f"topic {topic_names[topic]}, message {index}" if 0 <= topic < len(topic_names)
-             else "the filter")
-    name = FIELD_NAMES[field] if 0 <= field < len(FIELD_NAMES) else "?"
-    if kind == FAULT_COVARIANCE:
-        return f"{where}: {name} is not finite (the filter would become NaN; refused)"
-    if kind == FAULT_FIX_VALUE:
-        return f"{where}: {name} is not finite (a fix with status != NO_FIX must be finite)"
-    if kind == FAULT_INITIAL_VALUE:
-        return f"{where}: a non-finite measurement value would initialise the filter (refused)"
-    if kind == FAULT_GPS_OUTPUT:
-        return f"navsat: non-finite /odometry/gps from {where} (stopped; nothing written)"
-    if kind == FAULT_FILTER:
-        return f"the filter became non-finite after {where} (stopped; nothing written)"
-    assert kind != FAULT_NONE
-    return f"judge fault {kind} at {where}"

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels
+from .compiled_cache import njit, overload
 from .kernels import (  # noqa: F401 - transition: re-exported
     clamp_rotation,
     correct,
-    njit,
-    overload,
     predict,
     transition,
     ukf_correct,

@@ -1,82 +1,17 @@
 """The EKF's numerical kernels (ekf.cpp predict/correct), one implementation for two hosts.
 
 Written in the numpy subset numba compiles: with numba installed they are compiled once (cached on
-disk); without it (or with NUMBA_DISABLE_JIT=1) the very same functions run as plain numpy code.
+disk, ``compiled_cache``); without it (or with NUMBA_DISABLE_JIT=1) the very same functions run as plain
+numpy code.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import warnings
 
 import numpy as np
 
-try:  # numba is optional: it only makes the judge faster
-    import numba
-    from numba.extending import overload
-except ImportError:  # pragma: no cover - exercised where numba is absent
-    numba = None
-
-    def overload(*_args, **_kwargs):  # type-based dispatch, for compiled callers only
-        def wrap(function):
-            return function
-
-        return wrap
-
-
-def _private_cache_dir():
-    """A numba cache directory only this user can write (tempdir/sim2real_eval-numba-<uid>), or None.
-
-    Used when neither the install (numba's __pycache__ beside the source) nor $HOME is writable:
-    read-only system installs, containers without a home.  The directory must be ours and private:
-    numba loads pickles from it.
-    """
-    import stat
-    import tempfile
-
-    path = os.path.join(tempfile.gettempdir(), f"sim2real_eval-numba-{os.getuid()}")
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        info = os.lstat(path)
-    except OSError:
-        return None
-    private = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
-    return path if private and os.access(path, os.W_OK | os.X_OK) else None
-
-
-def njit(*args, **kwargs):
-    """numba.njit; with ``cache=True`` it also works where numba finds no writable cache directory
-    (numba raises "cannot cache function …: no locator available" at import otherwise): the kernels
-    are then cached in ``_private_cache_dir()``, or compiled without a cache (with a warning)."""
-    if numba is None:  # pragma: no cover - exercised where numba is absent
-        return lambda function: function
-    if not kwargs.get("cache"):
-        return numba.njit(*args, **kwargs)
-
-    def wrap(function):
-        try:
-            return numba.njit(*args, **kwargs)(function)
-        except RuntimeError as exc:
-            if "no locator available" not in str(exc):
-                raise
-        private = _private_cache_dir()
-        if private is not None:
-            os.environ["NUMBA_CACHE_DIR"] = private  # numba re-reads its config from the environment
-            numba.config.CACHE_DIR = private
-            return numba.njit(*args, **kwargs)(function)
-        if not _warned:
-            _warned.append(True)
-            warnings.warn("numba cannot cache the judge's compiled kernels (no writable cache directory): "
-                          "each process compiles them again (~1 min); set NUMBA_CACHE_DIR to a writable "
-                          "directory to avoid it", RuntimeWarning, stacklevel=2)
-        return numba.njit(*args, **{**kwargs, "cache": False})(function)
-
-    return wrap
-
-
-_warned: list = []
-
+from .compiled_cache import njit
 
 PI = math.pi
 TAU = 2.0 * math.pi
@@ -507,6 +442,10 @@ def invert(a: np.ndarray, out: np.ndarray, n: int) -> None:
                         out[row, k] -= factor * out[col, k]
 
 
+# Above the complexity limit on purpose (tests/test_complexity.py names it): this is robot_localization's
+# Ekf::correct (ekf.cpp) with FilterBase::checkMahalanobisThreshold (filter_base.cpp), step for step in
+# one compiled function, the judge's hottest code (docs/judge.md, "Speed"); split, its steps would be
+# calls numba does not fuse, or inlined copies that only hide the same branches.
 @njit(cache=True, error_model="numpy")
 def correct(x, p, z, measurement_covariance, update, threshold, work):
     """Ekf::correct + checkMahalanobisThreshold, in place; True when the update was applied.

@@ -110,14 +110,15 @@ def invalid_imu_covariances(ekf_params, static_tfs: Sequence, frame_id: str,
     callbacks (rotation, masks, forceTwoD).  A frame no TF connects to base_link gives one ``Unresolved``
     per input (the judge drops those messages).
     """
-    from .ekf_node import EkfNode, _absolute
+    from .ekf_node import EkfNode
+    from .params import absolute_topic
     from .tf import TfBuffer
 
     found: list = []
     for sensor in ekf_params.sensors:
         if sensor.kind != "imu":
             continue
-        topic = _absolute(sensor.topic)
+        topic = absolute_topic(sensor.topic)
         one = dataclasses.replace(ekf_params, sensors=[sensor])
         for part, covariance in covariances.items():
             values = np.asarray(covariance, dtype=float).reshape(9)

@@ -20,9 +20,9 @@ input or the filter became non-finite (``counters.fault_*``).
 
 from __future__ import annotations
 
-from . import inputs as columns
+from . import input_rows
+from .compiled_cache import njit
 from .ekf_node import ekf_callback, ekf_tick
-from .kernels import njit
 from .navsat import navsat_fix, navsat_imu, navsat_odometry, navsat_tick
 from .state import DONE, EMPTY_FRAME, FAULT, NEED_SPACE
 
@@ -52,10 +52,10 @@ def _gps_to_ekf(ekf, tf, queue, outputs, navsat, topics):
     out, state, row = outputs.gps[outputs.gps_head.count - 1], navsat.state, navsat.row
     row.values[:] = 0.0
     for i in range(3):
-        row.values[columns.POSITION + i] = out.position[i]
-    row.values[columns.ORIENTATION + 3] = 1.0
+        row.values[input_rows.POSITION + i] = out.position[i]
+    row.values[input_rows.ORIENTATION + 3] = 1.0
     for i in range(36):
-        row.values[columns.POSE_COVARIANCE + i] = out.covariance[i]
+        row.values[input_rows.POSE_COVARIANCE + i] = out.covariance[i]
     row.stamp, row.frame, row.child = out.stamp, state.world_frame, EMPTY_FRAME
     row.topic, row.index = state.gps_topic, state.gps_index
     return _callbacks(ekf, tf, queue, topics, ekf.node.gps_odometry_topic, row)
@@ -119,7 +119,7 @@ def _deliver(ekf, tf, queue, navsat, topics, row):
             counters.inputs[row.topic] += 1
     if topic.cmd_vel and ekf.config.use_control:  # cmd_vel: stamped with the node's now()
         for i in range(6):
-            ekf.state.control[i] = row.values[columns.CMD_LINEAR + i]
+            ekf.state.control[i] = row.values[input_rows.CMD_LINEAR + i]
         ekf.state.control_ns = row.recv
         if not subscribed:
             counters.inputs[row.topic] += 1

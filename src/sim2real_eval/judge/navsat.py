@@ -18,7 +18,8 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ..errors import UserError
-from . import inputs as columns
+from . import input_rows
+from .compiled_cache import njit
 from .kernels import (
     clamp_rotation,
     copy1,
@@ -26,7 +27,6 @@ from .kernels import (
     mat3,
     matrix_from_quaternion,
     matrix_from_rpy,
-    njit,
     rotate,
     rotate_t,
     rotated_covariance,
@@ -34,6 +34,7 @@ from .kernels import (
     transpose3,
 )
 from .params import NavsatParams
+from .series import gps_series
 from .state import (
     COUNTERS,
     DROP_GPS_TF,
@@ -57,6 +58,7 @@ from .state import (
     OUTPUT_HEAD,
     Navsat,
     Outputs,
+    describe_fault,
     record,
     records,
 )
@@ -126,9 +128,9 @@ def lat_lon_to_utm_many(latitudes, longitudes):
 def add_utm(values: np.ndarray) -> None:
     """Fill the UTM columns of NavSatFix rows (inputs.FIX_EASTING, FIX_NORTHING, FIX_CONVERGENCE)."""
     if len(values):
-        e, n, g = lat_lon_to_utm_many(values[:, columns.FIX_LATITUDE], values[:, columns.FIX_LONGITUDE])
-        values[:, columns.FIX_EASTING], values[:, columns.FIX_NORTHING] = e, n
-        values[:, columns.FIX_CONVERGENCE] = g
+        e, n, g = lat_lon_to_utm_many(values[:, input_rows.FIX_LATITUDE], values[:, input_rows.FIX_LONGITUDE])
+        values[:, input_rows.FIX_EASTING], values[:, input_rows.FIX_NORTHING] = e, n
+        values[:, input_rows.FIX_CONVERGENCE] = g
 
 
 # --- callbacks and timer (compiled) --------------------------------------------------------------------
@@ -140,8 +142,9 @@ def navsat_fix(nav, counters, row):
     NO_FIX, no NaN) with an infinite coordinate or a non-finite covariance is refused."""
     config, state, values = nav.config, nav.state, row.values
     state.gps_frame = row.frame
-    lat, lon, alt = values[columns.FIX_LATITUDE], values[columns.FIX_LONGITUDE], values[columns.FIX_ALTITUDE]
-    if int(values[columns.FIX_STATUS]) == STATUS_NO_FIX or np.isnan(lat) or np.isnan(lon) or np.isnan(alt):
+    lat, lon = values[input_rows.FIX_LATITUDE], values[input_rows.FIX_LONGITUDE]
+    alt = values[input_rows.FIX_ALTITUDE]
+    if int(values[input_rows.FIX_STATUS]) == STATUS_NO_FIX or np.isnan(lat) or np.isnan(lon) or np.isnan(alt):
         counters.dropped[DROP_UNUSABLE_FIX] += 1
         return True
     field = -1
@@ -153,23 +156,23 @@ def navsat_fix(nav, counters, row):
         field = FIELD_ALTITUDE
     else:
         for i in range(9):
-            if not np.isfinite(values[columns.FIX_COVARIANCE + i]):
+            if not np.isfinite(values[input_rows.FIX_COVARIANCE + i]):
                 field = FIELD_POSITION_COVARIANCE
     if field >= 0:
         counters.fault_kind = FAULT_COVARIANCE if field == FIELD_POSITION_COVARIANCE else FAULT_FIX_VALUE
         counters.fault_topic, counters.fault_index, counters.fault_field = row.topic, row.index, field
         return False
-    easting, northing = values[columns.FIX_EASTING], values[columns.FIX_NORTHING]
+    easting, northing = values[input_rows.FIX_EASTING], values[input_rows.FIX_NORTHING]
     if not state.transform_good and not config.manual_datum:
         pose = state.transform_utm_pose
         pose[0], pose[1], pose[2] = easting, northing, alt
-        state.convergence = values[columns.FIX_CONVERGENCE]
+        state.convergence = values[input_rows.FIX_CONVERGENCE]
         state.has_gps = True
     state.latest_utm[0], state.latest_utm[1], state.latest_utm[2] = easting, northing, alt
     state.latest_utm_covariance[:, :] = 0.0
     for i in range(3):
         for j in range(3):
-            state.latest_utm_covariance[i, j] = values[columns.FIX_COVARIANCE + 3 * i + j]
+            state.latest_utm_covariance[i, j] = values[input_rows.FIX_COVARIANCE + 3 * i + j]
     state.gps_stamp = row.stamp
     state.gps_topic, state.gps_index = row.topic, row.index
     state.gps_updated = True
@@ -200,7 +203,7 @@ def _imu_orientation(nav, tf, counters, quaternion, frame, stamp):
 @njit(cache=True)
 def navsat_imu(nav, tf, counters, row):
     """imuCallback for an Imu row (subscribed only while the transform is not computed)."""
-    q = columns.IMU_ORIENTATION
+    q = input_rows.IMU_ORIENTATION
     quaternion = np.empty(4)
     for i in range(4):
         quaternion[i] = row.values[q + i]
@@ -413,36 +416,31 @@ class NavsatNode:
         return taken
 
     def _rows(self, topic: str, msgtype: str, msg) -> np.ndarray:
-        return columns.rows(columns.object_columns(topic, msgtype, [msg]), self.tf, 0, 0)
+        return input_rows.rows(input_rows.object_columns(topic, msgtype, [msg]), self.tf, 0, 0)
 
     def fix(self, msg, topic: str = "/fix") -> None:
         """gpsFixCallback for one NavSatFix message object."""
-        rows = self._rows(topic, columns.NAVSATFIX, msg)
+        rows = self._rows(topic, input_rows.NAVSATFIX, msg)
         add_utm(rows["values"])
         if not navsat_fix(self.core, self.counters, rows[0]):
-            from .ekf_node import describe_fault
-
             raise UserError(describe_fault(self.counters, [topic]))
 
     def odometry(self, msg) -> None:
         """odomCallback for one nav_msgs/Odometry message object (the EKF's output)."""
-        row = self._rows("/odometry/filtered", columns.ODOMETRY, msg)[0]
+        row = self._rows("/odometry/filtered", input_rows.ODOMETRY, msg)[0]
         odometry = records(1, ODOMETRY)
         odometry["stamp"] = row["stamp"]
-        odometry["state"][0, :3] = row["values"][columns.POSITION:columns.POSITION + 3]
-        odometry["orientation"] = row["values"][columns.ORIENTATION:columns.ORIENTATION + 4]
+        odometry["state"][0, :3] = row["values"][input_rows.POSITION:input_rows.POSITION + 3]
+        odometry["orientation"] = row["values"][input_rows.ORIENTATION:input_rows.ORIENTATION + 4]
         navsat_odometry(self.core, self.tf.core, self.counters, int(row["frame"]), int(row["child"]),
                         odometry[0])
 
     def imu(self, msg) -> None:
         """imuCallback for one Imu message object."""
-        navsat_imu(self.core, self.tf.core, self.counters, self._rows("/imu", columns.IMU, msg)[0])
+        navsat_imu(self.core, self.tf.core, self.counters, self._rows("/imu", input_rows.IMU, msg)[0])
 
     def tick(self, now_ns: int = 0):
         """periodicUpdate: the published /odometry/gps (a one-message OdometrySeries) or None."""
-        from .ekf_node import describe_fault
-        from .runner import gps_series
-
         self.gps_head["count"] = 0
         outputs = Outputs(_NO_ODOMETRY, _NO_ODOMETRY_HEAD, self.gps, self.gps_head)
         status = navsat_tick(self.core, self.tf.core, self.counters, outputs)

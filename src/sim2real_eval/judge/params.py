@@ -52,6 +52,11 @@ _SENSOR_PARTS = re.compile(r"(odom|pose|twist|imu)([0-9]+)(.*)", re.DOTALL)
 FILTER_TYPES = ("ekf", "ukf")
 
 
+def absolute_topic(topic: str) -> str:
+    """A topic name as the nodes resolve it (they run in the root namespace): ``imu`` → ``/imu``."""
+    return topic if topic.startswith("/") else "/" + topic
+
+
 @dataclass
 class SensorConfig:
     """One ``odomN`` / ``poseN`` / ``twistN`` / ``imuN`` input."""

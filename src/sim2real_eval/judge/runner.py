@@ -9,7 +9,7 @@ that sees the first message until the last message's receive time (a sim clock s
 tick after it).
 
 Input is read in chunks in record order (``CHUNK`` messages): each chunk becomes columns
-(inputs.py), and the compiled loop (loop.advance) runs the callbacks and timers over it.  Outputs are
+(input_rows.py), and the compiled loop (loop.advance) runs the callbacks and timers over it.  Outputs are
 taken from the loop as arrays, so memory stays flat in the input's length; ``Judge.run`` collects
 them, ``Judge.stream`` hands them out block by block (``output_records`` turns a stream into bag
 records in time order, what ``sim2real-eval judge`` writes).
@@ -27,11 +27,12 @@ from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 import numpy as np
 
 from ..errors import DataWarning, UserError
-from . import inputs as columns
-from .ekf_node import EkfNode, _absolute, describe_fault
+from . import input_rows
+from .ekf_node import EkfNode
 from .loop import advance
 from .navsat import NavsatNode, add_utm, navsat_core
-from .params import EkfParams, NavsatParams
+from .params import EkfParams, NavsatParams, absolute_topic
+from .series import OdometrySeries, gps_series
 from .state import (
     DONE,
     FAULT,
@@ -43,6 +44,7 @@ from .state import (
     TIMING,
     TOPIC,
     Outputs,
+    describe_fault,
     record,
     records,
 )
@@ -61,68 +63,6 @@ class JudgeTiming(NamedTuple):
     ekf_phase_ns: int = 0
     navsat_phase_ns: int = 0
     tick_latency_ns: int = 0
-
-
-@dataclass
-class OdometrySeries:
-    """A nav_msgs/Odometry stream as arrays (pose in frame_id, twist in child_frame_id)."""
-
-    stamp_ns: np.ndarray
-    frame_id: str
-    child_frame_id: str
-    position: np.ndarray
-    orientation: np.ndarray
-    pose_covariance: np.ndarray
-    linear_velocity: np.ndarray
-    angular_velocity: np.ndarray
-    twist_covariance: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.stamp_ns.shape[0])
-
-    @staticmethod
-    def empty(frame_id: str = "", child_frame_id: str = "") -> OdometrySeries:
-        return OdometrySeries(np.zeros(0, np.int64), frame_id, child_frame_id, np.zeros((0, 3)),
-                              np.zeros((0, 4)),
-                              np.zeros((0, 36)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 36)))
-
-    @staticmethod
-    def from_published(odometry: np.ndarray, frame_id: str, child_frame_id: str) -> OdometrySeries:
-        """The EKF's published messages (an ODOMETRY array: EkfNode.take_published) as a series."""
-        state = odometry["state"]
-        return OdometrySeries(odometry["stamp"].copy(), frame_id, child_frame_id, state[:, 0:3].copy(),
-                              odometry["orientation"].copy(), odometry["pose_covariance"].copy(),
-                              state[:, 6:9].copy(), state[:, 9:12].copy(),
-                              odometry["twist_covariance"].copy())
-
-    @staticmethod
-    def concatenate(parts: List[OdometrySeries], frame_id: str, child_frame_id: str) -> OdometrySeries:
-        if not parts:
-            return OdometrySeries.empty(frame_id, child_frame_id)
-        if len(parts) == 1:
-            return parts[0]
-        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity",
-                 "angular_velocity",
-                 "twist_covariance")
-        joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in names}
-        return OdometrySeries(frame_id=frame_id, child_frame_id=child_frame_id, **joined)
-
-    def tail(self, count: int = 1) -> OdometrySeries:
-        names = ("stamp_ns", "position", "orientation", "pose_covariance", "linear_velocity",
-                 "angular_velocity",
-                 "twist_covariance")
-        return OdometrySeries(frame_id=self.frame_id, child_frame_id=self.child_frame_id,
-                              **{name: getattr(self, name)[-count:].copy() for name in names})
-
-
-def gps_series(gps: np.ndarray, frame_id: str) -> OdometrySeries:
-    """navsat's published messages (a GPS_ODOMETRY array) as /odometry/gps: identity orientation, zero
-    twist, no child frame."""
-    n = len(gps)
-    orientation = np.zeros((n, 4))
-    orientation[:, 3] = 1.0
-    return OdometrySeries(gps["stamp"].copy(), frame_id, "", gps["position"].copy(), orientation,
-                          gps["covariance"].copy(), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 36)))
 
 
 @dataclass
@@ -181,7 +121,7 @@ class Judge:
         self.ekf_params = ekf_params
         self.navsat_params = navsat_params
         self.static_tfs = tuple(static_tfs)
-        self.remaps = {_absolute(k): _absolute(v) for k, v in (remaps or {}).items()}
+        self.remaps = {absolute_topic(k): absolute_topic(v) for k, v in (remaps or {}).items()}
         self.timing = timing if timing is not None else JudgeTiming()
         self.gps_topic = self.topic(gps_topic)
         self.filtered_topic = self.topic("/odometry/filtered")
@@ -190,7 +130,7 @@ class Judge:
         self.cmd_vel_topic = self.topic("/cmd_vel")
 
     def topic(self, name: str) -> str:
-        name = _absolute(name)
+        name = absolute_topic(name)
         return self.remaps.get(name, name)
 
     @property
@@ -314,7 +254,7 @@ class _Run:
         for topic, indices in self.ekf.subscriptions.items():
             code = self._code(topic)
             self.topics[code]["inputs"][:len(indices)] = indices
-            self.types[code] = columns.INPUT_TYPES[self.ekf.inputs[indices[0]].sensor.kind]
+            self.types[code] = input_rows.INPUT_TYPES[self.ekf.inputs[indices[0]].sensor.kind]
         self.shadowed = {judge.filtered_topic}
         if self.navsat is not None:
             self.shadowed.add(judge.gps_odometry_topic)
@@ -322,15 +262,15 @@ class _Run:
                 self.ekf.core.node["gps_odometry_topic"] = self.codes[judge.gps_odometry_topic]
             code = self._code(judge.gps_topic)
             self.topics[code]["fix"] = True
-            self.types.setdefault(code, columns.NAVSATFIX)
+            self.types.setdefault(code, input_rows.NAVSATFIX)
             if self.nav_core.config["imu_topic_wanted"] and judge.navsat_imu_topic != judge.gps_topic:
                 code = self._code(judge.navsat_imu_topic)
                 self.topics[code]["navsat_imu"] = True
-                self.types.setdefault(code, columns.IMU)
+                self.types.setdefault(code, input_rows.IMU)
         if self.ekf.use_control:
             code = self._code(judge.cmd_vel_topic)
             self.topics[code]["cmd_vel"] = True
-            self.types.setdefault(code, columns.CMD_VEL)
+            self.types.setdefault(code, input_rows.CMD_VEL)
         self._timing = record(TIMING)
         self.timing = self._timing[0]
         t = judge.timing
@@ -440,7 +380,7 @@ class _Run:
             if cols is None:  # not read (a control topic of another type)
                 keep[at] = False
                 continue
-            columns.fill_rows(rows, at, cols, self.tf, code, self.counts[code])
+            input_rows.fill_rows(rows, at, cols, self.tf, code, self.counts[code])
             self.counts[code] += len(msgs)
         return rows if keep.all() else rows[keep]
 
@@ -454,13 +394,13 @@ class _Run:
                 return None  # upstream's control callback takes only geometry_msgs/Twist
             raise UserError(f"topic {topic}: expected {expected}, got {msgtype}")
         if isinstance(msgs[0], (bytes, bytearray, memoryview)):
-            cols = columns.cdr_columns(self._typestore(), topic, expected, msgs)
+            cols = input_rows.cdr_columns(self._typestore(), topic, expected, msgs)
             if cols is None:  # not a fixed CDR layout (or damaged): deserialise one by one
                 msgs = [self._deserialize(code, k, raw) for k, raw in enumerate(msgs)]
         if cols is None:
             if control_only and not hasattr(msgs[0], "angular"):
                 return None
-            cols = columns.object_columns(topic, expected, msgs)
+            cols = input_rows.object_columns(topic, expected, msgs)
         if self.topics[code]["fix"]:
             add_utm(cols.values)
             newest = int(cols.stamp.max())

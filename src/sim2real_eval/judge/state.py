@@ -18,13 +18,14 @@ bool arrays).  The named tuples below only group them.
   resolved to static transforms around at most one dynamic edge (the EKF's own odom→base_link);
 - ``NAVSAT_CONFIG`` / ``NAVSAT_STATE``: navsat_transform_node;
 - ``ODOMETRY`` / ``GPS_ODOMETRY``: output buffers; ``COUNTERS``: counts and the fault record;
-- ``INPUT_ROW``: one input message as a row (inputs.py); ``TOPIC``: what a topic feeds;
-- ``TIMING``: the timers (period, phase, latency) and their next ticks.
+- ``INPUT_ROW``: one input message as a row (input_rows.py); ``TOPIC``: what a topic feeds;
+- ``TIMING``: the timers (period, phase, latency) and their next ticks;
+- ``describe_fault``: the fault a compiled function recorded in ``COUNTERS``, in one line.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import List, NamedTuple
 
 import numpy as np
 
@@ -81,7 +82,7 @@ MAX_FRAMES = 64  # distinct frame ids per run (frame codes index the lookup tabl
 MAX_TOPICS = 64  # distinct topics a run reads
 MAX_INPUTS_PER_TOPIC = 8
 EMPTY_FRAME = 0  # code of the empty frame id ""
-VALUES = 85  # INPUT_ROW.values: the widest message layout (inputs.py)
+VALUES = 85  # INPUT_ROW.values: the widest message layout (input_rows.py)
 
 # advance() status
 DONE, NEED_SPACE, FAULT = 0, 1, 2
@@ -257,3 +258,24 @@ class Navsat(NamedTuple):
     config: np.void  # NAVSAT_CONFIG
     state: np.void  # NAVSAT_STATE
     row: np.void  # INPUT_ROW: /odometry/gps as the EKF's input message
+
+
+def describe_fault(counters, topic_names: List[str]) -> str:
+    """One line for the fault a compiled callback recorded (COUNTERS.fault_*)."""
+    kind, topic, index, field = (int(counters[name]) for name in ("fault_kind", "fault_topic", "fault_index",
+                                                                  "fault_field"))
+    where = (f"topic {topic_names[topic]}, message {index}" if 0 <= topic < len(topic_names)
+             else "the filter")
+    name = FIELD_NAMES[field] if 0 <= field < len(FIELD_NAMES) else "?"
+    if kind == FAULT_COVARIANCE:
+        return f"{where}: {name} is not finite (the filter would become NaN; refused)"
+    if kind == FAULT_FIX_VALUE:
+        return f"{where}: {name} is not finite (a fix with status != NO_FIX must be finite)"
+    if kind == FAULT_INITIAL_VALUE:
+        return f"{where}: a non-finite measurement value would initialise the filter (refused)"
+    if kind == FAULT_GPS_OUTPUT:
+        return f"navsat: non-finite /odometry/gps from {where} (stopped; nothing written)"
+    if kind == FAULT_FILTER:
+        return f"the filter became non-finite after {where} (stopped; nothing written)"
+    assert kind != FAULT_NONE
+    return f"judge fault {kind} at {where}"

@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import UserError
 from ..static_tf import parse_static_tf as _parse_static_tf_text
 from ..static_tf import valid_frame
+from .compiled_cache import njit
 from .kernels import (  # noqa: F401 - tf2 setRPY / getRPY / setRotation / getRotation, compiled
     copy1,
     copy2,
@@ -30,7 +31,6 @@ from .kernels import (  # noqa: F401 - tf2 setRPY / getRPY / setRotation / getRo
     matrix_from_quaternion,
     matrix_from_quaternion_into,
     matrix_from_rpy,
-    njit,
     quaternion_from_matrix,
     quaternion_from_rpy,
     rotate,

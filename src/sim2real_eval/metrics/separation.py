@@ -1,7 +1,7 @@
 """What a scored study can and cannot tell apart (issue 19): the judgements every table, figure and
 console line reads, so they all say the same thing.
 
-- **Below the floor**: a VEPD not above the judge-noise floor's upper end (``noise_floor.threshold``)
+- **Below the floor**: a VEPD not above the judge-noise floor's upper end (``noise_floor.compute.threshold``)
   is what judge timing alone produces: the variant's gap is not measurable.
 - **Separable pair**: variant b scores worse than a (d = VEPD_b − VEPD_a ≥ 0) and the difference is
   real: its paired 95 % bootstrap interval lies above 0 (``study.difference_statistics``; without
@@ -13,7 +13,7 @@ console line reads, so they all say the same thing.
 """
 from __future__ import annotations
 
-from .noise_floor import threshold
+from ..noise_floor.compute import threshold
 from .study import StudyResult, ranked, smallest_p
 
 ALPHA = 0.05

@@ -95,7 +95,7 @@ class StudyResult:
     #                           "resampling": {"combined": {variant: "pairs"|"runs"}, "per_scenario": ...}}
     runs: list                # RunRecord, sorted by key
     skipped: list = field(default_factory=list)   # (run name, reason)
-    judge_noise_floor: dict | None = None         # metrics.noise_floor.judge_noise_floor (the demo's)
+    judge_noise_floor: dict | None = None         # noise_floor.compute.judge_noise_floor
 
 
 def distances(real_e, real_d, sim_e, sim_d) -> tuple[float, float, float]:
@@ -330,6 +330,22 @@ def check_study(records) -> tuple[list, list]:
     """(sim variants, scenarios) after checking the study's shape; raises one-line UserErrors."""
     real = [r for r in records if r.side == REAL]
     sim = [r for r in records if r.side != REAL]
+    _check_sides(real, sim)
+    scenarios = sorted({r.scenario for r in real})
+    variants = sorted({r.variant for r in sim})
+    for variant in variants:
+        _check_scenario_set(variant, {r.scenario for r in sim if r.variant == variant}, scenarios)
+    counts = Counter((r.side, r.variant, r.scenario) for r in records)
+    cells = [(REAL, REAL, s) for s in scenarios] + [("sim", v, s) for v in variants for s in scenarios]
+    for side, variant, scenario in cells:
+        n = counts[(side, variant, scenario)]
+        if n < 2:
+            raise UserError(f"{side}/{variant}/{scenario}: only {n} run(s); need at least 2 per side")
+    return variants, scenarios
+
+
+def _check_sides(real: list, sim: list) -> None:
+    """Both sides present; the real side's variant, and only it, is 'real'."""
     if not real:
         raise UserError("no real runs to compare with (expected side 'real')")
     if not sim:
@@ -339,24 +355,17 @@ def check_study(records) -> tuple[list, list]:
         raise UserError(f"real runs must have variant 'real', got {', '.join(bad_real)}")
     if any(r.variant == REAL for r in sim):
         raise UserError("a sim variant may not be named 'real'")
-    scenarios = sorted({r.scenario for r in real})
-    variants = sorted({r.variant for r in sim})
-    for variant in variants:
-        have = {r.scenario for r in sim if r.variant == variant}
-        if have != set(scenarios):
-            missing = sorted(set(scenarios) - have)
-            extra = sorted(have - set(scenarios))
-            parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
-                [f"no real runs for {', '.join(extra)}"] if extra else [])
-            raise UserError(f"scenario sets differ between real and sim variant {variant!r}: "
-                            f"{'; '.join(parts)}")
-    counts = Counter((r.side, r.variant, r.scenario) for r in records)
-    cells = [(REAL, REAL, s) for s in scenarios] + [("sim", v, s) for v in variants for s in scenarios]
-    for side, variant, scenario in cells:
-        n = counts[(side, variant, scenario)]
-        if n < 2:
-            raise UserError(f"{side}/{variant}/{scenario}: only {n} run(s); need at least 2 per side")
-    return variants, scenarios
+
+
+def _check_scenario_set(variant: str, have: set, scenarios: list) -> None:
+    """A sim variant has runs in exactly the real side's scenarios."""
+    if have != set(scenarios):
+        missing = sorted(set(scenarios) - have)
+        extra = sorted(have - set(scenarios))
+        parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
+            [f"no real runs for {', '.join(extra)}"] if extra else [])
+        raise UserError(f"scenario sets differ between real and sim variant {variant!r}: "
+                        f"{'; '.join(parts)}")
 
 
 def _run_job(job):
@@ -430,28 +439,72 @@ def score_study(records, options: ScoreOptions, skipped=(), progress=None, worke
     """
     records = sorted((r for r in records if r.scenario not in options.exclude_scenarios), key=lambda r: r.key)
     variants, scenarios = check_study(records)
-    real_groups, real_ks = _groups([r for r in records if r.side == REAL], scenarios)
-    combined, per_scenario = {}, {}
+    samples = _Samples.of(records, variants, scenarios)
     statistics = {"combined": {}, "per_scenario": {}, "resampling": {"combined": {}, "per_scenario": {}},
                   "comparisons": {"combined": [], "per_scenario": {s: [] for s in scenarios}}}
+    cells, jobs = _cell_jobs(samples, variants, scenarios, options, statistics["resampling"])
+    combined, per_scenario = _distance_tables(cells)
+    comparisons = _comparison_pairs(variants, scenarios, combined, per_scenario, pairs)
+    jobs += _comparison_jobs(samples, comparisons, scenarios, options)
+    resampling = bool(options.bootstrap or options.permutations)
+    stats_list = _run_jobs(jobs, workers if resampling else 1, pool, progress)
+    _file_statistics(cells, comparisons, stats_list, combined, statistics)
+    for scenario in scenarios:
+        ranks = average_ranks([per_scenario[v][scenario]["VEPD"] for v in variants])
+        for variant, rank in zip(variants, ranks):
+            per_scenario[variant][scenario]["rank"] = float(rank)
+    return StudyResult(options=options, variants=variants, scenarios=scenarios, combined=combined,
+                       per_scenario=per_scenario, statistics=statistics, runs=records, skipped=list(skipped))
+
+
+@dataclass
+class _Samples:
+    """A study's runs as arrays: per scenario the (n, 2) [E, D] rows and the run numbers k, of the real
+    side and of each sim variant (``_groups``)."""
+
+    real: dict
+    real_ks: dict
+    sim: dict
+    sim_ks: dict
+
+    @classmethod
+    def of(cls, records, variants, scenarios) -> _Samples:
+        real, real_ks = _groups([r for r in records if r.side == REAL], scenarios)
+        sim, sim_ks = {}, {}
+        for variant in variants:
+            members = [r for r in records if r.side != REAL and r.variant == variant]
+            sim[variant], sim_ks[variant] = _groups(members, scenarios)
+        return cls(real, real_ks, sim, sim_ks)
+
+    def paired(self, variant: str, members) -> bool:
+        """Whether ``variant``'s runs and the real ones are pairs in every scenario of ``members``."""
+        return is_paired([self.real_ks[s] for s in members], [self.sim_ks[variant][s] for s in members])
+
+
+def _cell_jobs(samples: _Samples, variants, scenarios, options: ScoreOptions, resampling: dict) -> tuple:
+    """The cells (variant, scenario or None for pooled, real groups, sim groups) and one
+    ``_cell_statistics`` job per cell; ``resampling`` gets what each cell resamples (pairs or runs)."""
     cells, jobs = [], []
-    sim_groups, sim_ks = {}, {}
     for variant in variants:
-        sim_records = [r for r in records if r.side != REAL and r.variant == variant]
-        sim_groups[variant], sim_ks[variant] = _groups(sim_records, scenarios)
         for scenario, members in [(None, scenarios)] + [(s, [s]) for s in scenarios]:
-            real_g = [real_groups[s] for s in members]
-            sim_g = [sim_groups[variant][s] for s in members]
-            paired = is_paired([real_ks[s] for s in members], [sim_ks[variant][s] for s in members])
+            real_g = [samples.real[s] for s in members]
+            sim_g = [samples.sim[variant][s] for s in members]
+            paired = samples.paired(variant, members)
             unit = "pairs" if paired else "runs"
             if scenario is None:
-                statistics["resampling"]["combined"][variant] = unit
+                resampling["combined"][variant] = unit
             else:
-                statistics["resampling"]["per_scenario"].setdefault(variant, {})[scenario] = unit
+                resampling["per_scenario"].setdefault(variant, {})[scenario] = unit
             seed_names = (variant,) if scenario is None else (variant, scenario)
             cells.append((variant, scenario, real_g, sim_g))
             jobs.append((_cell_statistics, (real_g, sim_g, options.bootstrap, options.permutations,
                                             options.seed, seed_names, paired)))
+    return cells, jobs
+
+
+def _distance_tables(cells) -> tuple:
+    """(combined, per_scenario): W1, W2 and VEPD of every cell (pooled cells also their run counts)."""
+    combined, per_scenario = {}, {}
     for variant, scenario, real_g, sim_g in cells:
         w1, w2, v = distances(*_stack(real_g), *_stack(sim_g))
         if scenario is None:
@@ -461,31 +514,46 @@ def score_study(records, options: ScoreOptions, skipped=(), progress=None, worke
             }
         else:
             per_scenario.setdefault(variant, {})[scenario] = {"W1": w1, "W2": w2, "VEPD": v}
-    comparisons = _comparison_pairs(variants, scenarios, combined, per_scenario, pairs)
+    return combined, per_scenario
+
+
+def _comparison_jobs(samples: _Samples, comparisons, scenarios, options: ScoreOptions) -> list:
+    """One ``difference_statistics`` job per compared pair of variants (``_comparison_pairs``)."""
+    jobs = []
     for scenario, a, b, _adjacent in comparisons:
         members = scenarios if scenario is None else [scenario]
-        paired = all(is_paired([real_ks[s] for s in members], [sim_ks[v][s] for s in members])
-                     for v in (a, b))
+        paired = all(samples.paired(v, members) for v in (a, b))
         names = (a, b) if scenario is None else (a, b, scenario)
         jobs.append((difference_statistics, (
-            [real_groups[s] for s in members], [sim_groups[a][s] for s in members],
-            [sim_groups[b][s] for s in members], options.bootstrap, options.permutations,
+            [samples.real[s] for s in members], [samples.sim[a][s] for s in members],
+            [samples.sim[b][s] for s in members], options.bootstrap, options.permutations,
             _cell_seed(options.seed, "difference-ci", *names),
             _cell_seed(options.seed, "difference-perm", *names), paired)))
-    resampling = bool(options.bootstrap or options.permutations)
-    stats_list = []
-    if pool is not None or (workers > 1 and resampling and len(jobs) > 1):
+    return jobs
+
+
+def _run_jobs(jobs: list, workers: int, pool, progress) -> list:
+    """The jobs' results in order: in ``pool``, else in worker processes when ``workers`` > 1 and there
+    are several, else here; ``progress(1)`` after each."""
+    results = []
+    if pool is not None or (workers > 1 and len(jobs) > 1):
         with contextlib.ExitStack() as stack:
             executor = pool or stack.enter_context(WorkerPool(min(workers, len(jobs))))
-            for stat in executor.map(_run_job, jobs):
-                stats_list.append(stat)
+            for result in executor.map(_run_job, jobs):
+                results.append(result)
                 if progress is not None:
                     progress(1)
-    else:
-        for job in jobs:
-            stats_list.append(_run_job(job))
-            if progress is not None:
-                progress(1)
+        return results
+    for job in jobs:
+        results.append(_run_job(job))
+        if progress is not None:
+            progress(1)
+    return results
+
+
+def _file_statistics(cells, comparisons, stats_list, combined, statistics) -> None:
+    """The jobs' results into ``statistics`` (and each pooled cell's VEPD interval into ``combined``):
+    the cells' first, then the comparisons'."""
     for (variant, scenario, _real_g, _sim_g), stat in zip(cells, stats_list):
         if scenario is None:
             combined[variant]["VEPD_ci95"] = stat.get("VEPD_ci95")
@@ -498,9 +566,3 @@ def score_study(records, options: ScoreOptions, skipped=(), progress=None, worke
             statistics["comparisons"]["combined"].append(entry)
         else:
             statistics["comparisons"]["per_scenario"][scenario].append(entry)
-    for scenario in scenarios:
-        ranks = average_ranks([per_scenario[v][scenario]["VEPD"] for v in variants])
-        for variant, rank in zip(variants, ranks):
-            per_scenario[variant][scenario]["rank"] = float(rank)
-    return StudyResult(options=options, variants=variants, scenarios=scenarios, combined=combined,
-                       per_scenario=per_scenario, statistics=statistics, runs=records, skipped=list(skipped))

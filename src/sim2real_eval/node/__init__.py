@@ -4,7 +4,8 @@ The nodes in ``sim2real_eval.ros`` are thin: they convert messages to arrays, ca
 modules and convert arrays back.  One module per concern:
 
 - ``ticks``: sensor periods in integer ns, exact ticks on the data clock, throttled warnings;
-- ``truth_stream``: live ground truth in, sensor samples out (``TruthStream``, ``SensorStream``);
+- ``sensor_stream``: live ground truth in (``truth.stream``), sensor samples out on exact ticks
+  (``SensorStream``);
 - ``params``: node parameters → validated configs (noise nodes, ground_truth_node, recorder);
 - ``sbg_truth``: sbg_driver messages → ground-truth odometry (ground_truth_node);
 - ``launch_plan``: launch arguments → processes, parameters and remaps.

@@ -21,8 +21,8 @@ import numpy as np
 from ..art import GPS_FRAME, GPS_ODOMETRY_TOPIC, IMU_FRAME, TOPICS
 from ..errors import UserError
 from ..runs import is_number
+from .sensor_stream import TRUTH_MODES, SensorStream
 from .ticks import period_ns
-from .truth_stream import TRUTH_MODES, SensorStream
 
 # Parameters every rclpy node may carry besides its own (TimeSource, QoS overrides).
 ROS_PARAMETERS = ("use_sim_time",)
@@ -228,7 +228,7 @@ def parse_noise_node_params(sensor: str, params: Dict[str, Any]) -> NoiseNodeCon
 
 
 # ------------------------------------------------------------------------------ ground truth node
-# The offline names (bags.truth.SOURCES) of the sbg pairs ground_truth_node assembles.
+# The offline names (truth.bag.SOURCES) of the sbg pairs ground_truth_node assembles.
 TRUTH_SOURCES = ("auto", "sbg_ekf", "sbg_gps")
 GROUND_TRUTH_DEFAULTS = {
     "truth_source": "auto", "sbg_enu": False, "datum": [], "min_course_speed": 0.5, "frame_id": "odom",
@@ -335,7 +335,7 @@ class ReplayConfig:
     gps_model: str
     imu_model: str
     seed: int
-    scenario: str          # "" = from the bag's path (``node.replay.run_key``)
+    scenario: str          # "" = from the bag's path (``runs.name_real_bag``)
     k: int                 # -1 = from the bag's path
     truth_source: str
     ekf_config: str        # "" = the ART config
@@ -365,7 +365,7 @@ def parse_replay_params(params: Dict[str, Any]) -> ReplayConfig:
     mode = p["mode"]
     if mode not in REPLAY_MODES:
         raise UserError(f"parameter mode: unknown value {mode!r}; expected one of {', '.join(REPLAY_MODES)}")
-    source = p.text("truth_source")  # checked by the offline truth reader (bags.truth.SOURCES)
+    source = p.text("truth_source")  # checked by the offline truth reader (truth.bag.SOURCES)
     k = p.integer("k", minimum=-1)
     return ReplayConfig(
         bag=bag, mode=mode, gps_model=p.text("gps_model"), imu_model=p.text("imu_model"),

@@ -392,9 +392,9 @@ def check_divergence(result, truth, where: str, causes=None) -> None:
 
 
 def start_stamp_ns(truth) -> int:
-    """A run's first instant: the first header stamp inside the truth span (``replay.truth_window_ns``);
+    """A run's first instant: the first header stamp inside the truth span (``truth.truth_window_ns``);
     the judge's ``initial_state: truth`` is the truth there."""
-    from .replay import truth_window_ns
+    from ..truth import truth_window_ns
 
     return truth_window_ns(truth)[0]
 

@@ -122,83 +122,111 @@ def overview_figure(result: StudyResult):
     """Left: VEPD per variant as stacked W1/2 + W2/2 bars with the bootstrap 95 % CI and the paper's
     VEPD where it has one.  Right (more than one scenario): per-scenario VEPD heat map with ranks."""
     from ..metrics import separation
-    from .paper import paper_vepd
 
     variants = separation.order(result)
-    ranks = separation.rank_labels(result)
     heat_map = len(result.scenarios) > 1
     with plt.rc_context(STYLE):
         if heat_map:
             fig, (left, right) = plt.subplots(
                 1, 2, figsize=(11.5, max(3.0, 0.55 * len(variants) + 1.8)), constrained_layout=True,
                 gridspec_kw={"width_ratios": [1.1, max(1.0, 0.35 * len(result.scenarios) + 0.3)]})
-            height = 0.8
         else:
             fig, left = plt.subplots(figsize=(7.5, max(2.4, 0.55 * len(variants) + 1.8)),
                                      constrained_layout=True)
-        height = 0.8 if len(variants) > 1 else 0.5
-        y = np.arange(len(variants))
-        half_w1 = np.array([result.combined[v]["W1"] / 2 for v in variants])
-        half_w2 = np.array([result.combined[v]["W2"] / 2 for v in variants])
-        left.barh(y, half_w1, height=height, color="#4C72B0", label="W1/2 (RMSE)")
-        left.barh(y, half_w2, height=height, left=half_w1, color="#DD8452", label="W2/2 (entropy)")
-        right_ends = []
-        for i, v in enumerate(variants):
-            ci = result.combined[v]["VEPD_ci95"]
-            end = result.combined[v]["VEPD"]
-            if ci:
-                left.plot(ci, [i, i], color="black", lw=1.4)
-                left.plot([ci[0]] * 2, [i - 0.15, i + 0.15], color="black", lw=1.4)
-                left.plot([ci[1]] * 2, [i - 0.15, i + 0.15], color="black", lw=1.4)
-                end = max(end, ci[1])
-            right_ends.append(end)
-        paper = [(i, paper_vepd(v)) for i, v in enumerate(variants) if paper_vepd(v) is not None]
-        if paper:
-            left.scatter([value for _i, value in paper], [i for i, _value in paper], marker="D", s=34,
-                         facecolor="white", edgecolor="black", zorder=5,
-                         label="paper's VEPD (real ART data)")
-        floor = (result.judge_noise_floor or {}).get("combined", {}).get(variants[0])
-        if floor:  # what judge timing alone gives: the range over the pairs of timing draws
-            low, high = floor["VEPD_interval"]
-            left.axvspan(low, high, facecolor="#555555", alpha=0.25, hatch="///", edgecolor="#333333", lw=0,
-                         zorder=3,
-                         label=f"judge-noise floor (range of {result.judge_noise_floor['pairs']} pairs)")
-            left.axvline(high, color="#333333", lw=0.8, ls=":", zorder=3)
-        widest = max(right_ends + [value for _i, value in paper]
-                     + ([floor["VEPD_interval"][1]] if floor else []))
-        markers = dict(paper)
-        for i, v in enumerate(variants):
-            at = right_ends[i]
-            if at < markers.get(i, -1.0) < at + 0.08 * widest:  # a marker just right of the bar: step over it
-                at = markers[i]
-            below = "  (≤ floor)" if separation.below_floor(result, v) else ""
-            left.text(at, i, f"  {result.combined[v]['VEPD']:.4f}{below}", va="center", fontsize=9)
-        left.set_xlim(0, 1.3 * widest if widest > 0 else 1.0)
-        left.set_yticks(y, [f"{ranks[v]}  {v}" for v in variants])
-        left.set_ylim(len(variants) - 0.5, -0.5)   # best on top, bars keep their height with one variant
-        left.set_xlabel("VEPD = (W1 + W2)/2   (lower = closer to real)")
-        left.set_title("Table I: all scenarios pooled, 95 % bootstrap CI\nrank before the name; \"3=\": tied "
-                       "(not separable from an adjacent rank)", fontsize=10)
-        left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
+        _vepd_bars(left, result, variants)
         if heat_map:
-            values = np.array([[result.per_scenario[v][s]["VEPD"] for s in result.scenarios]
-                               for v in variants])
-            image = right.imshow(values, cmap="viridis_r", aspect="auto")
-            right.grid(False)
-            right.set_xticks(np.arange(len(result.scenarios)), result.scenarios)
-            right.set_yticks(y, variants)
-            threshold = values.min() + 0.5 * (values.max() - values.min())
-            labels = {s: separation.rank_labels(result, s) for s in result.scenarios}
-            for i, v in enumerate(variants):
-                for j, s in enumerate(result.scenarios):
-                    cell = result.per_scenario[v][s]
-                    ink = "white" if values[i, j] > threshold else "black"
-                    below = "\n≤ floor" if separation.below_floor(result, v, s) else ""
-                    right.text(j, i, f"{cell['VEPD']:.4f}\n(rank {labels[s][v]}){below}", ha="center",
-                               va="center", fontsize=8, color=ink)
-            right.set_title("Table II: VEPD per scenario (rank 1 = best, \"=\": tied)")
-            fig.colorbar(image, ax=right, label="VEPD", shrink=0.9)
+            _vepd_heat_map(fig, right, result, variants)
         return fig
+
+
+def _vepd_bars(left, result: StudyResult, variants: list) -> None:
+    """Table I as bars: W1/2 + W2/2 stacked, the 95 % CI, the paper's VEPD, the judge-noise floor, the
+    VEPD written beside each bar and the rank before each name."""
+    from ..metrics import separation
+    from .paper import paper_vepd
+
+    ranks = separation.rank_labels(result)
+    height = 0.8 if len(variants) > 1 else 0.5
+    y = np.arange(len(variants))
+    half_w1 = np.array([result.combined[v]["W1"] / 2 for v in variants])
+    half_w2 = np.array([result.combined[v]["W2"] / 2 for v in variants])
+    left.barh(y, half_w1, height=height, color="#4C72B0", label="W1/2 (RMSE)")
+    left.barh(y, half_w2, height=height, left=half_w1, color="#DD8452", label="W2/2 (entropy)")
+    right_ends = _ci_whiskers(left, result, variants)
+    paper = [(i, paper_vepd(v)) for i, v in enumerate(variants) if paper_vepd(v) is not None]
+    if paper:
+        left.scatter([value for _i, value in paper], [i for i, _value in paper], marker="D", s=34,
+                     facecolor="white", edgecolor="black", zorder=5,
+                     label="paper's VEPD (real ART data)")
+    floor = _floor_band(left, result, variants)
+    widest = max(right_ends + [value for _i, value in paper]
+                 + ([floor["VEPD_interval"][1]] if floor else []))
+    markers = dict(paper)
+    for i, v in enumerate(variants):
+        at = right_ends[i]
+        if at < markers.get(i, -1.0) < at + 0.08 * widest:  # a marker just right of the bar: step over it
+            at = markers[i]
+        below = "  (≤ floor)" if separation.below_floor(result, v) else ""
+        left.text(at, i, f"  {result.combined[v]['VEPD']:.4f}{below}", va="center", fontsize=9)
+    left.set_xlim(0, 1.3 * widest if widest > 0 else 1.0)
+    left.set_yticks(y, [f"{ranks[v]}  {v}" for v in variants])
+    left.set_ylim(len(variants) - 0.5, -0.5)   # best on top, bars keep their height with one variant
+    left.set_xlabel("VEPD = (W1 + W2)/2   (lower = closer to real)")
+    left.set_title("Table I: all scenarios pooled, 95 % bootstrap CI\nrank before the name; \"3=\": tied "
+                   "(not separable from an adjacent rank)", fontsize=10)
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
+
+
+def _ci_whiskers(left, result: StudyResult, variants: list) -> list:
+    """The bootstrap 95 % CI of each variant's VEPD as a whisker; returns where each bar's label goes
+    (the VEPD, or the CI's upper end)."""
+    right_ends = []
+    for i, v in enumerate(variants):
+        ci = result.combined[v]["VEPD_ci95"]
+        end = result.combined[v]["VEPD"]
+        if ci:
+            left.plot(ci, [i, i], color="black", lw=1.4)
+            left.plot([ci[0]] * 2, [i - 0.15, i + 0.15], color="black", lw=1.4)
+            left.plot([ci[1]] * 2, [i - 0.15, i + 0.15], color="black", lw=1.4)
+            end = max(end, ci[1])
+        right_ends.append(end)
+    return right_ends
+
+
+def _floor_band(left, result: StudyResult, variants: list):
+    """The judge-noise floor (what judge timing alone gives: the range over the pairs of timing draws)
+    as a hatched band; returns its pooled cell, or None without a floor."""
+    floor = (result.judge_noise_floor or {}).get("combined", {}).get(variants[0])
+    if floor:
+        low, high = floor["VEPD_interval"]
+        left.axvspan(low, high, facecolor="#555555", alpha=0.25, hatch="///", edgecolor="#333333", lw=0,
+                     zorder=3,
+                     label=f"judge-noise floor (range of {result.judge_noise_floor['pairs']} pairs)")
+        left.axvline(high, color="#333333", lw=0.8, ls=":", zorder=3)
+    return floor
+
+
+def _vepd_heat_map(fig, right, result: StudyResult, variants: list) -> None:
+    """Table II as a heat map: VEPD per variant and scenario, with its rank and the sub-floor mark."""
+    from ..metrics import separation
+
+    values = np.array([[result.per_scenario[v][s]["VEPD"] for s in result.scenarios]
+                       for v in variants])
+    image = right.imshow(values, cmap="viridis_r", aspect="auto")
+    right.grid(False)
+    right.set_xticks(np.arange(len(result.scenarios)), result.scenarios)
+    right.set_yticks(np.arange(len(variants)), variants)
+    threshold = values.min() + 0.5 * (values.max() - values.min())
+    labels = {s: separation.rank_labels(result, s) for s in result.scenarios}
+    for i, v in enumerate(variants):
+        for j, s in enumerate(result.scenarios):
+            cell = result.per_scenario[v][s]
+            ink = "white" if values[i, j] > threshold else "black"
+            below = "\n≤ floor" if separation.below_floor(result, v, s) else ""
+            right.text(j, i, f"{cell['VEPD']:.4f}\n(rank {labels[s][v]}){below}", ha="center",
+                       va="center", fontsize=8, color=ink)
+    right.set_title("Table II: VEPD per scenario (rank 1 = best, \"=\": tied)")
+    fig.colorbar(image, ax=right, label="VEPD", shrink=0.9)
 
 
 def traces_figure(result: StudyResult, series: dict, scenario: str, k: int):

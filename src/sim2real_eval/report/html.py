@@ -11,7 +11,8 @@ import base64
 import html
 
 from ..metrics.study import StudyResult
-from . import noise_floor, tables
+from ..noise_floor import render as noise_floor
+from . import tables
 from .paper import CITATION
 
 CSS = """

@@ -8,7 +8,7 @@ import json
 from .. import __version__
 from ..metrics import separation
 from ..metrics.study import StudyResult
-from . import noise_floor
+from ..noise_floor import render as noise_floor
 from .paper import paper_vepd
 
 RUN_COLUMNS = ("side", "variant", "scenario", "k", "rmse", "S_est", "S_gt", "D")
@@ -297,7 +297,7 @@ def tables_markdown(result: StudyResult) -> str:
                        [row for s in result.scenarios for row in adjacent_rows(result, s)]),
         "",
     ]
-    parts += noise_floor.markdown(result)
+    parts += noise_floor.markdown(result, markdown_table)
     if result.skipped:
         parts += ["## Skipped runs", ""] + [f"- `{run}`: {reason}" for run, reason in result.skipped] + [""]
     return "\n".join(parts)

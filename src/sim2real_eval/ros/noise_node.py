@@ -12,7 +12,8 @@ from typing import List, Optional
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, MagneticField, NavSatFix
 
-from ..node import params, ticks, truth_stream
+from ..node import params, ticks
+from ..truth.stream import odometry_to_truth_sample
 from . import _node, messages
 
 
@@ -44,7 +45,7 @@ class NoiseNode:
 
     def on_truth(self, msg: Odometry) -> None:
         stamp_ns, position, orientation, linear, angular = messages.odometry_fields(msg)
-        truth = truth_stream.odometry_to_truth_sample(position, orientation, linear, angular,
+        truth = odometry_to_truth_sample(position, orientation, linear, angular,
                                                       self.config.twist_frame)
         ready, accepted = self.stream.push_truth(stamp_ns, *truth)
         if not accepted:

@@ -1,4 +1,12 @@
-"""The ground-truth series every sensor model consumes (robot-side: Python 3.8, numpy only).
+"""Ground truth, its one home: the series every sensor model consumes (this module), its readers and
+its live stream.
+
+- ``sim2real_eval.truth`` (here, robot-side: Python 3.8, numpy only): ``GroundTruth``, the container,
+  and ``truth_window_ns``, the header stamps inside a truth's span;
+- ``truth.bag``: the readers — one ``GroundTruth`` from whatever reference a recorded bag carries
+  (simulator odometry, sbg_driver INS, twist) and the one smoothing differentiator (offline: scipy);
+- ``truth.stream`` (robot-side): truth streamed in live (a simulator publishing it as it runs), cut
+  into finished segments identical to the offline derivation.
 
 One container for every source of truth: the kinematic scenarios, simulator odometry, and the SBG INS
 of a real vehicle.  Frames (REP-103/105): position and velocity in a local ENU frame (metres, m/s)
@@ -10,12 +18,13 @@ the body frame.  Specific force is what an ideal accelerometer reads: a_body −
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from . import rotations
-from .errors import UserError
+from .. import rotations
+from ..errors import UserError
+from ..stamps import ns_to_seconds
 
 GRAVITY = 9.80665  # m/s², standard gravity (also robot_localization's default)
 
@@ -201,3 +210,26 @@ def body_rates_from_orientation(t, orientation) -> np.ndarray:
             q[i] = -q[i]
     q_dot = np.gradient(q, np.asarray(t, dtype=np.float64), axis=0)
     return 2.0 * rotations.multiply(rotations.conjugate(q), q_dot)[:, :3]
+
+
+def truth_window_ns(truth: GroundTruth) -> Tuple[int, int]:
+    """(start, end) int ns such that a header stamp s lies inside the truth span, i.e.
+    truth.t[0] <= s·1e-9 <= truth.t[-1] with the one ns→s conversion (``stamps.ns_to_seconds``, the
+    models' sample clock), exactly when start <= s <= end.
+
+    The conversion is monotonic in s, so each bound is where it flips; at epoch-scale times one float
+    second covers ~240 ns, so the flip is searched among the integers around t·1e9.
+    """
+
+    def first_at_or_after(seconds: float) -> int:
+        guess = int(np.ceil(seconds * 1e9))
+        candidates = guess + np.arange(-4096, 4097, dtype=np.int64)
+        inside = ns_to_seconds(candidates) >= seconds
+        first = int(np.argmax(inside))
+        if not inside[-1] or first == 0:  # cannot happen for float64 seconds; guards the search range
+            raise ValueError(f"truth_window_ns: no ns bound found near {seconds!r} s")
+        return int(candidates[first])
+
+    start = first_at_or_after(float(truth.t[0]))
+    after_end = first_at_or_after(float(np.nextafter(truth.t[-1], np.inf)))
+    return start, after_end - 1

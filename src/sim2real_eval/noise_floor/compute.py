@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from .study import REAL, RunRecord, distances
+from ..metrics.study import REAL, RunRecord, distances
 
 DRAWS = 4  # 6 pairs; each draw costs one judge run per real bag
 SEED_KEY = "noise-floor"

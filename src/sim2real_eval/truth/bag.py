@@ -1,4 +1,4 @@
-"""Ground truth from a bag: one ``GroundTruth`` series from whatever reference the bag carries.
+"""The truth readers: one ``GroundTruth`` series from whatever reference a recorded bag carries.
 
 Sources (``source=``), tried in this order by ``"auto"``:
 
@@ -38,9 +38,9 @@ from scipy.signal import butter, filtfilt
 
 from .. import geodesy, rotations, sbg
 from .. import message_fields as F
+from ..bags.columns import read_topic
 from ..errors import UserError
-from ..truth import GroundTruth, body_rates_from_orientation
-from .columns import read_topic
+from . import GroundTruth, body_rates_from_orientation
 
 SOURCES = ("auto", "odometry", "sbg_ekf", "sbg_gps", "twist")
 

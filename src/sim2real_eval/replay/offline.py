@@ -8,7 +8,7 @@ reads one real bag (read-only) once and makes the runs the paper compares (seed 
   replaced, or a chosen name).
 Scenario and k of a bag follow ``runs.name_real_bag`` (``DIR/<scenario>/<run>/``) unless given.
 
-Ground truth comes from the bag's INS topics (``bags.truth.truth_from_bag``).
+Ground truth comes from the bag's INS topics (``truth.bag.truth_from_bag``).
 
 **One time window for every run of a bag.**  The judge gets sensor messages only from the window where
 the truth exists, ``window_ns = [start, end]`` (``truth_window_ns``: the header stamps whose time lies in
@@ -34,19 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..runs import (
-    SENSORS,
-    RealBag,
-    RunId,
-    RunInfo,
-    bag_run_id,
-    bag_run_info,
-    existing_run,
-    read_run_info,
-    remove_stale_temporaries,
-    replay_variant,
-)
-from .run import (
+from ..pipeline.run import (
     DEFAULT_GROUND_TRUTH_RATE,
     IMU,
     NAVSATFIX,
@@ -68,28 +56,19 @@ from .run import (
     truth_records,
     write_run,
 )
-
-
-class SensorRecord(tuple):
-    """A sensor message record ``(recv_ns, topic, msgtype, msg)`` — a 4-tuple like ``bags.BagMessage``,
-    what the judge reads — that also carries ``raw``: the message's CDR bytes for the run bag.
-
-    Real streams are read once per real bag as bytes (every run of the bag reuses them), simulated
-    streams in bulk (``bags.messages.*_cdr``); ``judge_and_write`` writes ``raw`` instead of
-    serialising each message object again.  Plain 4-tuples still work (they are serialised).  A record
-    with ``msg`` None is for the bag only (a replaced IMU's /imu/mag: the judge does not read it).
-    """
-
-    def __new__(cls, recv_ns, topic, msgtype, msg, raw=None):
-        record = tuple.__new__(cls, (recv_ns, topic, msgtype, msg))
-        record.raw = raw
-        return record
-
-
-def bag_record(record) -> tuple:
-    """The run bag's form of a sensor record: its CDR bytes when it carries them."""
-    raw = getattr(record, "raw", None)
-    return record if raw is None else (record[0], record[1], record[2], raw)
+from ..runs import (
+    SENSORS,
+    RealBag,
+    RunId,
+    RunInfo,
+    bag_run_id,
+    bag_run_info,
+    existing_run,
+    read_run_info,
+    remove_stale_temporaries,
+    replay_variant,
+)
+from ..truth import truth_window_ns
 
 
 def parse_replace(items) -> list:
@@ -198,13 +177,14 @@ class ReplaySpec:
 class RealStreams:
     """What the replay needs from the real bag (all in memory: sensor topics are small).
 
-    ``gps`` and ``imu`` hold only the messages whose header stamp lies in ``window_ns`` (inclusive).
+    ``gps`` and ``imu`` hold only the messages whose header stamp lies in ``window_ns`` (inclusive), as
+    their CDR bytes (``bags.RawMessage``: read once, what every run of the bag judges and writes).
     The bag's /ground_truth/odom records are made once (``truth_records``) and shared by its runs.
     """
 
     truth: Any
     datum: Any
-    gps: list  # SensorRecord (recv_ns, topic, msgtype, CDR bytes), raw = the same bytes
+    gps: list  # bags.RawMessage (recv_ns, topic, msgtype, data: CDR bytes), standard topic names
     imu: list
     window_ns: tuple  # (start, end) int ns: truth_window_ns(truth)
     gps_stamps_ns: Any = None  # header stamps of ``gps`` / ``imu`` (int64 arrays)
@@ -250,32 +230,6 @@ def stream_rate(stamps_ns, what: str) -> float:
     return round(1e9 * float(periods) / float(steps.sum()), 2)
 
 
-def truth_window_ns(truth) -> tuple[int, int]:
-    """(start, end) int ns such that a header stamp s lies inside the truth span, i.e.
-    truth.t[0] <= s·1e-9 <= truth.t[-1] with the one ns→s conversion (``models.base.stamps_to_seconds``),
-    exactly when start <= s <= end.
-
-    The conversion is monotonic in s, so each bound is where it flips; at epoch-scale times one float
-    second covers ~240 ns, so the flip is searched among the integers around t·1e9.
-    """
-    import numpy as np
-
-    from ..models.base import stamps_to_seconds
-
-    def first_at_or_after(seconds: float) -> int:
-        guess = int(np.ceil(seconds * 1e9))
-        candidates = guess + np.arange(-4096, 4097, dtype=np.int64)
-        inside = stamps_to_seconds(candidates) >= seconds
-        first = int(np.argmax(inside))
-        if not inside[-1] or first == 0:  # cannot happen for float64 seconds; guards the search range
-            raise ValueError(f"truth_window_ns: no ns bound found near {seconds!r} s")
-        return int(candidates[first])
-
-    start = first_at_or_after(float(truth.t[0]))
-    after_end = first_at_or_after(float(np.nextafter(truth.t[-1], np.inf)))
-    return start, after_end - 1
-
-
 def _check_stamps(stamps, topic: str, bag: str, strict: bool) -> None:
     import numpy as np
 
@@ -314,10 +268,10 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     import numpy as np
 
     from .. import message_fields
-    from ..bags import get_typestore, open_bag
+    from ..bags import RawMessage, get_typestore, open_bag
     from ..bags.cdr import CDR_LE_HEADER
     from ..bags.columns import decode_messages
-    from ..bags.truth import truth_from_bag
+    from ..truth.bag import truth_from_bag
 
     wanted = {spec.gps_topic: NAVSATFIX, spec.imu_topic: IMU}
     tables = {NAVSATFIX: message_fields.NAVSATFIX, IMU: message_fields.IMU}
@@ -361,7 +315,7 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
         else:  # serialised once here, for every run of this bag
             deserialize = store.deserialize_ros1 if ros1 else store.deserialize_cdr
             chosen = [bytes(serialize(deserialize(datas[i], msgtype), msgtype)) for i in inside]
-        kept = [SensorRecord(records[i][0], name, msgtype, data, data) for i, data in zip(inside, chosen)]
+        kept = [RawMessage(records[i][0], name, msgtype, data) for i, data in zip(inside, chosen)]
         out[topic] = (kept, stamps[inside])
     (gps, gps_stamps), (imu, imu_stamps) = out[spec.gps_topic], out[spec.imu_topic]
     return RealStreams(truth, datum, gps, imu, window, gps_stamps, imu_stamps)
@@ -373,15 +327,15 @@ def check_frames(spec: ReplaySpec, streams: RealStreams) -> None:
     frames and the option (a bag outside the ART layout gets no TF by default)."""
     from ..bags import get_typestore
     from ..judge.tf import TfBuffer, parse_static_tf
-    from .run import _judge_parts
+    from ..pipeline.run import _judge_parts
 
     base = _judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0].base_link_frame
     store = get_typestore()
     frames: dict = {}
     for records, msgtype, topic in ((streams.imu, IMU, spec.imu_topic),
                                     (streams.gps, NAVSATFIX, spec.gps_topic)):
-        raw = records[0].raw if getattr(records[0], "raw", None) is not None else records[0][3]
-        frames.setdefault(str(store.deserialize_cdr(raw, msgtype).header.frame_id), []).append(topic)
+        frame = str(store.deserialize_cdr(records[0].data, msgtype).header.frame_id)
+        frames.setdefault(frame, []).append(topic)
     buffer = TfBuffer([parse_static_tf(text) for text in spec.judge.static_tfs])
     missing = {frame: topics for frame, topics in frames.items()
                if frame not in (base, "") and buffer.lookup_safe(base, frame, 0) is None}
@@ -403,7 +357,7 @@ def real_imu_covariances(streams: RealStreams, limit: int = 8) -> list:
     from ..bags.columns import decode_messages
     from ..judge.lint import IMU_PARTS
 
-    datas = [record.raw if getattr(record, "raw", None) is not None else record[3] for record in streams.imu]
+    datas = [record.data for record in streams.imu]
     store = get_typestore()
     frame = str(store.deserialize_cdr(datas[0], IMU).header.frame_id)
     columns = decode_messages(store, message_fields.IMU, datas, IMU_PARTS)
@@ -426,7 +380,7 @@ def run_imu_findings(spec: ReplaySpec, streams: RealStreams, sim: Replacement | 
 
 def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
     """The replacement IMU: sampled at the real header stamps (all inside the window), real receive times;
-    with a magnetometer, also its /imu/mag (bag-only records)."""
+    with a magnetometer, also its /imu/mag (the judge does not read it; the run bag keeps it)."""
     import numpy as np
 
     from ..models import sensor_seed
@@ -436,11 +390,9 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     model = load_imu(sim.replace["imu"], spec.judge, seed, frame=spec.imu_frame)
     samples = model.sample(streams.truth, stamps_ns=stamps)
     # Received when the real messages were: the judge sees the replaced stream with the real timing.  The
-    # records are the CDR bytes themselves (what the judge reads and a bag stores: no SensorRecord).
+    # records carry the CDR bytes (bags.messages.*_cdr, in bulk), as the real streams do.
     samples = dataclasses.replace(samples, receive_ns=np.array([r[0] for r in streams.imu], dtype=np.int64))
-    return (imu_cdr_records(samples)
-            + [SensorRecord(recv, topic, msgtype, None, raw)
-               for recv, topic, msgtype, raw in magnetic_field_cdr_records(samples)])
+    return imu_cdr_records(samples) + magnetic_field_cdr_records(samples)
 
 
 def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
@@ -454,7 +406,8 @@ def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
 
 def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
     """/fix + /imu of a run (in that order, any receive order): the real ones, or with the streams of
-    ``sim`` replaced by simulated ones."""
+    ``sim`` replaced by simulated ones (+ /imu/mag of a replaced IMU with a magnetometer).  Every record
+    is (recv_ns, topic, msgtype, CDR bytes): what the judge reads and the run bag stores."""
     if sim is None:
         return streams.gps + streams.imu
     imu = simulated_imu(spec, sim, streams) if "imu" in sim.replace else streams.imu
@@ -464,11 +417,11 @@ def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | No
 
 def judge_sensors(spec: ReplaySpec, sensors: list, where: str, streams: RealStreams,
                   sim: Replacement | None = None):
-    """The judge's run on ``sensors`` (records in any order, SensorRecord or plain 4-tuples), started
-    from ``spec.start_state``, checked: a run that lost a whole sensor (e.g. a "real" run judged without
-    GPS) or diverged (``check_divergence``) is refused, naming ``where``."""
-    result = judge_run(spec.judge, [bag_record(r) for r in in_receive_order(sensors)], spec.timing,
-                       spec.start_state(streams))
+    """The judge's run on ``sensors`` (records (recv_ns, topic, msgtype, message) in any order; the
+    message as CDR bytes, as the replay's own streams carry it, or an object), started from
+    ``spec.start_state``, checked: a run that lost a whole sensor (e.g. a "real" run judged without GPS)
+    or diverged (``check_divergence``) is refused, naming ``where``."""
+    result = judge_run(spec.judge, in_receive_order(sensors), spec.timing, spec.start_state(streams))
     result.check_sensors(where)
     check_divergence(result, streams.truth, where, lambda: run_imu_findings(spec, streams, sim))
     return result
@@ -476,11 +429,11 @@ def judge_sensors(spec: ReplaySpec, sensors: list, where: str, streams: RealStre
 
 def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
                     streams: RealStreams, sim: Replacement | None = None) -> tuple:
-    """Judge ``sensors`` (records in any order, SensorRecord or plain 4-tuples) and write the run:
-    sensor messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml.
-    A run that lost a sensor or diverged is an error and is not written (``judge_sensors``).
-    Returns (RunOutcome, JudgeResult)."""
-    bag_sensors = [bag_record(r) for r in in_receive_order(sensors)]  # CDR bytes: decoded in bulk
+    """Judge ``sensors`` (records in any order, as for ``judge_sensors``) and write the run: sensor
+    messages + the judge's outputs + the bag's ``/ground_truth/odom``, ``info`` as run.yaml (CDR bytes
+    are written as they are, objects serialised).  A run that lost a sensor or diverged is an error and
+    is not written (``judge_sensors``).  Returns (RunOutcome, JudgeResult)."""
+    bag_sensors = in_receive_order(sensors)  # CDR bytes: decoded in bulk by the judge
     result = judge_sensors(spec, bag_sensors, str(path), streams, sim)
     truth = streams.truth_records(spec.ground_truth_rate)
     records = in_receive_order(bag_sensors + judge_records(result) + truth)
@@ -541,11 +494,11 @@ def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> l
 
 
 def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options, draws: int) -> tuple:
-    """The judge-noise floor's judgements of this bag (``metrics.noise_floor``): its real run judged with
+    """The judge-noise floor's judgements of this bag (``noise_floor.compute``): its real run judged with
     ``draws`` independent random timings, draw d seeded (seed, "timing", scenario, k, "noise-floor", d)
     → ((draw, RunRecord), ...)."""
-    from ..metrics.noise_floor import SEED_KEY, floor_record
-    from .timing import TimingModel
+    from ..noise_floor.compute import SEED_KEY, floor_record
+    from ..pipeline.timing import TimingModel
 
     periods = spec.judge.periods()
     timings = [TimingModel("random").run_timing(periods, spec.seed, spec.scenario, spec.k, SEED_KEY, draw)

@@ -2,7 +2,7 @@
 
 A recorded bag holds its whole ground truth, so nothing has to be streamed live: the sensor streams
 the judge gets are computed before the player starts, by the offline replay's own functions
-(``pipeline.replay``: the same truth, the same ``window_ns``, the same seeds, the same message
+(``replay.offline``: the same truth, the same ``window_ns``, the same seeds, the same message
 bytes), and ``ros/replay_node`` publishes each one when the player's sim clock reaches its receive
 time.  So in every mode the judge gets its /fix and /imu as the real sensors delivered them (same
 rates, the real receive times, the real IMU stamps), only in the truth window, and a ROS run of a
@@ -50,9 +50,9 @@ def replaced(mode: str, gps_model: str, imu_model: str) -> Dict[str, str]:
 class Replay:
     """One replay: the offline spec, the real bag's streams, and which run of the bag this is."""
 
-    spec: Any       # pipeline.replay.ReplaySpec
-    streams: Any    # pipeline.replay.RealStreams
-    sim: Any        # pipeline.replay.Replacement, or None for the real run
+    spec: Any       # replay.offline.ReplaySpec
+    streams: Any    # replay.offline.RealStreams
+    sim: Any        # replay.offline.Replacement, or None for the real run
 
     @property
     def run(self):
@@ -70,11 +70,11 @@ class Replay:
     def records(self) -> List[Tuple[int, str, bytes]]:
         """(receive ns, topic, CDR bytes) of everything the judge and the recorder get, as the
         offline run writes them: /fix, /imu and /ground_truth/odom."""
-        from ..pipeline import replay as offline
+        from . import offline
 
         sensors = offline.sensor_streams(self.spec, self.streams, self.sim)
         truth = self.streams.truth_records(self.spec.ground_truth_rate)
-        out = [(int(r[0]), r[1], bytes(offline.bag_record(r)[3])) for r in sensors]  # the bag's bytes
+        out = [(int(r[0]), r[1], bytes(r[3])) for r in sensors]  # the bag's bytes
         out += [(int(r[0]), r[1], bytes(r[3])) for r in truth]
         return sorted(out, key=lambda r: r[0])
 
@@ -88,10 +88,10 @@ def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, 
     ``scenario`` / ``k`` override it.
     """
     from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
-    from ..pipeline.replay import Replacement, ReplaySpec, read_real_streams
     from ..pipeline.run import JudgeConfig
     from ..resources import config_path
     from ..runs import name_real_bag
+    from .offline import Replacement, ReplaySpec, read_real_streams
 
     named = name_real_bag(bag, scenario or None, None if k is None or k < 0 else int(k))
     ekf = str(Path(ekf_config or config_path(EKF_CONFIG)).resolve())

@@ -1,4 +1,4 @@
-"""The judge-noise floor in the reports (``metrics.noise_floor``): statistics.json ``judge_noise_floor``,
+"""The judge-noise floor in the reports (``noise_floor.compute``): statistics.json ``judge_noise_floor``,
 a tables.md section and a report.html paragraph — each only when the study asked for one (``demo`` and
 ``score`` do by default; when it could not be measured, the reason is given instead)."""
 from __future__ import annotations
@@ -50,17 +50,16 @@ def _draws(result: StudyResult) -> str:
     return f"{floor['draws']} timing draws of every real run, {floor['pairs']} pairs of draws."
 
 
-def markdown(result: StudyResult) -> list:
-    """tables.md lines (none without a floor)."""
+def markdown(result: StudyResult, table) -> list:
+    """tables.md lines (none without a floor); ``table(header, rows)`` renders a table
+    (``report.tables.markdown_table``)."""
     if result.judge_noise_floor is None:
         return []
     reason = unavailable(result)
     if reason is not None:
         return ["## Judge-noise floor", "", f"Not measured: {reason}.", ""]
-    from .tables import markdown_table
-
     header, rows = _rows(result)
-    return ["## Judge-noise floor", "", f"{SENTENCE}  {_draws(result)}", "", markdown_table(header, rows), ""]
+    return ["## Judge-noise floor", "", f"{SENTENCE}  {_draws(result)}", "", table(header, rows), ""]
 
 
 def html_parts(result: StudyResult, table, heading: str = "h2") -> list:

@@ -1,0 +1,340 @@
+"""The package's import structure (docs/architecture.md): no import circle, robot-side modules importable
+with numpy + PyYAML only, rclpy only in ``sim2real_eval.ros``.
+
+The import graph is built from the sources with ``ast``: every import statement counts, also those
+inside functions (a circle through a function-level import is still a circle: the modules cannot be
+understood, tested or moved one without the other).  ``from pkg import name`` is an import of the
+submodule ``pkg.name`` when there is one, else of ``pkg``; ``import a.b`` / ``from a.b import x`` are
+imports of ``a.b`` (the parent package's ``__init__`` runs too, but is not counted as an edge: a
+package that re-exports its submodules would otherwise make every submodule import a circle).
+"""
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+PACKAGE = "sim2real_eval"
+
+# Dependencies only the offline tools have (setup.py: python_version >= '3.10' or an extra): a
+# robot-side module must not need them to be imported.
+OFFLINE_ONLY = {"scipy", "rosbags", "matplotlib", "numba", "llvmlite", "pyproj", "ray", "rich", "optuna",
+                "allantools", "mcap", "ruamel", "pandas"}
+ROBOT_SIDE_THIRD_PARTY = {"numpy", "yaml"}
+ROS_ONLY = {"rclpy", "rosbag2_py", "launch", "launch_ros"}  # docs/architecture.md: only ros/ imports them
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str   # importing module
+    target: str   # imported module (a module of the package) or top-level name (third party)
+    line: int
+    top_level: bool  # at module level (runs when the module is imported), not inside a function
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def package_modules() -> dict:
+    """{module name: path} of every module of the package."""
+    return {module_name(path): path for path in sorted((SRC / PACKAGE).rglob("*.py"))}
+
+
+def _top_level_nodes(tree: ast.Module) -> set:
+    """ids of the import statements that run when the module is imported (module body, also inside
+    module-level if / try / with blocks), as opposed to those inside functions and classes' methods."""
+    found = set()
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.add(id(node))
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def imports_of(name: str, path: Path, modules: dict) -> list:
+    """Every import statement of module ``name`` (file ``path``), resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    top = _top_level_nodes(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[:len(base) - (node.level - 1)]
+                module = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
+                       for alias in node.names]
+        else:
+            continue
+        for target in dict.fromkeys(targets):
+            if target.split(".")[0] != PACKAGE:
+                target = target.split(".")[0]
+            elif target not in modules:  # import a.b.c of a name inside a.b: the module a.b
+                while target not in modules and "." in target:
+                    target = target.rsplit(".", 1)[0]
+            if target != name:
+                found.append(Import(name, target, node.lineno, id(node) in top))
+    return found
+
+
+def import_graph() -> tuple:
+    """({module: {imported module of the package: first Import}}, every Import)."""
+    modules = package_modules()
+    everything = [imp for name, path in modules.items() for imp in imports_of(name, path, modules)]
+    graph: dict = {name: {} for name in modules}
+    for imp in everything:
+        if imp.target in modules:
+            graph[imp.source].setdefault(imp.target, imp)
+    return graph, everything
+
+
+def strongly_connected(graph: dict) -> list:
+    """Tarjan's strongly connected components with more than one module (iterative), sorted."""
+    index: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    found = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def one_circle(graph: dict, component: list) -> list:
+    """A shortest import circle through the first module of ``component``: [m0, m1, …, m0]."""
+    start = component[0]
+    members = set(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in graph[node]:
+                if child == start:
+                    return paths[node] + [start]
+                if child in members and child not in paths:
+                    paths[child] = paths[node] + [child]
+                    following.append(child)
+        frontier = following
+    raise AssertionError(f"no circle through {start} in {component}")
+
+
+def describe_circle(graph: dict, circle: list) -> str:
+    steps = []
+    for source, target in zip(circle, circle[1:]):
+        imp = graph[source][target]
+        path = package_modules()[source].relative_to(REPO)
+        steps.append(f"{source} imports {target} ({path}:{imp.line})")
+    return "; ".join(steps)
+
+
+def test_the_graph_sees_imports_inside_functions_and_submodule_imports():
+    # Checks of the checker, on modules whose imports are known: judge.runner imports judge.series at
+    # module level; pipeline.run.start_stamp_ns imports truth inside the function; ``from .. import
+    # rotations`` in truth/stream.py is an import of the module sim2real_eval.rotations.
+    graph, everything = import_graph()
+    assert "sim2real_eval.judge.series" in graph["sim2real_eval.judge.runner"]
+    inner = [i for i in everything
+             if i.source == "sim2real_eval.pipeline.run" and i.target == "sim2real_eval.truth"]
+    assert inner and not any(i.top_level for i in inner)
+    assert "sim2real_eval.rotations" in graph["sim2real_eval.truth.stream"]
+    circle = {"a": {"b": 0}, "b": {"c": 0}, "c": {"a": 0}, "d": {"a": 0}}
+    assert strongly_connected(circle) == [["a", "b", "c"]]
+    shortcut = {"a": {"b": 0}, "b": {"a": 0, "c": 0}, "c": {"a": 0}}
+    assert one_circle(shortcut, ["a", "b", "c"]) == ["a", "b", "a"]
+
+
+def test_no_import_circle_in_the_package():
+    graph, _ = import_graph()
+    circles = [f"{len(component)} modules import each other ({', '.join(component)}), e.g. "
+               f"{describe_circle(graph, one_circle(graph, component))}"
+               for component in strongly_connected(graph)]
+    assert not circles, "import circles (break each by moving what both sides need below them):\n" + \
+        "\n".join(circles)
+
+
+LAYER_NAME = re.compile(r"[A-Za-z_]\w*(?:/\w+)*(?:\.py|/)")
+
+
+def documented_layers() -> list:
+    """The layer block of docs/architecture.md ("## Layers"): one list of module names per layer, top
+    first.  A layer is a line starting in column 0; its names are the leading tokens that are paths
+    (``cli/``, ``demo.py``, ``truth/bag.py``); indented lines continue the layer above (their leading
+    paths belong to it too)."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text[text.index("## Layers"):]
+    block = section[section.index("```") + 3:]
+    block = block[block.index("\n") + 1:block.index("```")]
+    layers: list = []
+    for line in block.splitlines():
+        names = []
+        for token in line.split():
+            if not LAYER_NAME.fullmatch(token):
+                break
+            names.append(token)
+        if line[:1].strip():
+            layers.append(names)
+        elif layers:
+            layers[-1] += names
+    return layers
+
+
+def layer_module(name: str) -> str:
+    """``cli/`` → sim2real_eval.cli, ``truth/bag.py`` → sim2real_eval.truth.bag, ``__init__.py`` → the
+    package itself."""
+    path = name[:-1] if name.endswith("/") else name[:-3]
+    return PACKAGE if path == "__init__" else f"{PACKAGE}.{path.replace('/', '.')}"
+
+
+def layer_of(module: str, prefixes: dict):
+    """The layer index of ``module``: its longest documented prefix's."""
+    best = None
+    for prefix in prefixes:
+        inside = module == prefix or module.startswith(prefix + ".")
+        if inside and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return None if best is None else prefixes[best]
+
+
+def test_no_import_goes_up_the_layers_docs_architecture_lists():
+    layers = documented_layers()
+    assert len(layers) > 10 and all(layers), f"docs/architecture.md: layer block not understood: {layers}"
+    modules = package_modules()
+    prefixes = {}
+    for index, names in enumerate(layers):
+        for name in names:
+            module = layer_module(name)
+            assert module in modules, f"docs/architecture.md lists {name}: not a module of the package"
+            prefixes[module] = index
+    unplaced = sorted(m for m in modules if layer_of(m, prefixes) is None)
+    assert not unplaced, f"modules on no line of docs/architecture.md's layers: {', '.join(unplaced)}"
+    _graph, everything = import_graph()
+    upward = []
+    for imp in everything:
+        if imp.target in modules:
+            source, target = layer_of(imp.source, prefixes), layer_of(imp.target, prefixes)
+            if target < source:
+                upward.append(f"{imp.source}:{imp.line} imports {imp.target} (line "
+                              f"'{' '.join(layers[target])}' is above '{' '.join(layers[source])}')")
+    assert not upward, "imports going up docs/architecture.md's layers:\n" + "\n".join(upward)
+
+
+def test_the_layer_check_sees_an_upward_import():
+    prefixes = {"sim2real_eval.cli": 0, "sim2real_eval.truth": 2, "sim2real_eval.truth.bag": 1}
+    assert layer_of("sim2real_eval.truth.bag", prefixes) == 1
+    assert layer_of("sim2real_eval.truth", prefixes) == layer_of("sim2real_eval.truth.stream", prefixes) == 2
+    assert layer_of("sim2real_eval.bags", prefixes) is None
+    assert layer_module("truth/bag.py") == "sim2real_eval.truth.bag"
+    assert layer_module("__init__.py") == PACKAGE
+
+
+def robot_side_paths() -> list:
+    """The robot-side files: the list .ci/run checks with ``vermin -t=3.8-`` (directories expanded)."""
+    text = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    match = re.search(r"py38\(\) \{.*?for path in (.*?); do", text, re.S)
+    assert match, ".ci/run: the vermin section's list of robot-side paths was not found"
+    paths = []
+    for item in match.group(1).replace("\\", " ").split():
+        path = REPO / item
+        assert path.exists(), f".ci/run lists a robot-side path that does not exist: {item}"
+        paths += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return paths
+
+
+def test_robot_side_modules_import_only_robot_side_code():
+    """A robot-side module (Python 3.8, numpy + PyYAML) imports, when it is imported, only robot-side
+    modules of the package, the standard library, numpy and yaml (and ROS 2's own packages in ros/);
+    the packages it sits in are robot-side too (their __init__ runs first).  Imports inside functions
+    may reach the offline stack (e.g. launch_plan's evaluate, behind its Python version check)."""
+    modules = package_modules()
+    robot = {module_name(path) for path in robot_side_paths()}
+    problems = []
+    for name in sorted(robot):
+        parts = name.split(".")
+        for depth in range(2, len(parts)):
+            parent = ".".join(parts[:depth])
+            if parent not in robot:
+                problems.append(f"{name}: its package {parent} (__init__.py) is not in .ci/run's "
+                                "robot-side list")
+        for imp in imports_of(name, modules[name], modules):
+            if not imp.top_level:
+                continue
+            if imp.target in modules:
+                if imp.target not in robot:
+                    problems.append(f"{name}:{imp.line} imports {imp.target}, which is not robot-side")
+            elif imp.target in OFFLINE_ONLY:
+                problems.append(f"{name}:{imp.line} imports {imp.target}, an offline-only dependency")
+            elif not (imp.target in sys.stdlib_module_names or imp.target in ROBOT_SIDE_THIRD_PARTY
+                      or name.startswith(f"{PACKAGE}.ros.")):
+                problems.append(f"{name}:{imp.line} imports {imp.target}: robot-side code has numpy and "
+                                "PyYAML only")
+    assert not problems, "\n".join(problems)
+
+
+def test_only_the_ros_package_imports_rclpy_rosbag2_py_and_launch():
+    _, everything = import_graph()
+    outside = [f"{imp.source}:{imp.line} imports {imp.target}" for imp in everything
+               if imp.target in ROS_ONLY and not imp.source.startswith(f"{PACKAGE}.ros.")]
+    assert not outside, "\n".join(outside)
+
+
+@pytest.mark.parametrize("offline", ["sim2real_eval.truth.bag", "sim2real_eval.judge.compiled_cache"])
+def test_the_robot_side_list_leaves_out_offline_modules(offline):
+    # The check above can fail: modules that import scipy / numba at module level are not robot-side.
+    robot = {module_name(path) for path in robot_side_paths()}
+    assert offline not in robot
+    modules = package_modules()
+    assert any(imp.top_level and imp.target in OFFLINE_ONLY for imp in imports_of(offline, modules[offline],
+                                                                                   modules))
