@@ -82,7 +82,7 @@ setup(
             "mcap>=1.1",
             "ruff>=0.4",
             "vermin>=1.5",
-            "radon>=6",  # cyclomatic complexity, the measure tests/test_complexity.py's limit is in (issue 22)
+            "radon>=6",  # cyclomatic complexity: the measure of tests/test_complexity.py (issue 22)
         ],
         # Beside a ROS 2 Humble on its system python3 (README "ROS 2"; docker/ros-requirements.txt is
         # install_requires + this list, for installing the dependencies without building the package):
