@@ -375,7 +375,8 @@ def workdir(base: Path, examples: list, world: dict) -> Path:
     base.mkdir(parents=True)
     written = " ".join(e.text for e in examples)
     for name, key, _why, writers in LINKS:
-        if not any(writer in written for writer in writers):
+        # A whole argument: "--out my_drive_report" does not write my_drive.
+        if not any(re.search(re.escape(writer) + r"(?![\w.-])", written) for writer in writers):
             (base / name).symlink_to(world[key])
     for name in ("config", "docker", "launch"):
         (base / name).symlink_to(REPO / name)
