@@ -53,8 +53,19 @@ class Terminated(KeyboardInterrupt):
         return signal.Signals(self.signum).name
 
 
+_received: list = []  # the stop signals this process received (``termination_received``)
+
+
 def _raise_terminated(signum, frame):
+    _received.append(signum)
     raise Terminated(signum)
+
+
+def termination_received():
+    """The first SIGTERM/SIGHUP this process received (``Terminated``), or None.  A library that was
+    running when it came may have turned the ``Terminated`` into an error of its own (numba compiling
+    or loading a kernel does): the CLI reports the signal, not that error."""
+    return Terminated(_received[0]) if _received else None
 
 
 def handle_sigterm() -> None:

@@ -92,7 +92,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         import logging
 
         logging.getLogger("sim2real_eval").setLevel(logging.DEBUG)
-    from ..workers import Terminated, handle_sigterm
+    from ..workers import Terminated, handle_sigterm, termination_received
 
     handle_sigterm()  # SIGTERM/SIGHUP unwind like Ctrl-C: nothing half-written, workers stopped
     _show_data_warnings(known.command)
@@ -107,15 +107,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"sim2real-eval {known.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Terminated as exc:
-        print(f"sim2real-eval {known.command}: terminated ({exc.name}); nothing half-written is left",
-              file=sys.stderr)
-        return exc.exit_code
+        return _terminated(known.command, exc)
     except KeyboardInterrupt:
         print(f"sim2real-eval {known.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return _broken_pipe()
     except OSError as exc:  # the environment refused (a path the OS cannot take, a full disk …)
+        if termination_received() is not None:
+            return _terminated(known.command, termination_received())
         if args.debug:
             raise
         from ..limits import describe_os_error
@@ -123,6 +123,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"sim2real-eval {known.command}: error: {where}{describe_os_error(exc)}", file=sys.stderr)
         return 2
+    except Exception:
+        # The stop signal came while a library ran that turned it into an error of its own (numba
+        # compiling or loading a kernel): the unwinding cleaned up all the same; report the signal.
+        if termination_received() is None or args.debug:
+            raise
+        return _terminated(known.command, termination_received())
+
+
+def _terminated(command: str, exc) -> int:
+    print(f"sim2real-eval {command}: terminated ({exc.name}); nothing half-written is left", file=sys.stderr)
+    return exc.exit_code
 
 
 def _names_as_bytes() -> None:
