@@ -7,12 +7,12 @@ Arguments: sim2real_eval.node.launch_plan.JUDGE_ARGUMENTS (docs/ros.md).
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from sim2real_eval.node.launch_plan import JUDGE_ARGUMENTS, judge_plan, static_tf_nodes
+from sim2real_eval.node.launch_plan import JUDGE_ARGUMENTS, judge_plan
 from sim2real_eval.ros import launch_actions as la
 
 
 def _launch(context):
-    nodes = la.plan_or_fail(judge_plan, la.argument_values(context, JUDGE_ARGUMENTS)) + static_tf_nodes()
+    nodes = la.plan_or_fail(judge_plan, la.argument_values(context, JUDGE_ARGUMENTS))
     return la.actions_for(nodes)
 
 

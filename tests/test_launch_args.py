@@ -175,9 +175,17 @@ def test_sensors_and_judge_plans():
     assert both[1].parameters[0]["imu_model"] == "robot_ahrs_mti"  # realistic robot defaults
     with pytest.raises(UserError, match="sensors"):
         launch_plan.sensors_plan({"sensors": "lidar"})
-    judge = launch_plan.judge_plan({"use_sim_time": "false"})
-    assert [n.executable for n in judge] == ["ekf_node", "navsat_transform_node"]
+    notes = []
+    judge = launch_plan.judge_plan({"use_sim_time": "false"}, notice=notes.append)
+    publishers = 2 * ["static_transform_publisher"]  # the ART vehicle's base_link->imu, base_link->gps
+    assert [n.executable for n in judge] == ["ekf_node", "navsat_transform_node"] + publishers
     assert judge[0].parameters[1] == {"use_sim_time": False}
+    assert len(notes) == 1 and "applied the ART static TFs" in notes[0] and "static_tfs:=" in notes[0]
+    own = launch_plan.judge_plan({"static_tfs": "base_link imu_link 0.1 0 0 0 0 0"}, notice=notes.append)
+    assert [n.name for n in own[2:]] == ["static_tf_base_link_to_imu_link"] and len(notes) == 1
+    assert len(launch_plan.judge_plan({"static_tfs": "none"}, notice=notes.append)) == 2 and len(notes) == 1
+    with pytest.raises(UserError, match="launch argument static_tfs: static TF 'base_link imu 0 0'"):
+        launch_plan.judge_plan({"static_tfs": "base_link imu 0 0"})
 
 
 def test_unknown_command_line_arguments_are_refused_when_the_file_is_launched_directly():

@@ -78,7 +78,8 @@ def test_judge_names_the_frame_without_a_transform_and_the_option(art_bags, monk
 
 
 def test_art_layout_rule():
-    from sim2real_eval.service import art_layout, art_mount_problem, frames_without_transform
+    from sim2real_eval.bags.layout import art_layout, art_mount_problem
+    from sim2real_eval.service import frames_without_transform
 
     ins = ["sensor_msgs/msg/Imu", "sbg_driver/msg/SbgGpsVel"]
     assert art_layout({"imu": ["/imu"], "gps": ["/fix"]}, "base_link", ins)

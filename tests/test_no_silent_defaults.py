@@ -226,6 +226,49 @@ def test_the_art_note_is_said_once_and_only_for_art_bags(tmp_path, capsys):
     assert ART_RPY == [0.0, -1.5708, 3.1416] and T0 > 0 and len(DATUM) == 3
 
 
+def test_evaluate_launch_decides_the_static_tfs_as_the_offline_replay(tmp_path):
+    """evaluate.launch.py: the ART TFs for an ART-layout bag (said once), the replay node and the judge's
+    TF publishers get the same list, static_tfs:= overrides it, and an ART-frames bag with another
+    mount is refused before anything starts, naming the launch argument."""
+    from sim2real_eval.art import ART_STATIC_TFS
+    from sim2real_eval.node import launch_plan
+    from sim2real_eval.node.params import parse_replay_params
+    from sim2real_eval.replay.node import load_replay
+
+    def tfs_of(plan):
+        return [(n.arguments[-3], n.arguments[-1]) for n in plan.nodes if n.name.startswith("static_tf_")]
+
+    notes = []
+    art = make_art_bag(tmp_path / "line" / "run_00", art_like_truth(6.0))
+    plan = launch_plan.evaluate_plan({"bag": str(art), "output": str(tmp_path / "o1")}, notice=notes.append)
+    assert len(notes) == 1 and "applied the ART static TFs" in notes[0] and str(art) in notes[0]
+    assert notes[0].startswith("evaluate.launch.py: ")
+    assert tfs_of(plan) == [("base_link", "imu"), ("base_link", "gps")]
+    replay_params = plan.nodes[0].parameters[0]
+    config = parse_replay_params(replay_params)
+    assert config.static_tfs == ART_STATIC_TFS
+    again = load_replay(config.bag, config.mode, config.gps_model, config.imu_model, config.seed,
+                        static_tfs=config.static_tfs, notice=notes.append)
+    assert again.info().to_dict()["judge"] == plan.run_record["judge"] and len(notes) == 1
+
+    # static_tfs:=none: no TF at all, so the sensors' frames reach no base_link: refused up front.
+    with pytest.raises(UserError, match=r"no static TF from 'imu' \(/imu\), 'gps' \(/fix\) .* static_tfs:="):
+        launch_plan.evaluate_plan({"bag": str(art), "output": str(tmp_path / "o2"), "static_tfs": "none"},
+                                  notice=notes.append)
+    assert parse_replay_params({"bag": str(art), "static_tfs": "none"}).static_tfs == ()
+
+    flu = rotated_imu_bag(tmp_path / "flu" / "run_00", [0.0, 0.0, 0.0])
+    with pytest.raises(UserError, match="points along \\+z"):
+        launch_plan.evaluate_plan({"bag": str(flu), "output": str(tmp_path / "o3")}, notice=notes.append)
+    mounts = "base_link imu 0 0 0 0 0 0; base_link gps 0 0 0 0 0 0"
+    plan = launch_plan.evaluate_plan({"bag": str(flu), "output": str(tmp_path / "o3"), "static_tfs": mounts},
+                                     notice=notes.append)
+    assert tfs_of(plan) == [("base_link", "imu"), ("base_link", "gps")] and len(notes) == 1
+    with pytest.raises(UserError, match="no static TF from 'imu' .* static_tfs:=\"base_link imu x y z"):
+        launch_plan.evaluate_plan({"bag": str(flu), "output": str(tmp_path / "o4"),
+                                   "static_tfs": "base_link gps 0 0 0 0 0 0"}, notice=notes.append)
+
+
 def test_a_bag_without_the_art_ins_gets_no_art_tfs(tmp_path, capsys):
     """Frames 'imu'/'gps' but its truth from a nav_msgs/Odometry topic (no sbg_driver INS): not the ART
     layout, so no TF is assumed, and the error names the frames and the option before any run."""

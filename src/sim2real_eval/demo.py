@@ -146,7 +146,7 @@ def load_demo_config(path=None) -> DemoConfig:
     judge_section = sec.section("judge")
     by_layout = not judge_section.has("static_tfs")
     judge = load_judge_config(judge_section, path.parent)
-    if by_layout:  # decided per real bag (service.default_static_tfs), said on stderr
+    if by_layout:  # decided per real bag (bags.layout.default_static_tfs), said on stderr
         import dataclasses
 
         judge = dataclasses.replace(judge, static_tfs=())
@@ -281,7 +281,7 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
     (``replay.offline.Replacement``), the IMU study's run(s) (and ``extra_imu``) on ``imu_scenario``
     (``EVERY_SCENARIO``: on every one); ``scoring`` (ScoreOptions): each run scored where it is judged;
     ``write``: run bags written; ``floor_draws``: the bag's noise-floor judgements too.  Without static
-    TFs in the demo file, each bag gets its default (``service.default_static_tfs``)."""
+    TFs in the demo file, each bag gets its default (``bags.layout.default_static_tfs``)."""
     from .replay.offline import Replacement
     from .runs import RealBag
     from .service import plan_replays

@@ -65,6 +65,28 @@ def parse_static_tf(spec: str) -> StaticTf:
     return StaticTf(parent, child, x, y, z, yaw, pitch, roll)
 
 
+def parse_static_tf_list(text: str, where: str) -> Optional[Tuple[str, ...]]:
+    """A launch argument or node parameter holding several static TFs: "" → None (the default applies),
+    "none" → no static TF, else the ';'-separated TF strings, each checked (a UserError names ``where``)."""
+    text = str(text).strip()
+    if not text:
+        return None
+    if text.lower() == "none":
+        return ()
+    tfs = tuple(part.strip() for part in text.split(";") if part.strip())
+    for part in tfs:
+        try:
+            parse_static_tf(part)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+    return tfs
+
+
+def static_tf_list_text(static_tfs: Sequence[str]) -> str:
+    """The text ``parse_static_tf_list`` reads back as ``static_tfs`` ("none" for no TF)."""
+    return ";".join(static_tfs) if static_tfs else "none"
+
+
 def mounting_rpy(static_tfs: Sequence[str], child_frame: str,
                  parent_frame: str = "base_link") -> Optional[List[float]]:
     """[roll, pitch, yaw] of the static TF ``parent_frame``→``child_frame`` (None when there is none):

@@ -13,12 +13,12 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..art import ART_STATIC_TFS, EKF_CONFIG, GPS_ODOMETRY_TOPIC, NAVSAT_CONFIG, TOPICS
 from ..errors import UserError
 from ..runs import is_number
-from ..static_tf import parse_static_tf
+from ..static_tf import parse_static_tf, parse_static_tf_list, static_tf_list_text
 from .params import RECORDED_TOPICS, REPLAY_MODES, ROBOT_GPS_MODEL, ROBOT_IMU_MODEL, STORAGES
 from .ticks import period_ns
 
@@ -47,6 +47,9 @@ EVALUATE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     "truth_source": ("auto", "ground truth in the bag (as sim2real-eval replay --truth): auto | sbg_ekf "
                              "(SbgEkfNav+SbgEkfQuat) | sbg_gps (SbgGpsVel+SbgGpsPos) | odometry | twist"),
     "play_rate": ("1.0", "ros2 bag play --rate"),
+    "static_tfs": ("", "the judge's static TFs, ';'-separated 'PARENT CHILD x y z yaw pitch roll' strings, "
+                       "or none (as the offline --static-tf); default: the bag's own, the ART vehicle's "
+                       "TFs for a bag in the ART layout (said on stderr), none otherwise"),
     "shutdown_when_done": ("true", "stop everything (recorder closes the bag) when the player exits"),
 }
 SENSORS_ARGUMENTS: Dict[str, Tuple[str, str]] = {
@@ -73,6 +76,9 @@ JUDGE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     key: EVALUATE_ARGUMENTS[key] for key in ("ekf_config", "navsat_config")
 }
 JUDGE_ARGUMENTS["use_sim_time"] = ("true", "use /clock (bag replay or simulator)")
+JUDGE_ARGUMENTS["static_tfs"] = ("", "static TFs published for the judge, ';'-separated 'PARENT CHILD x y z "
+                                     "yaw pitch roll' strings, or none; default: the ART vehicle's (said "
+                                     "on stderr)")
 # Arguments ros2 launch adds itself (its --launch-prefix options).
 LAUNCH_OWN_ARGUMENTS = ("launch-prefix", "launch-prefix-filter")
 
@@ -220,12 +226,26 @@ def default_config(name: str) -> str:
     return str(config_path(name))
 
 
-def judge_plan(args: Dict[str, str]) -> List[ProcessSpec]:
-    """judge.launch.py: the robot_localization pair with our configs."""
+def judge_plan(args: Dict[str, str], notice: Optional[Callable[[str], None]] = None) -> List[ProcessSpec]:
+    """judge.launch.py: the robot_localization pair with our configs, and a static TF publisher per
+    static TF (``static_tfs``; default the ART vehicle's, ``notice(text)`` told)."""
     ekf = args.get("ekf_config") or default_config(EKF_CONFIG)
     navsat = args.get("navsat_config") or default_config(NAVSAT_CONFIG)
     use_sim_time = _bool_text(args.get("use_sim_time", "true"), "use_sim_time")
-    return judge_nodes(ekf, navsat, use_sim_time)
+    static_tfs = parse_static_tf_list(args.get("static_tfs", ""), "launch argument static_tfs")
+    if static_tfs is None:
+        static_tfs = ART_STATIC_TFS
+        (notice or _stderr)(f"judge.launch.py: applied the ART static TFs {_quoted(ART_STATIC_TFS)} "
+                            f"(static_tfs:= overrides)")
+    return judge_nodes(ekf, navsat, use_sim_time) + static_tf_nodes(static_tfs)
+
+
+def _quoted(static_tfs: Sequence[str]) -> str:
+    return " and ".join(f'"{tf}"' for tf in static_tfs)
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def sensors_plan(args: Dict[str, str]) -> List[ProcessSpec]:
@@ -278,10 +298,12 @@ def _offline_replay_loader():
     return load_replay
 
 
-def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan:
+def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None,
+                  notice: Optional[Callable[[str], None]] = None) -> LaunchPlan:
     """evaluate.launch.py: launch arguments → every process, parameter and remap.
 
-    The judge (ekf_node + navsat_transform_node, the ART static TFs) gets /fix, /imu and the
+    The judge (ekf_node + navsat_transform_node, the bag's static TFs: ``static_tfs``, or as offline the
+    ART ones for a bag in the ART layout, ``notice(text)`` told, none otherwise) gets /fix, /imu and the
     recorder /ground_truth/odom from ``replay_node``, which publishes the offline replay's streams of
     the bag (``replay.node``) on the player's clock; the player plays the bag's real /fix and /imu
     hidden under /real (it is the clock).  The bag is read here once, so a bad bag, a missing truth
@@ -314,9 +336,11 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
     ekf = str(Path(get["ekf_config"] or default_config(EKF_CONFIG)).expanduser())
     navsat = str(Path(get["navsat_config"] or default_config(NAVSAT_CONFIG)).expanduser())
     judge = judge_nodes(ekf, navsat)  # checks that both files exist
+    static_tfs = parse_static_tf_list(get["static_tfs"], "launch argument static_tfs")
     try:
         replay = load_replay(str(bag_path), mode, gps_model, imu_model, seed, get["scenario"].strip(),
-                             None if k < 0 else k, truth_source, ekf, navsat, storage)
+                             None if k < 0 else k, truth_source, ekf, navsat, storage, static_tfs,
+                             notice=lambda line: (notice or _stderr)(f"evaluate.launch.py: {line}"))
     except UserError as exc:
         raise UserError(f"evaluate.launch.py: {exc}") from None
     # Marked incomplete until the launch confirms the run (node.recording.RunCompletion).
@@ -340,7 +364,8 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
                      "gps_model": gps_model, "imu_model": imu_model, "seed": seed,
                      "scenario": spec.scenario, "k": spec.k, "truth_source": truth_source,
                      "ekf_config": spec.judge.ekf, "navsat_config": spec.judge.navsat, "play_rate": play_rate,
-                     "wait_for": wait_for, "resume_service": f"/{PLAYER_NODE}/resume"}])
+                     "wait_for": wait_for, "resume_service": f"/{PLAYER_NODE}/resume",
+                     "static_tfs": static_tf_list_text(spec.judge.static_tfs)}])
     recorder = ProcessSpec(
         name="recorder_node", package=PACKAGE, executable="recorder_node", must_succeed=True,
         parameters=[{"use_sim_time": True, "output": output, "storage": storage,
@@ -348,6 +373,6 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None) -> LaunchPlan
                      "required_topics": [TOPICS["estimate"], TOPICS["ground_truth"], TOPICS["gps"],
                                          TOPICS["imu"]],
                      "run_yaml": info.to_yaml()}])
-    nodes = [replay_node] + static_tf_nodes() + judge + [recorder]
+    nodes = [replay_node] + static_tf_nodes(spec.judge.static_tfs) + judge + [recorder]
     return LaunchPlan(player=bag_player, nodes=nodes, output=output, run_record=info.to_dict(),
                       shutdown_when_done=shutdown_when_done)

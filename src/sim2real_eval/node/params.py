@@ -21,6 +21,7 @@ import numpy as np
 from ..art import GPS_FRAME, GPS_ODOMETRY_TOPIC, IMU_FRAME, TOPICS
 from ..errors import UserError
 from ..runs import is_number
+from ..static_tf import parse_static_tf_list
 from .sensor_stream import TRUTH_MODES, SensorStream
 from .ticks import period_ns
 
@@ -322,7 +323,7 @@ REPLAY_MODES = ("sim_imu", "sim_gps", "sim_both", "real")
 REPLAY_DEFAULTS = {
     "bag": "", "mode": "sim_both", "gps_model": "ch_gauss", "imu_model": "chrono_paper_demo", "seed": 0,
     "scenario": "", "k": -1, "truth_source": "auto", "ekf_config": "", "navsat_config": "",
-    "play_rate": 1.0, "wait_for": [], "resume_service": "", "start_timeout": 60.0,
+    "play_rate": 1.0, "wait_for": [], "resume_service": "", "start_timeout": 60.0, "static_tfs": "",
 }
 
 
@@ -344,6 +345,7 @@ class ReplayConfig:
     wait_for: List[Tuple[str, int]]  # (topic, subscribers) matched before the player is resumed
     resume_service: str    # the player's resume service ("" = the player is not paused)
     start_timeout_s: float
+    static_tfs: Optional[Tuple[str, ...]] = None  # None = the bag's default (``bags.layout``), () = none
 
 
 def parse_wait_for(values: Sequence[str]) -> List[Tuple[str, int]]:
@@ -374,4 +376,5 @@ def parse_replay_params(params: Dict[str, Any]) -> ReplayConfig:
         navsat_config=p.text("navsat_config", allow_empty=True),
         play_rate=p.number("play_rate", positive=True), wait_for=parse_wait_for(p.strings("wait_for")),
         resume_service=p.text("resume_service", allow_empty=True),
-        start_timeout_s=p.number("start_timeout", positive=True))
+        start_timeout_s=p.number("start_timeout", positive=True),
+        static_tfs=parse_static_tf_list(p.text("static_tfs", allow_empty=True), "parameter static_tfs"))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UserError
 
@@ -81,17 +81,21 @@ class Replay:
 
 def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, scenario: str = "",
                 k: Optional[int] = None, truth_source: str = "auto", ekf_config: str = "",
-                navsat_config: str = "", storage: str = "sqlite3") -> Replay:
+                navsat_config: str = "", storage: str = "sqlite3",
+                static_tfs: Optional[Sequence[str]] = None, notice: Optional[Callable] = None) -> Replay:
     """Read the real bag (checked: topics, types, stamps, truth) into a Replay; one-line UserErrors.
 
     The bag is named by the one rule of real bags (``runs.name_real_bag``: ``DIR/<scenario>/<run>``);
-    ``scenario`` / ``k`` override it.
+    ``scenario`` / ``k`` override it.  ``static_tfs``: the judge's; None = the bag's default, as the
+    offline replay decides it (``bags.layout``: the ART TFs for a bag in the ART layout, ``notice(text)``
+    told; none otherwise).  A replaced IMU publishes in the real IMU's frame, as offline.
     """
-    from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
-    from ..pipeline.run import JudgeConfig
+    from ..art import EKF_CONFIG, NAVSAT_CONFIG, TOPICS
+    from ..bags.layout import peek_real_bag
+    from ..pipeline.run import JudgeConfig, _judge_parts
     from ..resources import config_path
     from ..runs import name_real_bag
-    from .offline import Replacement, ReplaySpec, read_real_streams
+    from .offline import Replacement, ReplaySpec, check_frames, read_real_streams
 
     named = name_real_bag(bag, scenario or None, None if k is None or k < 0 else int(k))
     ekf = str(Path(ekf_config or config_path(EKF_CONFIG)).resolve())
@@ -99,7 +103,14 @@ def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, 
     for name, path in (("ekf_config", ekf), ("navsat_config", navsat)):
         if not Path(path).is_file():
             raise UserError(f"{name}: {path} does not exist")
-    spec = ReplaySpec.of(named, JudgeConfig(ekf, navsat, ART_STATIC_TFS), seed=int(seed),
-                         truth_source=truth_source, storage=storage)
+    base_link = _judge_parts(ekf, navsat, ())[0].base_link_frame
+    default_tfs, real_imu = peek_real_bag(named.path, TOPICS["imu"], TOPICS["gps"], base_link,
+                                          by_layout=static_tfs is None, notice=notice)
+    tfs = default_tfs if static_tfs is None else tuple(static_tfs)
+    imu_frame = None if real_imu is None else str(real_imu.header.frame_id)
+    spec = ReplaySpec.of(named, JudgeConfig(ekf, navsat, tfs), seed=int(seed), truth_source=truth_source,
+                         storage=storage, imu_frame=imu_frame)
     replace = replaced(mode, gps_model, imu_model)
-    return Replay(spec, read_real_streams(spec), Replacement(replace) if replace else None)
+    streams = read_real_streams(spec)
+    check_frames(spec, streams, hint="static_tfs:=\"{base} {frame} x y z yaw pitch roll\" (';'-separated)")
+    return Replay(spec, streams, Replacement(replace) if replace else None)

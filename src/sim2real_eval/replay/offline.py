@@ -321,10 +321,14 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     return RealStreams(truth, datum, gps, imu, window, gps_stamps, imu_stamps)
 
 
-def check_frames(spec: ReplaySpec, streams: RealStreams) -> None:
+FRAMES_HINT = '--static-tf "{base} {frame} x y z yaw pitch roll" (repeatable)'
+
+
+def check_frames(spec: ReplaySpec, streams: RealStreams, hint: str = FRAMES_HINT) -> None:
     """The real IMU's and GPS's frames (their first messages) must reach the judge's base_link through
     its static TFs, or every run of the bag would lose that sensor: a UserError naming the bag, the
-    frames and the option (a bag outside the ART layout gets no TF by default)."""
+    frames and the option (``hint``, formatted with ``base`` and ``frame``; a bag outside the ART layout
+    gets no TF by default)."""
     from ..bags import get_typestore
     from ..judge.tf import TfBuffer, parse_static_tf
     from ..pipeline.run import _judge_parts
@@ -343,8 +347,8 @@ def check_frames(spec: ReplaySpec, streams: RealStreams) -> None:
         listed = ", ".join(f"{frame!r} ({', '.join(topics)})" for frame, topics in missing.items())
         example = next(iter(missing))
         raise UserError(f"{spec.bag}: no static TF from {listed} to {base!r} (the ART ones are applied only "
-                        f"to bags in the ART layout, docs/judge.md): give each with --static-tf "
-                        f"\"{base} {example} x y z yaw pitch roll\" (repeatable)")
+                        f"to bags in the ART layout, docs/judge.md): give each with "
+                        f"{hint.format(base=base, frame=example)}")
 
 
 def real_imu_covariances(streams: RealStreams, limit: int = 8) -> list:
@@ -542,7 +546,7 @@ class BagReplay:
     scoring: Any = None  # metrics.ScoreOptions: score each run in memory
     write: bool = True
     floor_draws: int = 0
-    default_static_tfs: bool = False  # spec.judge.static_tfs: the bag's default (service.default_static_tfs)
+    default_static_tfs: bool = False  # spec.judge.static_tfs: the bag's default (bags.layout)
     real_imu: Any = None  # (frame, {part: covariance}) of the bag's first IMU message: linted before any run
     # (service.announce_replays)
 

@@ -44,7 +44,8 @@ class ReplayNode:
         self.config = params.parse_replay_params(_node.parameter_values(self.node))
         c = self.config
         replay = load_replay(c.bag, c.mode, c.gps_model, c.imu_model, c.seed, c.scenario,
-                             None if c.k < 0 else c.k, c.truth_source, c.ekf_config, c.navsat_config)
+                             None if c.k < 0 else c.k, c.truth_source, c.ekf_config, c.navsat_config,
+                             static_tfs=c.static_tfs)
         self.schedule = Schedule(replay.records())
         self.publishers: Dict[str, object] = {
             topic: self.node.create_publisher(msg_type, topic, _node.PUBLISH_QOS)
