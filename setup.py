@@ -78,6 +78,7 @@ setup(
         ],
         "test": [
             "pytest>=7",
+            "pytest-xdist>=3.5",  # the README's test command runs on both cores (-n 2 --dist loadgroup)
             "hypothesis>=6",
             "mcap>=1.1",
             "ruff>=0.4",

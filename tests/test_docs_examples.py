@@ -496,6 +496,17 @@ def test_every_substitution_is_used(world):
     assert all(name in texts for name, _key, _why, _writers in LINKS), "a link no example uses"
 
 
+def test_ci_runs_the_readmes_test_command():
+    """The README's set-up is two commands; .ci/run's test section runs the second one as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set-up", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert len(setup) == 2 and setup[1].startswith("python3 -m pytest"), setup
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    suite = ci.split("\nsuite() {", 1)[1].split("\n}", 1)[0]
+    ran = [line.strip().split(" || ")[0] for line in suite.splitlines() if "python3 -m pytest" in line]
+    assert ran == [setup[1]], (ran, setup[1])
+
+
 def test_install_examples_name_real_extras():
     """``pip install -e '.[all,test]'`` is the environment of this suite: the extras it names exist."""
     extras = set(re.findall(r'^\s+"(\w+)": \[', (REPO / "setup.py").read_text(), flags=re.M))
