@@ -61,19 +61,22 @@ def real_sample_demo(tmp_path_factory) -> Path:
 
 
 # With pytest-xdist (the README's `-n 2 --dist loadgroup`), tests are handed out by group: a test file
-# stays on one worker (its module fixtures are built once), the two files that share the session's real
-# sample run together (it is built once), and every test that starts a Ray cluster runs on one worker
-# (two clusters at once would compete for the machine's two cores and their timeouts).  The documented
-# examples are handed out one by one: together they are most of the suite's time, so on one worker they
-# would be its critical path (each worker builds their inputs once, the module's ``world``).
-SHARED_GROUPS = {"test_real_sample.py": "real_sample", "test_readme_numbers.py": "real_sample",
-                 "test_ray_cluster.py": "ray"}
+# stays on one worker, in its order (its module fixtures are built once; a test may read what an earlier
+# one wrote), the two files that share the session's real sample run together (it is built once), and
+# the files that start Ray clusters share one worker (two clusters at once would compete for the
+# machine's two cores and their timeouts).  The documented examples are handed out one by one: together
+# they are most of the suite's time, so on one worker they would be its critical path (each worker
+# builds their inputs once, the module's ``world``).
+SHARED_GROUPS = {"test_real_sample.py": "real_sample", "test_readme_numbers.py": "real_sample"}
 ONE_BY_ONE = {"test_docs_examples.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
+    with_ray = {item.path.name for item in items if item.get_closest_marker("ray") is not None}
     for item in items:
-        if item.get_closest_marker("ray") is not None:
+        name = item.path.name
+        if name in with_ray:
             item.add_marker(pytest.mark.xdist_group("ray"))
-        elif item.path.name not in ONE_BY_ONE:
-            item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(item.path.name, item.path.name)))
+        elif name not in ONE_BY_ONE:
+            item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(name, name)))
