@@ -69,6 +69,17 @@ def real_sample_demo(tmp_path_factory) -> Path:
 # builds their inputs once, the module's ``world``).
 SHARED_GROUPS = {"test_real_sample.py": "real_sample", "test_readme_numbers.py": "real_sample"}
 ONE_BY_ONE = {"test_docs_examples.py"}
+# The longest tests and groups first (minutes each, a fresh clone's numba compilation included), so that
+# neither worker starts one of them when the other is nearly done: xdist hands out in collection order.
+LONGEST_FIRST = ("test_docs_examples.py::test_readme_commands_chain", "test_real_sample.py",
+                 "test_readme_numbers.py", "test_ray_cluster.py", "test_tune_search.py",
+                 "test_pipeline_runs.py", "test_judge_bag1.py",
+                 "test_docs_examples.py::test_cli_examples_run[demo.md:3]")
+
+
+def _rank(item) -> int:
+    where = f"{item.path.name}::{item.name}"
+    return next((i for i, prefix in enumerate(LONGEST_FIRST) if where.startswith(prefix)), len(LONGEST_FIRST))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
@@ -80,3 +91,4 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("ray"))
         elif name not in ONE_BY_ONE:
             item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(name, name)))
+    items.sort(key=_rank)  # stable: each file keeps its own order
