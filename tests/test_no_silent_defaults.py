@@ -242,7 +242,7 @@ def test_evaluate_launch_decides_the_static_tfs_as_the_offline_replay(tmp_path):
     art = make_art_bag(tmp_path / "line" / "run_00", art_like_truth(6.0))
     plan = launch_plan.evaluate_plan({"bag": str(art), "output": str(tmp_path / "o1")}, notice=notes.append)
     assert len(notes) == 1 and "applied the ART static TFs" in notes[0] and str(art) in notes[0]
-    assert notes[0].startswith("evaluate.launch.py: ")
+    assert notes[0].startswith("evaluate.launch.py: ") and notes[0].endswith("(static_tfs:= overrides)")
     assert tfs_of(plan) == [("base_link", "imu"), ("base_link", "gps")]
     replay_params = plan.nodes[0].parameters[0]
     config = parse_replay_params(replay_params)

@@ -64,8 +64,11 @@ def art_mount_problem(specific_force) -> str:
             f"+x axis that the ART mount (base_link->imu yaw π, pitch −π/2) turns up")
 
 
+CLI_OVERRIDE = "--static-tf or the file's judge.static_tfs overrides"
+
+
 def default_static_tfs(reader, frames: dict, base_link_frame: str, imu_topics: Sequence[str], where: str,
-                       notice: Callable | None = None) -> tuple:
+                       notice: Callable | None = None, override: str = CLI_OVERRIDE) -> tuple:
     """The static TFs a command applies to a bag when none are given: ``art.ART_STATIC_TFS`` for a bag in
     the ART layout (rules 1-4 of ``art.py``; ``notice(text)`` is told, one line), else none.  A bag whose
     frames and INS are the ART layout but whose IMU is mounted otherwise is a UserError naming it."""
@@ -83,22 +86,23 @@ def default_static_tfs(reader, frames: dict, base_link_frame: str, imu_topics: S
                             f"wrongly; give the IMU's mount with --static-tf "
                             f"\"{base_link_frame} imu x y z yaw pitch roll\"")
     if notice is not None:
-        notice(art_static_tfs_note([where]))
+        notice(art_static_tfs_note([where], override))
     return ART_STATIC_TFS
 
 
-def art_static_tfs_note(bags: Sequence[str]) -> str:
+def art_static_tfs_note(bags: Sequence[str], override: str = CLI_OVERRIDE) -> str:
     """The one line a command says when it applied the ART static TFs to ``bags`` by default."""
     from ..art import ART_STATIC_TFS
 
     tfs = " and ".join(f'"{tf}"' for tf in ART_STATIC_TFS)
     more = f" (and {len(bags) - 1} more bag(s))" if len(bags) > 1 else ""
     return (f"{bags[0]}{more}: ART layout (IMU/GPS in frames 'imu'/'gps', sbg_driver INS, IMU x axis up): "
-            f"applied the ART static TFs {tfs} (--static-tf or the file's judge.static_tfs overrides)")
+            f"applied the ART static TFs {tfs} ({override})")
 
 
 def peek_real_bag(path, imu_topic: str, gps_topic: str, base_link_frame: str, msg_path=None,
-                  by_layout: bool = True, notice: Callable | None = None) -> tuple:
+                  by_layout: bool = True, notice: Callable | None = None,
+                  override: str = CLI_OVERRIDE) -> tuple:
     """(the bag's default static TFs — ``default_static_tfs``, () unless ``by_layout`` —, its first
     ``imu_topic`` message or None), from the first IMU and GPS messages of the real bag at ``path``.
     ``notice(text)``: told when the ART TFs are applied."""
@@ -115,6 +119,6 @@ def peek_real_bag(path, imu_topic: str, gps_topic: str, base_link_frame: str, ms
         frames: dict = {}
         for topic, msg in first.items():
             frames.setdefault(str(msg.header.frame_id), []).append(topic)
-        tfs = (default_static_tfs(reader, frames, base_link_frame, [imu_topic], str(path), notice)
+        tfs = (default_static_tfs(reader, frames, base_link_frame, [imu_topic], str(path), notice, override)
                if by_layout else ())
     return tfs, first.get(imu_topic)

@@ -105,7 +105,8 @@ def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, 
             raise UserError(f"{name}: {path} does not exist")
     base_link = _judge_parts(ekf, navsat, ())[0].base_link_frame
     default_tfs, real_imu = peek_real_bag(named.path, TOPICS["imu"], TOPICS["gps"], base_link,
-                                          by_layout=static_tfs is None, notice=notice)
+                                          by_layout=static_tfs is None, notice=notice,
+                                          override="static_tfs:= overrides")
     tfs = default_tfs if static_tfs is None else tuple(static_tfs)
     imu_frame = None if real_imu is None else str(real_imu.header.frame_id)
     spec = ReplaySpec.of(named, JudgeConfig(ekf, navsat, tfs), seed=int(seed), truth_source=truth_source,
