@@ -178,7 +178,7 @@ def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notic
     of ``ekf_params`` in ``bag``, with ``static_tfs`` (None: the bag's default, ``default_static_tfs``);
     ``unresolved``: also the IMU frames no TF connects (their covariances cannot be checked)."""
     from .bags import open_bag
-    from .bags.layout import default_static_tfs
+    from .bags.layout import default_static_tfs, first_messages
     from .judge import Judge, parse_static_tf
     from .judge.lint import IMU_PARTS, imu_covariance_findings
 
@@ -186,16 +186,8 @@ def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notic
     topics = [probe.topic(sensor.topic) for sensor in ekf_params.sensors if sensor.kind == "imu"]
     findings: list = []
     with open_bag(bag) as reader:
-        present = [t for t in dict.fromkeys(topics) if t in reader.topics and reader.topics[t].count > 0]
-        first = {}
-        for message in reader.messages(present):
-            first.setdefault(message.topic, message.msg)
-            if len(first) == len(present):
-                break
-        frames: dict = {}
-        for topic, msg in first.items():
-            frames.setdefault(str(msg.header.frame_id), []).append(topic)
-        tfs = (default_static_tfs(reader, frames, ekf_params.base_link_frame, present, str(bag), notice)
+        first, frames = first_messages(reader, topics)
+        tfs = (default_static_tfs(reader, frames, ekf_params.base_link_frame, list(first), str(bag), notice)
                if static_tfs is None else static_tfs)
     transforms = [parse_static_tf(text) for text in tfs]
     for topic, msg in first.items():

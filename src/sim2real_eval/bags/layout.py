@@ -109,16 +109,23 @@ def peek_real_bag(path, imu_topic: str, gps_topic: str, base_link_frame: str, ms
     from .reader import open_bag
 
     with open_bag(path, msg_path=msg_path) as reader:
-        present = [t for t in (imu_topic, gps_topic) if t in reader.topics and reader.topics[t].count > 0]
-        first: dict = {}
-        if present:
-            for message in reader.messages(present):
-                first.setdefault(message.topic, message.msg)
-                if len(first) == len(present):
-                    break
-        frames: dict = {}
-        for topic, msg in first.items():
-            frames.setdefault(str(msg.header.frame_id), []).append(topic)
+        first, frames = first_messages(reader, (imu_topic, gps_topic))
         tfs = (default_static_tfs(reader, frames, base_link_frame, [imu_topic], str(path), notice, override)
                if by_layout else ())
     return tfs, first.get(imu_topic)
+
+
+def first_messages(reader, topics) -> tuple:
+    """({topic: its first message}, {frame_id: [topics]}) of those of ``topics`` that hold messages in the
+    open bag ``reader`` (read up to the last of those first messages, no further)."""
+    present = [t for t in dict.fromkeys(topics) if t in reader.topics and reader.topics[t].count > 0]
+    first: dict = {}
+    if present:
+        for message in reader.messages(present):
+            first.setdefault(message.topic, message.msg)
+            if len(first) == len(present):
+                break
+    frames: dict = {}
+    for topic, msg in first.items():
+        frames.setdefault(str(msg.header.frame_id), []).append(topic)
+    return first, frames
