@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures.hostile import refused
 from test_pipeline_replay import art_like_truth, make_art_bag
 
 from sim2real_eval.bags import write_bag
@@ -35,14 +36,6 @@ def digest(path: Path) -> dict:
     path = Path(path)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-
-
-def refused(capsys, command: str, *words) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"sim2real-eval {command}: error: "), err
-    for word in words:
-        assert word in err, err
-    return err
 
 
 def art_bag(path: Path, no_fix: bool = False) -> Path:

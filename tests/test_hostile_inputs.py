@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures.hostile import digest, one_line_error, run, tree
+from fixtures.hostile import digest, one_line_error, refused, run, tree
 from test_cli_guards import ART_TFS, art_bag
 
 from sim2real_eval.cli import main
@@ -35,14 +35,6 @@ ALIAS_BOMB = """\
       h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
       i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
 """
-
-
-def refused(capsys, command: str, *words) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"sim2real-eval {command}: error: "), err
-    for word in words:
-        assert word in err, err
-    return err
 
 
 def study(tmp_path: Path, text: str, name: str = "study.yaml") -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures.hostile import csv_study, digest, tree
+from fixtures.hostile import csv_study, digest, refused, tree
 from test_demo_quick import small_demo_config
 from test_tune_search import setup as tune_setup  # noqa: F401 - a module fixture: real-like runs, a study
 from test_tune_search import tune_args
@@ -25,14 +25,6 @@ from sim2real_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 MARKER = ".sim2real-eval.json"  # outputs.MARKER: what an output folder's command wrote there
-
-
-def refused(capsys, command: str, *words) -> str:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"sim2real-eval {command}: error: "), err
-    for word in words:
-        assert word in err, err
-    return err
 
 
 def demo(config: Path, out: Path, *extra) -> int:

@@ -37,6 +37,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .art import GPS_ODOMETRY_TOPIC, TOPICS
 from .errors import UserError
+from .outputs import file_record
 
 RUN_FILE = "run.yaml"
 REAL = "real"
@@ -273,17 +274,6 @@ def file_sha256(path) -> str:
     if not stat_module.S_ISREG(stat.st_mode):
         raise UserError(f"{path}: not a regular file")
     return _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
-
-
-def file_record(path) -> Dict[str, Any]:
-    """{size, sha256} of a file, read in blocks (flat memory): what run.yaml ``files`` records."""
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return {"size": size, "sha256": digest.hexdigest()}
 
 
 def data_files(run_dir) -> Dict[str, Dict[str, Any]]:
