@@ -41,7 +41,8 @@ def current_umask() -> int:
     return mask
 
 
-TEMP_NAME_BYTES = 200  # of the final name kept in a temporary's: ".<name>.tmp-XXXXXXXX" stays <= 255 bytes
+# Bytes of the final name kept in a temporary's name: ".<name>.tmp-" + 8 random characters stays <= 255.
+TEMP_NAME_BYTES = 200
 
 
 def temp_prefix(final) -> str:
