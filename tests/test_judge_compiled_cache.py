@@ -113,3 +113,69 @@ def test_numba_without_those_internals_is_a_clear_error(monkeypatch):
     monkeypatch.delattr(numba.config, "CACHE_DIR")
     with pytest.raises(RuntimeError, match="numba.config has no CACHE_DIR"):
         compiled_cache._cached_in("/nonexistent", compiled_cache.sources_digest, cache=True)
+
+
+# --- parallel_compile: the loop compiled once between processes -------------------------------------------
+
+
+def _art_judge():
+    from sim2real_eval.judge import Judge, load_ekf_params, load_navsat_params
+    from sim2real_eval.judge.synthetic import ART_STATIC_TFS
+    from sim2real_eval.resources import config_path
+
+    return Judge(load_ekf_params(config_path("ekf_art_iros2024.yaml")),
+                 load_navsat_params(config_path("navsat_art_iros2024.yaml")), ART_STATIC_TFS)
+
+
+def test_the_units_are_compiled_for_the_types_the_loop_passes_them():
+    """Compiled ahead with parallel_compile's signatures, the loop's first call adds no other signature to
+    any of them (a wrong one would be compiled for nothing, and compiled again by the call)."""
+    pytest.importorskip("numba")
+    from sim2real_eval.judge import parallel_compile
+    from sim2real_eval.judge.runner import _Run
+    from sim2real_eval.judge.synthetic import art_like_records
+
+    judge = _art_judge()
+    callees, final = parallel_compile._units(_Run(judge))
+    for dispatcher, signature in [*callees, final]:
+        dispatcher.compile(signature)
+    before = {dispatcher: set(dispatcher.overloads) for dispatcher, _signature in [*callees, final]}
+    judge.run(art_like_records(duration=2.0, heading_rate=0.05, seed=1))
+    for dispatcher, signature in [*callees, final]:
+        assert signature in before[dispatcher]
+        assert set(dispatcher.overloads) == before[dispatcher], dispatcher.py_func.__qualname__
+
+
+HOLD_LOCK = """
+import sys
+from sim2real_eval.judge import Judge, load_ekf_params, load_navsat_params, parallel_compile
+from sim2real_eval.judge.runner import _Run
+from sim2real_eval.judge.synthetic import ART_STATIC_TFS
+from sim2real_eval.resources import config_path
+judge = Judge(load_ekf_params(config_path("ekf_art_iros2024.yaml")),
+              load_navsat_params(config_path("navsat_art_iros2024.yaml")), ART_STATIC_TFS)
+held = parallel_compile._lock(*parallel_compile._units(_Run(judge))[0][0], wait=True)
+print("held", flush=True)
+sys.stdin.readline()
+held.close()
+"""
+
+
+def test_a_unit_another_process_compiles_is_waited_for_not_taken():
+    """The lock file beside numba's cache: held by another process, a non-waiting lock is refused (the
+    caller takes another unit), and it is free again once that process lets go."""
+    pytest.importorskip("numba")
+    from sim2real_eval.judge import parallel_compile
+    from sim2real_eval.judge.runner import _Run
+
+    dispatcher, signature = parallel_compile._units(_Run(_art_judge()))[0][0]
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert parallel_compile._lock(dispatcher, signature, wait=False) is None
+    finally:
+        holder.communicate("release\n", timeout=120)
+    again = parallel_compile._lock(dispatcher, signature, wait=False)
+    assert again is not None
+    again.close()

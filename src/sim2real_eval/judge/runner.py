@@ -31,6 +31,7 @@ from . import input_rows
 from .ekf_node import EkfNode
 from .loop import advance
 from .navsat import NavsatNode, add_utm, navsat_core
+from .parallel_compile import compile_loop
 from .params import EkfParams, NavsatParams, absolute_topic
 from .series import OdometrySeries, gps_series
 from .state import (
@@ -289,6 +290,7 @@ class _Run:
         self.filtered_count = self.gps_count = 0
         self._blocks: list = []
         self._store = None
+        self._loop_ready = False
 
     def _code(self, topic: str) -> int:
         code = self.codes.get(topic)
@@ -329,6 +331,9 @@ class _Run:
 
     def _advance(self, rows: np.ndarray, final: bool, final_ns: int) -> None:
         ekf = self.ekf
+        if not self._loop_ready:  # (the first run of a process: compiled with the other processes starting)
+            compile_loop(self)
+            self._loop_ready = True
         start, end = 0, len(rows)
         while True:
             ekf.ensure_queue_space()
