@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .compiled_cache import numba, numba_cache
 
-_done: set = set()  # signatures of advance compiled (or loaded) by this process
+_done: set = set()  # argument layouts (``_layout``) advance was compiled (or loaded) for in this process
 
 
 def _units(run) -> tuple:
@@ -59,9 +59,13 @@ def compile_loop(run) -> None:
     signature; nothing without numba (or with NUMBA_DISABLE_JIT=1)."""
     if numba is None or numba.config.DISABLE_JIT:
         return
+    ekf = run.ekf
+    key = _layout((ekf.core, run.tf.core, ekf.queue, run.outputs, run.nav_core, run.topics, run.timing))
+    if key in _done:  # (numba's typeof of these records costs ~15 ms: not once per run)
+        return
     callees, (advance, signature) = _units(run)
-    if signature in _done or signature in advance.overloads:
-        _done.add(signature)
+    if signature in advance.overloads:
+        _done.add(key)
         return
     pending = [(dispatcher, sig) for dispatcher, sig in callees if sig not in dispatcher.overloads]
     while pending:
@@ -79,7 +83,15 @@ def compile_loop(run) -> None:
         pending.remove(unit)
     with _lock(advance, signature, wait=True):
         advance.compile(signature)
-    _done.add(signature)
+    _done.add(key)
+
+
+def _layout(value):
+    """What numba's types of the loop's arguments follow from: the dtypes and dimensions of the records and
+    arrays in ``value`` (nested tuples)."""
+    if isinstance(value, tuple):
+        return tuple(_layout(item) for item in value)
+    return type(value).__name__, getattr(value, "dtype", None), getattr(value, "ndim", None)
 
 
 class _NoLock:
