@@ -130,11 +130,9 @@ def _objects(store: Typestore, typename: str, prefix: str, leaves: dict, count: 
     return list(islice(map(store.types[typename], *args), count))
 
 
-def build_cdr(table: F.MessageFields, values: Mapping, receive_ns, topic: str,
-              typestore: Typestore | None = None) -> list:
-    """``build_messages`` as CDR bytes (``bags.cdr.encode``): BagMessage(recv_ns, topic, msgtype, bytes)."""
-    receive = np.asarray(receive_ns, dtype=np.int64).tolist()
-    count = len(receive)
+def wire_columns(table: F.MessageFields, values: Mapping, count: int) -> tuple:
+    """({string path: text}, {wire path: column}) of ``count`` messages of ``table``'s type from ``values``
+    {column: array or one value}: what ``bags.cdr.encode`` writes (each column cast to its wire type)."""
     strings, columns = {}, {}
     for field in table.fields:
         if field.kind == F.STRING:
@@ -145,6 +143,22 @@ def build_cdr(table: F.MessageFields, values: Mapping, receive_ns, topic: str,
             columns.update(cdr.vector_columns(field.path, _column(field, values, count), field.kind))
         else:
             columns[field.path] = _column(field, values, count)
+    return strings, columns
+
+
+def container_wire_columns(table: F.MessageFields, container) -> tuple:
+    """(strings, wire columns, receive ns) of a model container's messages (GpsSamples for F.NAVSATFIX,
+    ImuSamples for F.IMU): ``wire_columns`` of what ``navsatfix_cdr`` / ``imu_cdr`` encode."""
+    receive = np.asarray(container.receive_ns, dtype=np.int64)
+    return (*wire_columns(table, _attributes(table, container), len(receive)), receive)
+
+
+def build_cdr(table: F.MessageFields, values: Mapping, receive_ns, topic: str,
+              typestore: Typestore | None = None) -> list:
+    """``build_messages`` as CDR bytes (``bags.cdr.encode``): BagMessage(recv_ns, topic, msgtype, bytes)."""
+    receive = np.asarray(receive_ns, dtype=np.int64).tolist()
+    count = len(receive)
+    strings, columns = wire_columns(table, values, count)
     layout = cdr.message_layout(_store(typestore), table.msgtype, strings)
     data = cdr.encode(layout, count, columns)
     return list(map(BagMessage, receive, repeat(topic), repeat(table.msgtype), data))

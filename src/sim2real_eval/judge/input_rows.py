@@ -204,13 +204,20 @@ def cdr_columns(store, topic: str, msgtype: str, raws: Sequence) -> Optional[Col
                 groups.append((lay, np.array(members), columns))
     except (cdr.CdrLayoutError, KeyError, UnicodeDecodeError, struct.error, ValueError, IndexError):
         return None  # the caller deserialises them one by one (a damaged message: a UserError there)
+    return _wire_to_columns(kind, n, [(members, columns, {
+        path: encoded[:-1].decode("utf-8") for path, (_offset, encoded) in layout.strings.items()})
+        for layout, members, columns in groups])
+
+
+def _wire_to_columns(kind: MessageType, n: int, groups: list) -> Columns:
+    """Columns of ``n`` messages of ``kind`` from wire columns in groups (members: the messages'
+    positions, {wire path: column}, {string path: text}), as ``bags.cdr.decode_columns`` reads them."""
     stamp = np.zeros(n, np.int64)
     values = np.zeros((n, kind.width))
     frame, child = np.zeros(n, np.int64), np.zeros(n, np.int64)
     frame_names: List[str] = []
     child_names: List[str] = []
-    for layout, members, columns in groups:
-        strings = {path: encoded[:-1].decode("utf-8") for path, (_offset, encoded) in layout.strings.items()}
+    for members, columns, strings in groups:
         for names, codes, path in ((frame_names, frame, "header.frame_id"),
                                    (child_names, child, "child_frame_id")):
             name = strings.get(path, "")
@@ -228,6 +235,25 @@ def cdr_columns(store, topic: str, msgtype: str, raws: Sequence) -> Optional[Col
                 block = columns[field.path].reshape(-1, field.count).astype(float)
                 values[members, field.offset:field.offset + field.count] = block
     return Columns(stamp, frame_names or [""], frame, child_names or [""], child, values)
+
+
+def columns_from_wire(store, msgtype: str, strings: dict, wire: dict, n: int) -> Columns:
+    """Columns of ``n`` messages of ``msgtype`` given as ``bags.messages.wire_columns`` makes them: the
+    values ``cdr_columns`` reads back from the bytes ``bags.cdr.encode`` would write of them (each column
+    cast to its wire type first, as encoding does), without making the bytes."""
+    from ..bags import cdr
+
+    layout = cdr.message_layout(store, msgtype, strings)
+    wire_type = {path: layout.dtype.fields[path][0].base for path in wire}
+    cast = {path: np.asarray(column).astype(wire_type[path]) for path, column in wire.items()}
+    return _wire_to_columns(TYPES[msgtype], n, [(slice(None), cast, strings)])
+
+
+def take(cols: Columns, index: np.ndarray) -> Columns:
+    """The messages ``index`` of ``cols``, as new arrays (the judge adds UTM to a fix's values in place:
+    the taken columns must not share them)."""
+    return Columns(cols.stamp[index], cols.frame_names, cols.frame[index], cols.child_names,
+                   cols.child[index], cols.values[index])
 
 
 def rows(cols: Columns, tf, topic: int, first_index: int) -> np.ndarray:

@@ -66,6 +66,16 @@ class JudgeTiming(NamedTuple):
     tick_latency_ns: int = 0
 
 
+class SensorBlock(NamedTuple):
+    """The messages of one topic already in columns, with their receive times: what an in-memory run
+    hands the judge in place of CDR bytes it would only decode again (``Judge.run_blocks``)."""
+
+    recv_ns: np.ndarray  # (N,) int64
+    topic: str
+    msgtype: str
+    columns: input_rows.Columns
+
+
 @dataclass
 class JudgeResult:
     """What a run produced.  From ``Judge.run``: every output; from a ``JudgeStream``: the last
@@ -157,6 +167,31 @@ class Judge:
                 gps.append(block_gps)
         return stream.finish(filtered, gps)
 
+    def run_blocks(self, blocks) -> JudgeResult:
+        """``run`` on SensorBlocks (one per topic): their messages merged in receive order, ties kept in
+        block order then message order (as ``run`` keeps the records' order), ``CHUNK`` at a time.  The
+        same result as ``run`` on the blocks' messages as records."""
+        if len({block.topic for block in blocks}) != len(blocks):
+            raise ValueError("Judge.run_blocks: one block per topic")
+        run = _Run(self)
+        recv = np.concatenate([np.asarray(block.recv_ns, dtype=np.int64) for block in blocks])
+        which = np.repeat(np.arange(len(blocks)), [len(block.recv_ns) for block in blocks])
+        position = np.concatenate([np.arange(len(block.recv_ns)) for block in blocks])
+        order = np.argsort(recv, kind="stable")
+        filtered, gps = [], []
+        for start in range(0, len(order), CHUNK):
+            part = order[start:start + CHUNK]
+            rows = run.block_rows(blocks, recv[part], which[part], position[part])
+            block_filtered, block_gps = run.feed_rows(rows, int(recv[part[0]]), int(recv[part[-1]]))
+            filtered.append(block_filtered)
+            if block_gps is not None:
+                gps.append(block_gps)
+        block_filtered, block_gps = run.finish()
+        filtered.append(block_filtered)
+        if block_gps is not None:
+            gps.append(block_gps)
+        return run.collected(filtered, gps)
+
     def run_bag(self, reader, topics: Optional[List[str]] = None, progress=None) -> JudgeResult:
         """Run on an open bag (bags.BagReader): its raw messages of ``topics`` (default: all)."""
         return self.run(bag_records(reader, topics), progress)
@@ -225,11 +260,7 @@ class JudgeStream:
 
     def finish(self, filtered: List[OdometrySeries], gps: List[OdometrySeries]) -> JudgeResult:
         """The JudgeResult with every output (the blocks the iteration gave)."""
-        run = self.run
-        params = run.judge.ekf_params
-        series = OdometrySeries.concatenate(filtered, params.world_frame, params.base_link_frame_output)
-        gps_all = OdometrySeries.concatenate(gps, params.world_frame, "") if run.navsat is not None else None
-        return run.result(series, gps_all)
+        return self.run.collected(filtered, gps)
 
 
 class _Run:
@@ -310,17 +341,29 @@ class _Run:
 
     def feed(self, chunk: list):
         """Deliver one chunk of records → (filtered block, gps block or None)."""
+        return self.feed_rows(self._rows(chunk), int(chunk[0][0]), int(chunk[-1][0]))
+
+    def feed_rows(self, rows: np.ndarray, first_recv: int, last_recv: int):
+        """Deliver one chunk's INPUT_ROW rows (``_rows``, ``block_rows``), received from ``first_recv`` to
+        ``last_recv`` → (filtered block, gps block or None)."""
         timing = self.timing
         if self.first_recv is None:
-            self.first_recv = int(chunk[0][0])
+            self.first_recv = first_recv
             timing["next_ekf"] = self._first_tick(self.first_recv, int(timing["ekf_period_ns"]),
                                                   int(timing["ekf_phase_ns"]))
             if self.navsat is not None:
                 timing["next_navsat"] = self._first_tick(self.first_recv, int(timing["navsat_period_ns"]),
                                                          int(timing["navsat_phase_ns"]))
-        self.last_recv = int(chunk[-1][0])
-        self._advance(self._rows(chunk), False, 0)
+        self.last_recv = last_recv
+        self._advance(rows, False, 0)
         return self._take()
+
+    def collected(self, filtered: List[OdometrySeries], gps: List[OdometrySeries]) -> JudgeResult:
+        """The JudgeResult of every output block of the run."""
+        params = self.judge.ekf_params
+        series = OdometrySeries.concatenate(filtered, params.world_frame, params.base_link_frame_output)
+        gps_all = OdometrySeries.concatenate(gps, params.world_frame, "") if self.navsat is not None else None
+        return self.result(series, gps_all)
 
     def finish(self):
         """The ticks after the last message that ROS can run: the sim clock stops with the bag (at the
@@ -389,15 +432,59 @@ class _Run:
             self.counts[code] += len(msgs)
         return rows if keep.all() else rows[keep]
 
+    def block_rows(self, blocks, recv: np.ndarray, which: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """``_rows`` of one chunk of SensorBlock messages: message ``position[i]`` of block ``which[i]``,
+        received at ``recv[i]`` (receive order)."""
+        codes_of = np.array([self.codes.get(block.topic, -1) for block in blocks], np.int64)
+        for b, block in enumerate(blocks):
+            if block.topic in self.shadowed:
+                self.shadowed_count += int(np.count_nonzero(which == b))
+                codes_of[b] = -1
+        codes = codes_of[which]
+        positions = np.flatnonzero(codes >= 0)  # record order
+        rows = records(len(positions), INPUT_ROW)
+        rows["recv"] = recv[positions]
+        keep = np.ones(len(positions), bool)
+        for code in np.unique(codes[positions]).tolist():  # in code order, as _rows
+            b = int(np.flatnonzero(codes_of == code)[0])
+            where = np.flatnonzero(which == b)
+            at = np.searchsorted(positions, where)
+            if not self._type_read(code, blocks[b].msgtype):
+                keep[at] = False
+                continue
+            cols = self._with_utm(code, input_rows.take(blocks[b].columns, position[where]))
+            input_rows.fill_rows(rows, at, cols, self.tf, code, self.counts[code])
+            self.counts[code] += len(where)
+        return rows if keep.all() else rows[keep]
+
+    def _type_read(self, code: int, msgtype: Optional[str]) -> bool:
+        """Whether messages of ``msgtype`` on topic ``code`` are read: False for a control topic of another
+        type; a UserError for any other topic of another type."""
+        expected = self.types[code]
+        if msgtype is not None and msgtype != expected:
+            if self._control_only(code):
+                return False  # upstream's control callback takes only geometry_msgs/Twist
+            raise UserError(f"topic {self.topic_names[code]}: expected {expected}, got {msgtype}")
+        return True
+
+    def _control_only(self, code: int) -> bool:
+        return bool(self.topics[code]["cmd_vel"] and self.topics[code]["inputs"][0] < 0)
+
+    def _with_utm(self, code: int, cols):
+        """``cols`` of topic ``code``; a fix topic's get their UTM values (the newest fix stamp is kept)."""
+        if self.topics[code]["fix"]:
+            add_utm(cols.values)
+            newest = int(cols.stamp.max())
+            self.max_fix_stamp = newest if self.max_fix_stamp is None else max(self.max_fix_stamp, newest)
+        return cols
+
     def _topic_columns(self, code: int, msgtype: Optional[str], msgs: list):
         topic = self.topic_names[code]
         expected = self.types[code]
-        control_only = self.topics[code]["cmd_vel"] and self.topics[code]["inputs"][0] < 0
+        control_only = self._control_only(code)
         cols = None
-        if msgtype is not None and msgtype != expected:
-            if control_only:
-                return None  # upstream's control callback takes only geometry_msgs/Twist
-            raise UserError(f"topic {topic}: expected {expected}, got {msgtype}")
+        if not self._type_read(code, msgtype):
+            return None
         if isinstance(msgs[0], (bytes, bytearray, memoryview)):
             cols = input_rows.cdr_columns(self._typestore(), topic, expected, msgs)
             if cols is None:  # not a fixed CDR layout (or damaged): deserialise one by one
@@ -406,11 +493,7 @@ class _Run:
             if control_only and not hasattr(msgs[0], "angular"):
                 return None
             cols = input_rows.object_columns(topic, expected, msgs)
-        if self.topics[code]["fix"]:
-            add_utm(cols.values)
-            newest = int(cols.stamp.max())
-            self.max_fix_stamp = newest if self.max_fix_stamp is None else max(self.max_fix_stamp, newest)
-        return cols
+        return self._with_utm(code, cols)
 
     def _deserialize(self, code: int, k: int, raw):
         from ..bags.reader import _one_line

@@ -290,15 +290,16 @@ def _judge_parts(ekf: str, navsat: str, static_tfs: tuple):
 
 def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None = None, initial_state=None):
     """Run the embedded robot_localization on ``(recv_ns, topic, msg)`` or ``(recv_ns, topic, msgtype, msg)``
-    records in receive order (``msg`` an object or CDR bytes: decoded in bulk) → JudgeResult, its timers
-    ticking as ``timing`` says (default: exact multiples of the periods, zero latency), ekf_node's
-    ``initial_state`` parameter replaced by ``initial_state`` (15 values) when given.
+    records in receive order (``msg`` an object or CDR bytes: decoded in bulk), or on a list of
+    ``judge.SensorBlock`` (messages already in columns, one block per topic: ``sensor_block``) →
+    JudgeResult, its timers ticking as ``timing`` says (default: exact multiples of the periods, zero
+    latency), ekf_node's ``initial_state`` parameter replaced by ``initial_state`` (15 values) when given.
 
     The only place the pipeline calls the judge.
     """
     import dataclasses
 
-    from ..judge import Judge
+    from ..judge import Judge, SensorBlock
 
     ekf, navsat, tfs = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
     if initial_state is not None:
@@ -306,6 +307,8 @@ def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None =
 
         ekf = dataclasses.replace(ekf, initial_state=np.array(initial_state, dtype=float))
     judge = Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"], timing=judge_timing(timing))
+    if isinstance(messages, list) and messages and isinstance(messages[0], SensorBlock):
+        return judge.run_blocks(messages)
     return judge.run(messages)
 
 
@@ -449,6 +452,24 @@ def imu_cdr_records(samples) -> list:
     from ..bags import messages as bag_messages
 
     return bag_messages.imu_cdr(samples, TOPICS["imu"])
+
+
+def sensor_block(samples) -> Any:
+    """``judge.SensorBlock`` of a model's samples (GpsSamples → /fix, ImuSamples → /imu): the values the
+    judge would decode from ``gps_cdr_records`` / ``imu_cdr_records``, without making the bytes (a run
+    that writes no bag; /imu/mag is left out: the judge does not read it)."""
+    from .. import message_fields
+    from ..bags import get_typestore
+    from ..bags import messages as bag_messages
+    from ..judge import SensorBlock
+    from ..judge.input_rows import columns_from_wire
+    from ..models.samples import ImuSamples
+
+    table, topic = ((message_fields.IMU, TOPICS["imu"]) if isinstance(samples, ImuSamples)
+                    else (message_fields.NAVSATFIX, TOPICS["gps"]))
+    strings, wire, receive = bag_messages.container_wire_columns(table, samples)
+    columns = columns_from_wire(get_typestore(), table.msgtype, strings, wire, len(receive))
+    return SensorBlock(receive, topic, table.msgtype, columns)
 
 
 def magnetic_field_cdr_records(samples) -> list:

@@ -53,6 +53,7 @@ from ..pipeline.run import (
     magnetic_field_cdr_records,
     model_imu_findings,
     model_parameters,
+    sensor_block,
     truth_records,
     write_run,
 )
@@ -191,11 +192,30 @@ class RealStreams:
     imu_stamps_ns: Any = None
     _truth_records: dict = field(default_factory=dict, repr=False)
     _decoded_truth: dict = field(default_factory=dict, repr=False)
+    _blocks: dict = field(default_factory=dict, repr=False)
 
     @property
     def gps_rate(self) -> float:
         """Rate of the real GPS stream (Hz, ``stream_rate`` of its header stamps in the window)."""
         return stream_rate(self.gps_stamps_ns, "real GPS stream")
+
+    def block(self, name: str):
+        """``gps`` or ``imu`` (``name``) as a ``judge.SensorBlock``, decoded once for every in-memory
+        judgement of the bag (its real run, the floor's draws, a sim run keeping that stream); None when
+        its messages do not decode in bulk (the judge then reads the CDR records)."""
+        if name not in self._blocks:
+            import numpy as np
+
+            from ..bags import get_typestore
+            from ..judge import SensorBlock
+            from ..judge.input_rows import cdr_columns
+
+            records = getattr(self, name)
+            topic, msgtype = records[0].topic, records[0].msgtype
+            columns = cdr_columns(get_typestore(), topic, msgtype, [r.data for r in records])
+            recv = np.array([r.recv_ns for r in records], dtype=np.int64)
+            self._blocks[name] = None if columns is None else SensorBlock(recv, topic, msgtype, columns)
+        return self._blocks[name]
 
     def truth_records(self, rate: float) -> list:
         """/ground_truth/odom of the bag's truth at ``rate`` Hz (computed once per rate)."""
@@ -385,6 +405,12 @@ def run_imu_findings(spec: ReplaySpec, streams: RealStreams, sim: Replacement | 
 def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
     """The replacement IMU: sampled at the real header stamps (all inside the window), real receive times;
     with a magnetometer, also its /imu/mag (the judge does not read it; the run bag keeps it)."""
+    # The records carry the CDR bytes (bags.messages.*_cdr, in bulk), as the real streams do.
+    samples = simulated_imu_samples(spec, sim, streams)
+    return imu_cdr_records(samples) + magnetic_field_cdr_records(samples)
+
+
+def simulated_imu_samples(spec: ReplaySpec, sim: Replacement, streams: RealStreams):
     import numpy as np
 
     from ..models import sensor_seed
@@ -393,19 +419,21 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
     seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
     model = load_imu(sim.replace["imu"], spec.judge, seed, frame=spec.imu_frame)
     samples = model.sample(streams.truth, stamps_ns=stamps)
-    # Received when the real messages were: the judge sees the replaced stream with the real timing.  The
-    # records carry the CDR bytes (bags.messages.*_cdr, in bulk), as the real streams do.
-    samples = dataclasses.replace(samples, receive_ns=np.array([r[0] for r in streams.imu], dtype=np.int64))
-    return imu_cdr_records(samples) + magnetic_field_cdr_records(samples)
+    # Received when the real messages were: the judge sees the replaced stream with the real timing.
+    return dataclasses.replace(samples, receive_ns=np.array([r[0] for r in streams.imu], dtype=np.int64))
 
 
 def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> list:
+    return gps_cdr_records(simulated_gps_samples(spec, sim, streams))
+
+
+def simulated_gps_samples(spec: ReplaySpec, sim: Replacement, streams: RealStreams):
     from ..models import sensor_seed
 
     # Anchored at the real bag's datum and rate, so simulated fixes land where and when the real ones do.
     model = load_gps(sim.replace["gps"], sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "gps"),
                      datum=streams.datum, rate=streams.gps_rate)
-    return gps_cdr_records(model.sample(streams.truth))
+    return model.sample(streams.truth)
 
 
 def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
@@ -419,16 +447,36 @@ def sensor_streams(spec: ReplaySpec, streams: RealStreams, sim: Replacement | No
     return gps + imu
 
 
+def sensor_blocks(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None):
+    """``sensor_streams`` for a run that writes no bag: [/fix, /imu] as ``judge.SensorBlock``, the values
+    the judge would decode from those records without making the bytes (same result: the judge merges
+    the blocks in receive order, ties in this order as ``in_receive_order`` keeps them); None when a
+    real stream does not decode in bulk (then use ``sensor_streams``)."""
+    replace = {} if sim is None else sim.replace
+    gps = (sensor_block(simulated_gps_samples(spec, sim, streams)) if "gps" in replace
+           else streams.block("gps"))
+    imu = (sensor_block(simulated_imu_samples(spec, sim, streams)) if "imu" in replace
+           else streams.block("imu"))
+    return None if gps is None or imu is None else [gps, imu]
+
+
 def judge_sensors(spec: ReplaySpec, sensors: list, where: str, streams: RealStreams,
                   sim: Replacement | None = None):
     """The judge's run on ``sensors`` (records (recv_ns, topic, msgtype, message) in any order; the
     message as CDR bytes, as the replay's own streams carry it, or an object), started from
     ``spec.start_state``, checked: a run that lost a whole sensor (e.g. a "real" run judged without GPS)
     or diverged (``check_divergence``) is refused, naming ``where``."""
-    result = judge_run(spec.judge, in_receive_order(sensors), spec.timing, spec.start_state(streams))
+    messages = sensors if _are_blocks(sensors) else in_receive_order(sensors)
+    result = judge_run(spec.judge, messages, spec.timing, spec.start_state(streams))
     result.check_sensors(where)
     check_divergence(result, streams.truth, where, lambda: run_imu_findings(spec, streams, sim))
     return result
+
+
+def _are_blocks(sensors) -> bool:
+    from ..judge import SensorBlock
+
+    return bool(sensors) and isinstance(sensors[0], SensorBlock)
 
 
 def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
@@ -484,12 +532,11 @@ def estimate_score(spec: ReplaySpec, streams: RealStreams, options, estimate, na
 def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> list:
     """The bag's real /fix + /imu judged once per ``timings`` (``pipeline.timing.RunTiming``), each scored
     as the scorer scores the real run's bag (``estimate_score``) → [RunScore]."""
-    sensors = in_receive_order(streams.gps + streams.imu)
+    sensors = sensor_blocks(spec, streams) or in_receive_order(streams.gps + streams.imu)
     start = spec.start_state(streams)
     scores = []
     for timing in timings:
-        records = ((recv, topic, msg) for recv, topic, _type, msg in sensors)
-        result = judge_run(spec.judge, records, timing, start)
+        result = judge_run(spec.judge, sensors, timing, start)
         check_divergence(result, streams.truth, f"{spec.bag} (judged with timing {tuple(timing)})",
                          lambda: run_imu_findings(spec, streams))
         scores.append(estimate_score(spec, streams, options, result.filtered,
@@ -582,11 +629,12 @@ class BagReplay:
                 if self.scoring is not None:
                     scored.append(self._score_bag(path, info))
                 continue
-            sensors = sensor_streams(self.spec, streams, sim)
             if self.write:
                 remove_stale_temporaries(path)
+                sensors = sensor_streams(self.spec, streams, sim)
                 outcome, result = judge_and_write(self.spec, path, info, sensors, streams, sim)
             else:
+                sensors = sensor_blocks(self.spec, streams, sim) or sensor_streams(self.spec, streams, sim)
                 result = judge_sensors(self.spec, sensors, str(path), streams, sim)
                 outcome = RunOutcome(info.run.label, str(path), False, {}, streams.truth.duration)
             outcomes.append(outcome)
