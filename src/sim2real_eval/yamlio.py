@@ -14,6 +14,7 @@ Both read the file the same way: a missing, unreadable or non-UTF-8 file is a on
 """
 from __future__ import annotations
 
+import copy
 import math
 import re
 import sys
@@ -148,10 +149,24 @@ def load_yaml(path) -> Any:
     """Parse one of the project's YAML files; any problem is a one-line UserError naming it.  Aliases
     may not expand the document beyond ``limits.YAML_VALUES`` values (an alias bomb of a few hundred
     bytes expands to billions: refused before anything walks it)."""
-    from .limits import YAML_VALUES
-
     path = Path(path)
     text = _read_text(path)
+    # A study loads the same presets and configs for every run: parsed once per text (a copy each time:
+    # callers may change what they get).
+    key = (str(path), text)
+    if key not in _PARSED:
+        if len(_PARSED) >= 64:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = _parse_yaml(path, text)
+    return copy.deepcopy(_PARSED[key])
+
+
+_PARSED: Dict[tuple, Any] = {}  # (path, text) -> document (load_yaml)
+
+
+def _parse_yaml(path: Path, text: str) -> Any:
+    from .limits import YAML_VALUES
+
     loader = _ProjectLoader(text)
     try:
         node = loader.get_single_node()
