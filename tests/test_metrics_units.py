@@ -123,6 +123,20 @@ def test_wasserstein_vepd_and_ranks_hand_values():
     assert average_ranks([0.5, 0.5, 0.5]).tolist() == [2.0, 2.0, 2.0]
 
 
+def test_average_ranks_match_scipy_rankdata():
+    """average_ranks is numpy only (no scipy.stats import in the score stage); same ranks as scipy's,
+    ties and NaN included."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for trial in range(500):
+        values = rng.integers(0, 4, rng.integers(0, 9)) * 0.1 if trial % 2 else rng.random(rng.integers(0, 9))
+        if trial % 5 == 0 and len(values):
+            values[rng.integers(0, len(values))] = np.nan
+        expected = stats.rankdata(values, method="average")
+        assert np.array_equal(average_ranks(values), expected, equal_nan=True)
+
+
 def _records(real_e, real_d, sims, scenario_of=lambda i: ("line", "sine")[i % 2]):
     """RunRecords: real runs, then {variant: (E list, D list)}."""
     out = []

@@ -38,6 +38,18 @@ def test_bars_and_density_curve_agree(n):
     assert heights.max() / peak < 0.6
 
 
+def test_kde_matches_scipy():
+    """figures.gaussian_kde is numpy only (no scipy.stats import for the figures): scipy's density with
+    Scott's bandwidth, to rounding."""
+    rng = np.random.default_rng(4)
+    for n in (2, 3, 30, 200):
+        values = rng.normal(0.1, 0.01, n)
+        grid = np.linspace(0.0, 0.2, 300)
+        expected = stats.gaussian_kde(values)(grid)
+        density = figures.gaussian_kde(values, grid)
+        assert np.allclose(density, expected, rtol=1e-12, atol=1e-12 * expected.max())
+
+
 def _one_scenario_study():
     records = []
     rng = np.random.default_rng(2)
