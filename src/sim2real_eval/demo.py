@@ -757,7 +757,6 @@ def _imu_title(job: _Job, side: _RealSide) -> str:
 def _score(job: _Job, side: _RealSide, replayed) -> _Scored:
     """Step 3: both studies scored (intervals, p-values, comparisons, the floor) and their figures."""
     import dataclasses
-    import gc
 
     from .metrics import score_study
     from .report import STATISTICS_FIGURES, draw
@@ -769,10 +768,7 @@ def _score(job: _Job, side: _RealSide, replayed) -> _Scored:
     with contextlib.ExitStack() as stack:
         # One pool for the resampling and the figures: the figures that need only the runs' scores are
         # drawn while the intervals are resampled, the overview (intervals, ties, floor) after them.
-        # Each worker first freezes the objects it inherited (gc.freeze: O(1)): matplotlib's many
-        # objects trigger full collections, which would otherwise walk the whole inherited heap and
-        # copy its pages (measured: ~2 s of the stage's CPU, K = 10).
-        pool = stack.enter_context(WorkerPool(workers, initializer=gc.freeze)) if workers > 1 else None
+        pool = stack.enter_context(WorkerPool(workers)) if workers > 1 else None
         point = dataclasses.replace(options, bootstrap=0, permutations=0)
         early = _figures(score_study(gps_records, point), gps_series, score_study(imu_records, point),
                          imu_series, imu_title, lambda name: name not in STATISTICS_FIGURES)
