@@ -103,7 +103,7 @@ def njit(*args, **kwargs):
     it also works where numba finds no writable cache directory (numba raises "cannot cache function …:
     no locator available" at decoration otherwise): the kernels are then cached in
     ``_private_cache_dir()``, or compiled without a cache (with a warning)."""
-    if numba is None:  # pragma: no cover - exercised where numba is absent
+    if numba is None or numba.config.DISABLE_JIT:  # plain Python: nothing compiled, nothing cached
         return lambda function: function
     if not kwargs.get("cache"):
         return numba.njit(*args, **kwargs)
