@@ -13,6 +13,8 @@ Needs Linux ``perf`` (perf_event_paranoid ≤ 1, or root) and ``nm`` (binutils).
 
 Usage: python benchmarks/profile_judge.py [--seconds 15] [--top 15]
 Measured 2026-11-24 (2 cores, load ≈ 1): correct 28 %, invert 17 %, predict 11 %, NRT refcounts 10 %.
+Measured 2026-11-27 (load ≈ 2.5), after loop.advance's reference-free views: correct 29 %, invert 21 %,
+predict 10 %, NRT refcounts 1.6 % (15 % before).
 """
 
 from __future__ import annotations

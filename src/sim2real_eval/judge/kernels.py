@@ -453,9 +453,9 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
     idx = flagged entries with finite z; R = cov[idx, idx] with |diag| floored at 1e-9;
     S = P[idx, idx] + R, K = P[:, idx]·S⁻¹, ν = z − x[idx] (angles wrapped); reject when νᵀS⁻¹ν ≥ thr²;
     else x += Kν and the Joseph form (I−KH)P(I−KH)ᵀ + KRKᵀ, evaluated as A = P − K·P[idx, :],
-    A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection) on and above the diagonal and mirrored (the result is
-    symmetric; half the products), then angles wrapped.  Loops over the selected entries in ``work``
-    (state.Work), no allocation.
+    A − A[:, idx]·Kᵀ + KRKᵀ (H is a selection) in whole rows, then the part above the diagonal mirrored
+    below (the result is exactly symmetric), then angles wrapped.  Loops over the selected entries in
+    ``work`` (state.Work), no allocation.
     """
     n = 15
     idx = work.index
@@ -516,8 +516,10 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
             increment[i] += kt[a, i] * f
     for i in range(n):
         x[i] += increment[i]
-    # A = P − K·P[idx, :] where it is read: on and above the diagonal, and in the columns idx (for G)
-    # (the rows P[idx, :] copied first: P is updated in place)
+    # A = P − K·P[idx, :] (the rows P[idx, :] copied first: P is updated in place).  Whole rows: only the
+    # part on and above the diagonal and the columns idx (for G) are read, but a fixed-length row is
+    # straight-line code, faster than the triangle's variable lengths (each element: the same terms in
+    # the same order, so the same bits)
     rows = work.product
     for a in range(count):
         for col in range(n):
@@ -525,13 +527,8 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
     for i in range(n):
         for a in range(count):
             f = k[i, a]
-            for col in range(i, n):
+            for col in range(n):
                 p[i, col] -= f * rows[a, col]
-        for b in range(count):
-            col = idx[b]
-            if col < i:
-                for a in range(count):
-                    p[i, col] -= k[i, a] * rows[a, col]
     # P⁺ = A − A[:, idx]·Kᵀ + (K·R)·Kᵀ = A + G·Kᵀ with G = K·R − A[:, idx], built as Gᵀ like Kᵀ.  K·R
     # skips R's zeros (R is mostly diagonal: the 2-D pseudo-measurements, uncorrelated sensor axes): a
     # term k·0 = ±0 would not change the sum (it starts at +0.0, so it is never −0.0)
@@ -547,11 +544,11 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
         col = idx[b]
         for i in range(n):
             gt[b, i] -= p[i, col]
-    # P⁺ on and above the diagonal, mirrored below (P⁺ is symmetric)
+    # P⁺ in whole rows (fixed length, as A), the part above the diagonal mirrored below (P⁺ is symmetric)
     for i in range(n):
         for a in range(count):
             f = gt[a, i]
-            for col in range(i, n):
+            for col in range(n):
                 p[i, col] += f * kt[a, col]
     for i in range(n):
         for col in range(i + 1, n):
