@@ -498,26 +498,32 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
                      + [m for t in tasks for sim in t.sims for m in sim.replace.values()])},
                 {"--out": [t.spec.run_id(sim).directory(out)
                            for t in tasks if t.write for sim in ([None] if t.real else []) + list(t.sims)]})
-    announce_replays(tasks, notice)
     workers = available_cores() if workers is None else int(workers)
     description = description or f"replaying {len(tasks)} real bag(s)"
     if ray_address is None and workers > 1 and len(tasks) > 1:
         # The judge's numba kernels are compiled (or loaded from numba's cache) once, here, on a 3-s
-        # synthetic stream, and inherited by the forked workers rather than loaded in each.
+        # synthetic stream, and inherited by the forked workers rather than loaded in each; with an empty
+        # cache the other cores share the compilation meanwhile.  Before the lint below, which runs the
+        # judge's callbacks too (alone, it would compile a third of the kernels on one core first).
         with _status(progress, f"{description}: loading the judge (its first run compiles its kernels)"):
-            warm_judge(tasks[0].spec.judge)
+            warm_judge(tasks[0].spec.judge, helpers=workers - 1)
+    announce_replays(tasks, notice)
     report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
                        description=description)
     return ReplayedBags(tasks, report, time.perf_counter() - start)
 
 
-def warm_judge(judge) -> None:
+def warm_judge(judge, helpers: int = 0) -> None:
     """Run the embedded judge of ``judge`` (``pipeline.run.JudgeConfig``) once on a 3-s ART-like stream
-    (/fix + /imu as CDR bytes, what every run gives it): every compiled kernel is then in this process."""
+    (/fix + /imu as CDR bytes, what every run gives it): every compiled kernel is then in this process.
+    ``helpers``: processes forked meanwhile to share a compilation from an empty numba cache
+    (``judge.parallel_compile.run_sharing_compilation``)."""
+    from .judge.parallel_compile import run_sharing_compilation
     from .judge.synthetic import art_like_records
     from .pipeline.run import judge_run
 
-    judge_run(judge, art_like_records(duration=3.0, heading_rate=0.05))
+    records = art_like_records(duration=3.0, heading_rate=0.05)
+    run_sharing_compilation(lambda: judge_run(judge, records), helpers)
 
 
 def _status(enabled: bool, text: str):

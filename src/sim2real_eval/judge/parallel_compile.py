@@ -17,6 +17,7 @@ call finds them compiled; tests/test_judge_compiled_cache.py checks that it comp
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from .compiled_cache import numba, numba_cache
@@ -94,6 +95,44 @@ def _layout(value):
     return type(value).__name__, getattr(value, "dtype", None), getattr(value, "ndim", None)
 
 
+def run_sharing_compilation(function, helpers: int):
+    """``function()`` (a first judge run) here, while ``helpers`` forked processes run it too, so that with
+    an empty numba cache the compilation is shared (``compile_loop``) and this process ends up with all of
+    it compiled (to be inherited by workers forked next).  With the loop already compiled here, or no
+    numba, just ``function()``.  The helpers keep nothing: they only write numba's cache."""
+    from . import loop
+
+    if numba is None or numba.config.DISABLE_JIT or helpers < 1 or loop.advance.overloads:
+        return function()
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    started = [context.Process(target=_helper, args=(function, os.getpid()), daemon=True)
+               for _ in range(helpers)]
+    for process in started:
+        process.start()
+    finished = False
+    try:
+        result = function()
+        finished = True
+        return result
+    finally:
+        for process in started:
+            if not finished:  # (stopped or failed here: the helpers are of no use)
+                process.terminate()
+            process.join()
+
+
+def _helper(function, parent_pid: int) -> None:
+    from ..workers import die_with_parent
+
+    die_with_parent(parent_pid)
+    try:
+        function()
+    except BaseException:  # noqa: BLE001 - a helper's failure only means the parent compiles more itself
+        os._exit(1)
+
+
 class _NoLock:
     def close(self):
         pass
@@ -134,4 +173,4 @@ def _lock(dispatcher, signature, wait: bool):
     return handle
 
 
-__all__ = ["compile_loop"]
+__all__ = ["compile_loop", "run_sharing_compilation"]
