@@ -6,9 +6,10 @@ run after installation: the demo's two workers) would each compile all of it, si
 process compiles the functions ``advance`` calls ("units") one at a time, each under an exclusive lock
 file beside numba's cache: it takes the first unit no other process holds; when every remaining unit
 is held, it waits for one, and numba then loads it from the disk cache instead of compiling it again.
-``advance`` itself comes last (its callees are then loaded, not compiled).  Two processes share the
-work (measured 2026-11-27: ~48 s → ~27 s of wall time).  With a warm cache each unit is a cache load,
-which the first call would do anyway.
+``advance`` itself comes last (its callees are then loaded, not compiled).  Measured 2026-11-27: two
+processes on an empty cache took ≈ 31 s of wall time each, one process alone ≈ 48 s of CPU; the demo's
+first run went from 85 s to 52 s (``run_sharing_compilation``).  With a warm cache each unit is a
+cache load, which the first call would do anyway.
 
 The signatures are numba's types of the very objects the run passes (``_units``), so the loop's first
 call finds them compiled; tests/test_judge_compiled_cache.py checks that it compiles nothing more.
