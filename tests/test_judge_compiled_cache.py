@@ -179,3 +179,17 @@ def test_a_unit_another_process_compiles_is_waited_for_not_taken():
     again = parallel_compile._lock(dispatcher, signature, wait=False)
     assert again is not None
     again.close()
+
+
+def test_no_compilation_helpers_once_the_loop_is_compiled_here():
+    """A process whose loop is compiled (every later demo: loaded from the cache) forks no helper."""
+    pytest.importorskip("numba")
+    import multiprocessing
+
+    from sim2real_eval.judge import parallel_compile
+    from sim2real_eval.judge.synthetic import art_like_records
+
+    judge = _art_judge()
+    judge.run(art_like_records(duration=1.0, seed=1))  # the loop compiled (or loaded) here
+    with parallel_compile.compilation_helpers(lambda: None, helpers=2):
+        assert multiprocessing.active_children() == []

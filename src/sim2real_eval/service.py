@@ -15,6 +15,7 @@ Importing this module is cheap; the heavy packages load when a task runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 import warnings
@@ -505,25 +506,25 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
         # synthetic stream, and inherited by the forked workers rather than loaded in each; with an empty
         # cache the other cores share the compilation meanwhile.  Before the lint below, which runs the
         # judge's callbacks too (alone, it would compile a third of the kernels on one core first).
-        with _status(progress, f"{description}: loading the judge (its first run compiles its kernels)"):
-            warm_judge(tasks[0].spec.judge, helpers=workers - 1)
+        from .judge.parallel_compile import compilation_helpers
+
+        warm = functools.partial(warm_judge, tasks[0].spec.judge)
+        with compilation_helpers(warm, workers - 1), \
+                _status(progress, f"{description}: loading the judge (its first run compiles its kernels)"):
+            warm()
     announce_replays(tasks, notice)
     report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
                        description=description)
     return ReplayedBags(tasks, report, time.perf_counter() - start)
 
 
-def warm_judge(judge, helpers: int = 0) -> None:
+def warm_judge(judge) -> None:
     """Run the embedded judge of ``judge`` (``pipeline.run.JudgeConfig``) once on a 3-s ART-like stream
-    (/fix + /imu as CDR bytes, what every run gives it): every compiled kernel is then in this process.
-    ``helpers``: processes forked meanwhile to share a compilation from an empty numba cache
-    (``judge.parallel_compile.run_sharing_compilation``)."""
-    from .judge.parallel_compile import run_sharing_compilation
+    (/fix + /imu as CDR bytes, what every run gives it): every compiled kernel is then in this process."""
     from .judge.synthetic import art_like_records
     from .pipeline.run import judge_run
 
-    records = art_like_records(duration=3.0, heading_rate=0.05)
-    run_sharing_compilation(lambda: judge_run(judge, records), helpers)
+    judge_run(judge, art_like_records(duration=3.0, heading_rate=0.05))
 
 
 def _status(enabled: bool, text: str):

@@ -8,7 +8,7 @@ file beside numba's cache: it takes the first unit no other process holds; when 
 is held, it waits for one, and numba then loads it from the disk cache instead of compiling it again.
 ``advance`` itself comes last (its callees are then loaded, not compiled).  Measured 2026-11-27: two
 processes on an empty cache took ≈ 31 s of wall time each, one process alone ≈ 48 s of CPU; the demo's
-first run went from 85 s to 52 s (``run_sharing_compilation``).  With a warm cache each unit is a
+first run went from 85 s to 52 s (``compilation_helpers``).  With a warm cache each unit is a
 cache load, which the first call would do anyway.
 
 The signatures are numba's types of the very objects the run passes (``_units``), so the loop's first
@@ -17,6 +17,7 @@ call finds them compiled; tests/test_judge_compiled_cache.py checks that it comp
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -96,27 +97,32 @@ def _layout(value):
     return type(value).__name__, getattr(value, "dtype", None), getattr(value, "ndim", None)
 
 
-def run_sharing_compilation(function, helpers: int):
-    """``function()`` (a first judge run) here, while ``helpers`` forked processes run it too, so that with
-    an empty numba cache the compilation is shared (``compile_loop``) and this process ends up with all of
-    it compiled (to be inherited by workers forked next).  With the loop already compiled here, or no
-    numba, just ``function()``.  The helpers keep nothing: they only write numba's cache."""
+@contextlib.contextmanager
+def compilation_helpers(function, helpers: int):
+    """While the block runs ``function()`` (a first judge run), ``helpers`` forked processes run it too,
+    so that with an empty numba cache the compilation is shared (``compile_loop``) and this process ends
+    up with all of it compiled, for the workers it forks next.  The helpers keep nothing: they only write
+    numba's cache.  None are started when the loop is already compiled here or numba is off, nor from a
+    process running other threads: a lock one of them held at the fork (a progress spinner's, on
+    stderr) would stay held in the helper — so enter this before starting any (``with helpers, spinner``)."""
+    import threading
+
     from . import loop
 
-    if numba is None or numba.config.DISABLE_JIT or helpers < 1 or loop.advance.overloads:
-        return function()
-    import multiprocessing
+    started = []
+    if (numba is not None and not numba.config.DISABLE_JIT and helpers >= 1 and not loop.advance.overloads
+            and threading.active_count() == 1):
+        import multiprocessing
 
-    context = multiprocessing.get_context("fork")
-    started = [context.Process(target=_helper, args=(function, os.getpid()), daemon=True)
-               for _ in range(helpers)]
-    for process in started:
-        process.start()
+        context = multiprocessing.get_context("fork")
+        started = [context.Process(target=_helper, args=(function, os.getpid()), daemon=True)
+                   for _ in range(helpers)]
+        for process in started:
+            process.start()
     finished = False
     try:
-        result = function()
+        yield
         finished = True
-        return result
     finally:
         for process in started:
             if not finished:  # (stopped or failed here: the helpers are of no use)
@@ -174,4 +180,4 @@ def _lock(dispatcher, signature, wait: bool):
     return handle
 
 
-__all__ = ["compile_loop", "run_sharing_compilation"]
+__all__ = ["compilation_helpers", "compile_loop"]
