@@ -299,7 +299,7 @@ def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None =
     """
     import dataclasses
 
-    from ..judge import Judge, SensorBlock
+    from ..judge import Judge
 
     ekf, navsat, tfs = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
     if initial_state is not None:
@@ -307,9 +307,14 @@ def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None =
 
         ekf = dataclasses.replace(ekf, initial_state=np.array(initial_state, dtype=float))
     judge = Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"], timing=judge_timing(timing))
-    if isinstance(messages, list) and messages and isinstance(messages[0], SensorBlock):
-        return judge.run_blocks(messages)
-    return judge.run(messages)
+    return judge.run_blocks(messages) if are_sensor_blocks(messages) else judge.run(messages)
+
+
+def are_sensor_blocks(messages) -> bool:
+    """Whether ``messages`` is a list of ``judge.SensorBlock`` (``judge_run``), not records."""
+    from ..judge import SensorBlock
+
+    return isinstance(messages, list) and bool(messages) and isinstance(messages[0], SensorBlock)
 
 
 def imu_findings(judge: JudgeConfig, frame_id: str, covariances: dict, where: str) -> list:

@@ -41,6 +41,7 @@ from ..pipeline.run import (
     TOPICS,
     JudgeConfig,
     RunOutcome,
+    are_sensor_blocks,
     check_divergence,
     gps_cdr_records,
     imu_cdr_records,
@@ -463,20 +464,14 @@ def sensor_blocks(spec: ReplaySpec, streams: RealStreams, sim: Replacement | Non
 def judge_sensors(spec: ReplaySpec, sensors: list, where: str, streams: RealStreams,
                   sim: Replacement | None = None):
     """The judge's run on ``sensors`` (records (recv_ns, topic, msgtype, message) in any order; the
-    message as CDR bytes, as the replay's own streams carry it, or an object), started from
-    ``spec.start_state``, checked: a run that lost a whole sensor (e.g. a "real" run judged without GPS)
-    or diverged (``check_divergence``) is refused, naming ``where``."""
-    messages = sensors if _are_blocks(sensors) else in_receive_order(sensors)
+    message as CDR bytes, as the replay's own streams carry it, or an object; or ``sensor_blocks``),
+    started from ``spec.start_state``, checked: a run that lost a whole sensor (e.g. a "real" run judged
+    without GPS) or diverged (``check_divergence``) is refused, naming ``where``."""
+    messages = sensors if are_sensor_blocks(sensors) else in_receive_order(sensors)
     result = judge_run(spec.judge, messages, spec.timing, spec.start_state(streams))
     result.check_sensors(where)
     check_divergence(result, streams.truth, where, lambda: run_imu_findings(spec, streams, sim))
     return result
-
-
-def _are_blocks(sensors) -> bool:
-    from ..judge import SensorBlock
-
-    return bool(sensors) and isinstance(sensors[0], SensorBlock)
 
 
 def judge_and_write(spec: ReplaySpec, path: Path, info: RunInfo, sensors: list,
