@@ -286,3 +286,54 @@ def test_ukf_uses_zero_sigma_points_before_the_first_predict():
     )  # Δ = 0: correct with the initial sigma points
     # zero sigma points: ẑ = 0, P_zz = 0, P_xz = Σc(0 − x)(0)ᵀ = 0 → K = 0: the state does not move
     assert ukf.state[0] == 1.0
+
+
+def _inverted(matrix):
+    from sim2real_eval.judge.kernels import invert
+
+    n = len(matrix)
+    a, out = np.zeros((15, 15)), np.zeros((15, 15))
+    a[:n, :n] = matrix
+    invert(a, out, n, np.zeros(15, np.int64), np.zeros(15, np.int64))
+    return out[:n, :n]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 15), st.integers(0, 2**32 - 1))
+def test_invert_matches_numpy_with_pivoting(n, seed):
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((n, n)) + np.diag(rng.uniform(0.1, 2.0, n))
+    matrix = matrix[rng.permutation(n)]  # rows out of order: partial pivoting swaps them back
+    assert np.allclose(_inverted(matrix) @ matrix, np.eye(n), atol=1e-9)
+
+
+def test_invert_of_a_singular_matrix_is_not_finite_like_the_full_elimination():
+    assert not np.isfinite(_inverted(np.array([[1.0, 2.0], [2.0, 4.0]]))).all()
+
+
+def test_clearly_outside_gate_by_one_component_and_its_margin():
+    from sim2real_eval.judge.kernels import GATE_MARGIN, clearly_outside_gate
+
+    s = np.diag([0.5, 2.0])
+    assert clearly_outside_gate(s, np.array([1.0, 0.0]), 2, 1.0)  # 1²/0.5 = 2 ≥ 1
+    assert not clearly_outside_gate(s, np.array([0.0, 1.0]), 2, 1.0)  # 1²/2 = 0.5 < 1
+    at = math.sqrt(0.5)  # ν₁²/S₁₁ = 1 exactly: within the margin, so the inverse decides
+    assert not clearly_outside_gate(s, np.array([at, 0.0]), 2, 1.0)
+    assert clearly_outside_gate(s, np.array([at * (1 + GATE_MARGIN), 0.0]), 2, 1.0)
+    assert not clearly_outside_gate(s, np.array([10.0, 0.0]), 2, math.inf)  # no gate
+    # d² = 2 from the correlation alone: no single component shows it, so the inverse decides
+    correlated = np.array([[1.0, 0.9], [0.9, 1.0]])
+    assert not clearly_outside_gate(correlated, np.array([0.6, -0.6]), 2, 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 2**32 - 1), st.floats(0.1, 3.0))
+def test_clearly_outside_gate_implies_the_inverse_rejects(m, seed, threshold):
+    from sim2real_eval.judge.kernels import clearly_outside_gate
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, m))
+    s = a @ a.T + np.diag(rng.uniform(1e-6, 1.0, m))
+    innovation = rng.standard_normal(m) * rng.uniform(0.1, 5.0)
+    if clearly_outside_gate(s, innovation, m, threshold):
+        assert innovation @ np.linalg.solve(s, innovation) >= threshold**2

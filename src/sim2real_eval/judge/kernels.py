@@ -406,14 +406,23 @@ def predict(x, p, process_noise, delta, dynamic_noise, control_acceleration, con
 
 
 @njit(cache=True, error_model="numpy")
-def invert(a: np.ndarray, out: np.ndarray, n: int) -> None:
+def invert(a: np.ndarray, out: np.ndarray, n: int, unit: np.ndarray, active: np.ndarray) -> None:
     """out[:n, :n] = a[:n, :n]⁻¹ by Gauss-Jordan elimination with partial pivoting (what an LU inverse
     does, without LAPACK's call overhead; a singular matrix gives inf/nan like Eigen's); a is destroyed
-    (only its columns still to be eliminated are kept up to date)."""
+    (only its columns still to be eliminated are kept up to date).
+
+    ``out`` starts as the identity, and a column of it stays a unit vector until the row holding its 1
+    becomes the pivot row: such columns are skipped (their updates would subtract exact zeros; at most
+    a zero's sign could differ, which no later sum can see).  ``unit[r]``: the column whose 1 row r
+    holds; ``active[:count]``: the columns already combined.  While a pivot or a factor is not finite
+    (a singular matrix), every column is updated, so inf/nan spread as in the full elimination."""
     for i in range(n):
         for k in range(n):
             out[i, k] = 0.0
         out[i, i] = 1.0
+        unit[i] = i
+    count = 0
+    dense = False
     for col in range(n):
         pivot = col
         best = abs(a[col, col])
@@ -427,19 +436,54 @@ def invert(a: np.ndarray, out: np.ndarray, n: int) -> None:
                 a[col, k], a[pivot, k] = a[pivot, k], a[col, k]
             for k in range(n):
                 out[col, k], out[pivot, k] = out[pivot, k], out[col, k]
+            unit[col], unit[pivot] = unit[pivot], unit[col]
+        active[count] = unit[col]
+        count += 1
         scale = 1.0 / a[col, col]
+        dense = dense or not math.isfinite(scale)
         for k in range(col, n):
             a[col, k] *= scale
-        for k in range(n):
-            out[col, k] *= scale
+        if dense:
+            for k in range(n):
+                out[col, k] *= scale
+        else:
+            for c in range(count):
+                out[col, active[c]] *= scale
         for row in range(n):
             if row != col:
                 factor = a[row, col]
                 if factor != 0.0:
                     for k in range(col + 1, n):
                         a[row, k] -= factor * a[col, k]
-                    for k in range(n):
-                        out[row, k] -= factor * out[col, k]
+                    if dense or not math.isfinite(factor):
+                        for k in range(n):
+                            out[row, k] -= factor * out[col, k]
+                    else:
+                        for c in range(count):
+                            k = active[c]
+                            out[row, k] -= factor * out[col, k]
+
+
+# A tight Mahalanobis gate rejects most measurements (ART: 0.8σ, about half of them).  For S symmetric
+# positive definite, νᵀS⁻¹ν ≥ νᵢ²/Sᵢᵢ for every i (Cauchy–Schwarz with u = eᵢ: (uᵀν)² ≤ uᵀSu · νᵀS⁻¹ν),
+# so one component far outside its own σ proves a rejection in O(m), without the inverse (m³).  Only a
+# clear one is taken: above the threshold by GATE_MARGIN, far more than the inverse's rounding of d²
+# (≈ m·ε·cond(S)); every other case goes on to the inverse, which decides: each decision and every
+# applied update are the inverse's, as before.
+GATE_MARGIN = 1e-3
+
+
+@njit(cache=True, inline="always")
+def clearly_outside_gate(s, innovation, m, threshold):
+    """True when some νᵢ²/Sᵢᵢ is ≥ threshold²·(1 + GATE_MARGIN) (then νᵀS⁻¹ν is too); False otherwise."""
+    limit = threshold * threshold * (1.0 + GATE_MARGIN)
+    if not math.isfinite(limit):
+        return False
+    for i in range(m):
+        value = innovation[i]
+        if value * value >= limit * s[i, i]:
+            return True
+    return False
 
 
 # Above the complexity limit on purpose (tests/test_complexity.py names it): this is robot_localization's
@@ -483,7 +527,9 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
             while value > PI:
                 value -= TAU
         innovation[a] = value
-    invert(s, s_inv, count)
+    if clearly_outside_gate(s, innovation, count, threshold):
+        return False
+    invert(s, s_inv, count, work.unit, work.active)
     # d² = νᵀ S⁻¹ ν
     d2 = 0.0
     for a in range(count):

@@ -102,7 +102,7 @@ _FILTER_STATE = [
     ("x", "f8", STATE_SIZE), ("p", "f8", _M), ("control", "f8", 6), ("initialized", "?"),
     ("time_ns", "i8"), ("control_ns", "i8"), ("last_published_ns", "i8"),
     # scratch of the kernels (kernels.predict / correct allocate nothing)
-    ("index", "i8", STATE_SIZE),
+    ("index", "i8", STATE_SIZE), ("unit", "i8", STATE_SIZE), ("active", "i8", STATE_SIZE),
     ("transition", "f8", _M), ("jacobian", "f8", _M), ("product", "f8", _M), ("noise", "f8", _M),
     ("innovation_covariance", "f8", _M), ("inverse", "f8", _M), ("gain", "f8", _M), ("joseph", "f8", _M),
     ("vector", "f8", STATE_SIZE), ("increment", "f8", STATE_SIZE), ("acceleration", "f8", 6),
