@@ -4,7 +4,8 @@ its live stream.
 - ``sim2real_eval.truth`` (here, robot-side: Python 3.8, numpy only): ``GroundTruth``, the container,
   and ``truth_window_ns``, the header stamps inside a truth's span;
 - ``truth.bag``: the readers — one ``GroundTruth`` from whatever reference a recorded bag carries
-  (simulator odometry, sbg_driver INS, twist) and the one smoothing differentiator (offline: scipy);
+  (simulator odometry, sbg_driver INS, twist) and the one smoothing differentiator (offline; numba
+  for long series);
 - ``truth.stream`` (robot-side): truth streamed in live (a simulator publishing it as it runs), cut
   into finished segments identical to the offline derivation.
 

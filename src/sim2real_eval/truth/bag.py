@@ -22,10 +22,16 @@ dropped (first kept).
 
 Derivatives (world acceleration -> specific force, yaw rate / body rates from attitude) use one
 documented smoothing differentiator, ``smooth_derivative``: a 2nd-order Butterworth low-pass applied
-forwards and backwards (scipy.signal.filtfilt: zero phase, so **no lag**; effective 4th order), then
-second-order centred differences on the true, possibly uneven, stamps (np.gradient).  The price of
-zero phase is edge effects over roughly one filter time constant (~1/cutoff) at both ends.
-Cut-off ``cutoff_hz`` (default 5 Hz), capped at 0.8 × the Nyquist rate of the series.
+forwards and backwards (zero phase, so **no lag**; effective 4th order), then second-order centred
+differences on the true, possibly uneven, stamps (np.gradient).  The price of zero phase is edge
+effects over roughly one filter time constant (~1/cutoff) at both ends.  Cut-off ``cutoff_hz``
+(default 5 Hz), capped at 0.8 × the Nyquist rate of the series.
+
+The filter is written here (``butterworth2_lowpass``, ``step_state``, ``forward_backward``), not taken
+from scipy.signal, whose import costs ~1.1 s CPU per process (it loads scipy.stats too): the same
+arithmetic as scipy.signal's ``butter(2, w)`` + ``filtfilt(b, a, x, padlen=...)`` (odd extension),
+in the same order, so the numbers are scipy's bit for bit (tests/test_truth_filter.py).  Short series
+run the recursion as plain Python; long ones (an hour of 100 Hz IMU) compiled by numba.
 
 Returned datum: the geodetic origin of the ENU frame (``geodesy.Datum``: first position sample,
 ellipsoidal height) for sbg sources; the caller's ``datum`` (or None) for odometry/twist sources.
@@ -34,7 +40,6 @@ ellipsoidal height) for sbg sources; the caller's ``datum`` (or None) for odomet
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import butter, filtfilt
 
 from .. import geodesy, rotations, sbg
 from .. import message_fields as F
@@ -67,13 +72,117 @@ DEFAULT_CUTOFF_HZ = 5.0
 
 # --- the smoothing differentiator -------------------------------------------------------------------
 
+def butterworth2_lowpass(normalised: float) -> tuple:
+    """(b, a): the 2nd-order digital Butterworth low-pass with its -3 dB point at ``normalised`` × the
+    Nyquist frequency (0 < normalised < 1), by the bilinear transform with pre-warping.
+
+    The analogue prototype's poles -exp(±iπ/4) (unit cut-off) are scaled to the pre-warped cut-off
+    ω = 4·tan(π·normalised/2) (sample rate 2, so the bilinear map is s -> 4·(z - 1)/(z + 1)) and mapped
+    to z = (4 + s)/(4 - s); the two zeros of the analogue low-pass at infinity go to z = -1, and the gain
+    makes |H(1)| = 1: b = ω²/((4 - s₁)(4 - s₂))·(1, 2, 1), a = (1, -(z₁ + z₂), z₁z₂).  Written with
+    numpy's complex arithmetic in the order that gives scipy.signal.butter(2, normalised)'s bits.
+    """
+    warped = 4.0 * np.tan(np.pi * float(normalised) / 2.0)
+    poles = warped * -np.exp(1j * np.pi * np.array([-1.0, 1.0]) / 4.0)
+    z_poles = (4.0 + poles) / (4.0 - poles)
+    gain = warped ** 2 * np.real(1.0 / np.prod(4.0 - poles))
+    a = np.array([1.0, np.real(-z_poles[0] - z_poles[1]), np.real(z_poles[0] * z_poles[1])])
+    return gain * np.array([1.0, 2.0, 1.0]), a
+
+
+def step_state(b, a) -> np.ndarray:
+    """The state (z₁, z₂) of the 2nd-order filter ``forward_backward`` runs (direct form II transposed,
+    a₀ = 1) once it has settled on a unit step: y = z₁ + b₀x, z₁' = z₂ + b₁x - a₁y, z₂' = b₂x - a₂y with
+    x = 1 and z' = z gives [[1 + a₁, -1], [a₂, 1]]·z = (b₁ - a₁b₀, b₂ - a₂b₀).  Starting from
+    x₀·step_state, a series that begins flat at x₀ has no start-up transient (scipy.signal.lfilter_zi;
+    solved with np.linalg.solve as it does, so the bits are the same)."""
+    b = np.asarray(b, dtype=float)
+    a = np.asarray(a, dtype=float)
+    matrix = np.array([[1.0 + a[1], -1.0], [a[2], 1.0]])
+    return np.linalg.solve(matrix, b[1:] - a[1:] * b[0])
+
+
+def _forward_backward_1d(x, b0, b1, b2, a1, a2, s1, s2):
+    """In place: ``x`` (a list, or a 1-D float array when compiled) filtered forwards, then the result
+    backwards, each pass started from the step state (s1, s2) × its first input.  The operations and
+    their order are scipy.signal.lfilter's for a₀ = 1 (so the bits are its own)."""
+    m = len(x)
+    z1 = s1 * x[0]
+    z2 = s2 * x[0]
+    for i in range(m):
+        xi = x[i]
+        y = z1 + b0 * xi
+        z1 = z2 + b1 * xi - a1 * y
+        z2 = b2 * xi - a2 * y
+        x[i] = y
+    z1 = s1 * x[m - 1]
+    z2 = s2 * x[m - 1]
+    for i in range(m - 1, -1, -1):
+        xi = x[i]
+        y = z1 + b0 * xi
+        z1 = z2 + b1 * xi - a1 * y
+        z2 = b2 * xi - a2 * y
+        x[i] = y
+    return x
+
+
+COMPILE_FROM = 100_000  # padded samples × channels from which the recursion is compiled (numba)
+_compiled: list = []    # [the numba-compiled _forward_backward_1d, or None without numba]
+
+
+def _compiled_forward_backward():
+    """``_forward_backward_1d`` compiled by numba (cached on disk), or None when numba is not installed
+    or disabled (NUMBA_DISABLE_JIT=1).  Imported and compiled at the first long series only: importing
+    numba costs ~0.3 s and its first compilation or cache load in a process ~0.5 s more, ~100 000
+    samples of the plain-Python recursion."""
+    if not _compiled:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - numba is installed wherever truth/bag.py runs
+            numba = None
+        if numba is None or numba.config.DISABLE_JIT:
+            _compiled.append(None)
+        else:
+            try:
+                _compiled.append(numba.njit(cache=True)(_forward_backward_1d))
+            except RuntimeError as exc:  # numba finds no writable cache directory: compile each time
+                if "no locator available" not in str(exc):
+                    raise
+                _compiled.append(numba.njit(_forward_backward_1d))
+    return _compiled[0]
+
+
+def forward_backward(b, a, x, padlen: int) -> np.ndarray:
+    """``x`` (N, ...) filtered by the 2nd-order filter (b, a) (a₀ = 1) forwards and then backwards along
+    axis 0: zero phase, gain |H|².  As scipy.signal.filtfilt(b, a, x, axis=0, padlen=padlen) (its
+    default odd extension), bit for bit: each channel is extended by ``padlen`` (< N) samples at both
+    ends, odd about the end samples (2·x₀ - x_k), each pass starts from its first input × ``step_state``,
+    and the padding is cut off again."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if not 0 <= padlen < n:
+        raise ValueError(f"padlen {padlen} must be at least 0 and less than the series' length {n}")
+    flat = x.reshape(n, -1)
+    extended = np.concatenate([2.0 * flat[:1] - flat[padlen:0:-1], flat,
+                               2.0 * flat[-1:] - flat[-2:-padlen - 2:-1]])
+    channels = np.ascontiguousarray(extended.T)
+    coefficients = [float(v) for v in (b[0], b[1], b[2], a[1], a[2], *step_state(b, a))]
+    compiled = _compiled_forward_backward() if channels.size >= COMPILE_FROM else None
+    for channel in channels:
+        if compiled is not None:
+            compiled(channel, *coefficients)
+        else:
+            channel[:] = _forward_backward_1d(channel.tolist(), *coefficients)
+    return channels[:, padlen:padlen + n].T.reshape(x.shape)
+
+
 def zero_phase_lowpass(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.ndarray:
-    """Zero-phase low-pass of ``values`` (N, ...) sampled at times ``t`` (s): 2nd-order Butterworth,
-    filtfilt (forward + backward).  The sample rate is taken as 1/median(Δt); the cut-off is capped at
-    0.8 × Nyquist.  Edges: the straight line through the first and last samples is removed before
-    filtering and added back after (so lines pass exactly), and the odd-extension padding spans six
-    cut-off periods so the start-up transient dies out before the data.  Series too short to filter
-    (≤ 6 samples) are returned unchanged.
+    """Zero-phase low-pass of ``values`` (N, ...) sampled at times ``t`` (s): 2nd-order Butterworth
+    (``butterworth2_lowpass``) run forwards and backwards (``forward_backward``).  The sample rate is
+    taken as 1/median(Δt); the cut-off is capped at 0.8 × Nyquist.  Edges: the straight line through the
+    first and last samples is removed before filtering and added back after (so lines pass exactly),
+    and the odd-extension padding spans six cut-off periods so the start-up transient dies out before
+    the data.  Series too short to filter (≤ 6 samples) are returned unchanged.
     """
     t = np.asarray(t, dtype=float)
     values = np.asarray(values, dtype=float)
@@ -81,7 +190,7 @@ def zero_phase_lowpass(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.nd
         return values.copy()
     rate = 1.0 / float(np.median(np.diff(t)))
     normalised = min(cutoff_hz / (0.5 * rate), 0.8)
-    b, a = butter(2, normalised)
+    b, a = butterworth2_lowpass(normalised)
     n = len(t)
     if n <= 2 * max(len(a), len(b)):
         return values.copy()
@@ -90,7 +199,7 @@ def zero_phase_lowpass(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.nd
     line = values[:1] + (values[-1:] - values[:1]) * fraction
     effective_cutoff_hz = normalised * 0.5 * rate
     padlen = min(n - 1, 3 * max(len(a), len(b)) + int(np.ceil(6.0 * rate / effective_cutoff_hz)))
-    return line + filtfilt(b, a, values - line, axis=0, padlen=padlen)
+    return line + forward_backward(b, a, values - line, padlen)
 
 
 def smooth_derivative(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.ndarray:
