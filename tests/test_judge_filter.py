@@ -324,6 +324,11 @@ def test_clearly_outside_gate_by_one_component_and_its_margin():
     # d² = 2 from the correlation alone: no single component shows it, so the inverse decides
     correlated = np.array([[1.0, 0.9], [0.9, 1.0]])
     assert not clearly_outside_gate(correlated, np.array([0.6, -0.6]), 2, 1.0)
+    # indefinite S (a covariance that is none once rotated): d² = νᵀS⁻¹ν = -1.5 passes upstream's gate,
+    # though ν₁²/S₁₁ = 4 — the bound needs S positive definite, so the inverse decides
+    indefinite = np.array([[1.0, 2.0], [2.0, 1.0]])
+    assert np.array([2.0, 0.0]) @ np.linalg.solve(indefinite, np.array([2.0, 0.0])) < 0
+    assert not clearly_outside_gate(indefinite, np.array([2.0, 0.0]), 2, 1.0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -332,8 +337,11 @@ def test_clearly_outside_gate_implies_the_inverse_rejects(m, seed, threshold):
     from sim2real_eval.judge.kernels import clearly_outside_gate
 
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, m))
+    a = rng.standard_normal((m, m)) * rng.uniform(0.0, 1.0)
     s = a @ a.T + np.diag(rng.uniform(1e-6, 1.0, m))
+    if rng.uniform() < 0.3:  # symmetric, not necessarily positive definite
+        s = s - np.diag(rng.uniform(0.0, 2.0, m))
     innovation = rng.standard_normal(m) * rng.uniform(0.1, 5.0)
     if clearly_outside_gate(s, innovation, m, threshold):
+        assert np.linalg.eigvalsh(s).min() > 0
         assert innovation @ np.linalg.solve(s, innovation) >= threshold**2

@@ -466,24 +466,38 @@ def invert(a: np.ndarray, out: np.ndarray, n: int, unit: np.ndarray, active: np.
 
 # A tight Mahalanobis gate rejects most measurements (ART: 0.8σ, about half of them).  For S symmetric
 # positive definite, νᵀS⁻¹ν ≥ νᵢ²/Sᵢᵢ for every i (Cauchy–Schwarz with u = eᵢ: (uᵀν)² ≤ uᵀSu · νᵀS⁻¹ν),
-# so one component far outside its own σ proves a rejection in O(m), without the inverse (m³).  Only a
-# clear one is taken: above the threshold by GATE_MARGIN, far more than the inverse's rounding of d²
-# (≈ m·ε·cond(S)); every other case goes on to the inverse, which decides: each decision and every
+# so one component far outside its own σ proves a rejection in O(m²), without the inverse (m³).  Only a
+# clear one is taken: S strictly diagonally dominant with a positive diagonal (Gershgorin: positive
+# definite — an indefinite S, which upstream lets through with a negative d², is left to the inverse)
+# and νᵢ²/Sᵢᵢ above the threshold by GATE_MARGIN, far more than the inverse's rounding of d²
+# (≈ m·ε·cond(S)).  Every other case goes on to the inverse, which decides: each decision and every
 # applied update are the inverse's, as before.
 GATE_MARGIN = 1e-3
 
 
 @njit(cache=True, inline="always")
 def clearly_outside_gate(s, innovation, m, threshold):
-    """True when some νᵢ²/Sᵢᵢ is ≥ threshold²·(1 + GATE_MARGIN) (then νᵀS⁻¹ν is too); False otherwise."""
+    """True when some νᵢ²/Sᵢᵢ is ≥ threshold²·(1 + GATE_MARGIN) and S is strictly diagonally dominant
+    with a positive diagonal (then νᵀS⁻¹ν ≥ threshold² too); False otherwise."""
     limit = threshold * threshold * (1.0 + GATE_MARGIN)
     if not math.isfinite(limit):
         return False
+    outside = False
     for i in range(m):
         value = innovation[i]
         if value * value >= limit * s[i, i]:
-            return True
-    return False
+            outside = True
+            break
+    if not outside:
+        return False
+    for i in range(m):
+        off_diagonal = 0.0
+        for j in range(m):
+            if j != i:
+                off_diagonal += abs(s[i, j])
+        if not s[i, i] > off_diagonal:
+            return False
+    return True
 
 
 # Above the complexity limit on purpose (tests/test_complexity.py names it): this is robot_localization's
