@@ -216,13 +216,14 @@ def reference_bags(setup, k: int, out: Path, shipped: Path, workers: int, progre
 
     missing = []
     bags = {}
+    written = ref.setup_as_written(setup)
     for scenario in setup.scenarios:
         bags[scenario] = []
         for index in range(k):
             path = ref.run_path(shipped, scenario, index)
-            if not ref.made_by(path, setup):
+            if not ref.made_by(path, setup, written):
                 path = ref.run_path(out / REFERENCE, scenario, index)
-                if not ref.made_by(path, setup):
+                if not ref.made_by(path, setup, written):
                     if os.path.lexists(path):
                         ref.owned_item(path, setup)  # raises: another setup's run, or not one of ours
                     missing.append((scenario, index))
