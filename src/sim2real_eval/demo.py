@@ -692,14 +692,35 @@ def _judge_runs(job: _Job, side: _RealSide, bags: dict, description: str, main: 
     from .service import replay_bags
 
     draws = job.draws
-    groups = plan_groups(job.config, bags, side.imu_scenario, job.options, job.keep_runs and main, draws,
-                         side.gps_extra, side.imu_extra)
+    groups = _plan_while_warming(job, (job.config, bags, side.imu_scenario, job.options,
+                                       job.keep_runs and main, draws, side.gps_extra, side.imu_extra))
     floor_note = f" + {draws} noise-floor draws of each real bag" if draws else ""
     replayed = replay_bags(groups, job.runs_dir, workers=job.workers, ray_address=job.ray_address,
                            progress=job.progress, description=description.format(len(groups)) + floor_note,
                            notice=job.notice if main else None)
     replayed.raise_on_failure()
     return replayed, groups
+
+
+def _plan_while_warming(job: _Job, plan_args: tuple) -> list:
+    """``plan_groups(*plan_args)`` — which reads the first messages of every real bag, ~30 ms a bag — in
+    a forked process while this one loads the judge's kernels (``service.warm_judge``, ~1.3 s, which
+    ``replay_bags`` then finds done; with an empty numba cache its helpers share the compilation): on
+    two cores the reading takes no wall time.  One worker, or Ray: planned here."""
+    import functools
+
+    from .judge.parallel_compile import compilation_helpers
+    from .service import warm_judge
+    from .workers import WorkerPool
+
+    if job.workers <= 1 or job.ray_address is not None:
+        return plan_groups(*plan_args)
+    warm = functools.partial(warm_judge, job.config.judge)
+    with WorkerPool(1) as pool:
+        planned = pool.submit(plan_groups, *plan_args)  # forked before the helpers and any spinner
+        with compilation_helpers(warm, job.workers - 1):
+            warm()
+        return planned.result()
 
 
 def _study_names(job: _Job, side: _RealSide) -> tuple:
