@@ -35,6 +35,7 @@ from .state import (
     QUEUE_HEAD,
     QUEUE_SLOT,
     REJECTED,
+    ROW,
     STATE_SIZE,
     VX,
     Queue,
@@ -308,6 +309,7 @@ def filter_state(params: EkfParams) -> np.ndarray:
     s = state[0]
     s["x"] = params.initial_state
     s["p"] = np.array(params.initial_estimate_covariance, dtype=float)
+    s["row_width"] = ROW
     if ukf:
         s["uncorrected"] = True  # upstream starts from zero sigma points, regenerated at the first predict
     return state

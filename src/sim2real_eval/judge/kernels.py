@@ -580,15 +580,18 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
     # part on and above the diagonal and the columns idx (for G) are read, but a fixed-length row is
     # straight-line code, faster than the triangle's variable lengths (each element: the same terms in
     # the same order, so the same bits)
-    rows = work.product
+    rows, padded, width = work.padded_rows, work.padded, work.row_width
     for a in range(count):
         for col in range(n):
             rows[a, col] = p[idx[a], col]
     for i in range(n):
+        for col in range(n):
+            padded[i, col] = p[i, col]
+    for i in range(n):
         for a in range(count):
             f = k[i, a]
-            for col in range(n):
-                p[i, col] -= f * rows[a, col]
+            for col in range(width):
+                padded[i, col] -= f * rows[a, col]
     # P⁺ = A − A[:, idx]·Kᵀ + (K·R)·Kᵀ = A + G·Kᵀ with G = K·R − A[:, idx], built as Gᵀ like Kᵀ.  K·R
     # skips R's zeros (R is mostly diagonal: the 2-D pseudo-measurements, uncorrelated sensor axes): a
     # term k·0 = ±0 would not change the sum (it starts at +0.0, so it is never −0.0)
@@ -603,16 +606,21 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
                     gt[b, i] += kt[a, i] * f
         col = idx[b]
         for i in range(n):
-            gt[b, i] -= p[i, col]
-    # P⁺ in whole rows (fixed length, as A), the part above the diagonal mirrored below (P⁺ is symmetric)
+            gt[b, i] -= padded[i, col]
+    # P⁺ in whole rows (as A), the part above the diagonal mirrored below (P⁺ is symmetric)
+    gain = work.padded_gain
+    for a in range(count):
+        for col in range(n):
+            gain[a, col] = kt[a, col]
     for i in range(n):
         for a in range(count):
             f = gt[a, i]
-            for col in range(n):
-                p[i, col] += f * kt[a, col]
+            for col in range(width):
+                padded[i, col] += f * gain[a, col]
     for i in range(n):
-        for col in range(i + 1, n):
-            p[col, i] = p[i, col]
+        for col in range(i, n):
+            p[i, col] = padded[i, col]
+            p[col, i] = padded[i, col]
     for i in range(3, 6):
         x[i] = clamp_rotation(x[i])
     return True

@@ -88,6 +88,7 @@ VALUES = 85  # INPUT_ROW.values: the widest message layout (input_rows.py)
 DONE, NEED_SPACE, FAULT = 0, 1, 2
 
 _M = (STATE_SIZE, STATE_SIZE)
+ROW = 16  # STATE_SIZE padded to whole 4-double vectors
 
 FILTER_CONFIG = np.dtype([
     ("ukf", "?"), ("dynamic_process_noise", "?"), ("use_control", "?"), ("predict_to_current_time", "?"),
@@ -106,6 +107,9 @@ _FILTER_STATE = [
     ("transition", "f8", _M), ("jacobian", "f8", _M), ("product", "f8", _M), ("noise", "f8", _M),
     ("innovation_covariance", "f8", _M), ("inverse", "f8", _M), ("gain", "f8", _M), ("joseph", "f8", _M),
     ("vector", "f8", STATE_SIZE), ("increment", "f8", STATE_SIZE), ("acceleration", "f8", 6),
+    # correct()'s row updates on rows padded to ROW (a run-time length for LLVM: vector code)
+    ("row_width", "i8"), ("padded", "f8", (STATE_SIZE, ROW)), ("padded_rows", "f8", (STATE_SIZE, ROW)),
+    ("padded_gain", "f8", (STATE_SIZE, ROW)),
 ]
 FILTER_STATE = np.dtype(_FILTER_STATE, align=True)
 # the UKF's state adds its sigma points and upstream's uncorrected_ flag (sigma points not regenerated
