@@ -215,7 +215,9 @@ class RealStreams:
             topic, msgtype = records[0].topic, records[0].msgtype
             columns = cdr_columns(get_typestore(), topic, msgtype, [r.data for r in records])
             recv = np.array([r.recv_ns for r in records], dtype=np.int64)
-            self._blocks[name] = None if columns is None else SensorBlock(recv, topic, msgtype, columns)
+            # a fix block is projected to UTM here once, not by each of the bag's runs
+            self._blocks[name] = (None if columns is None
+                                  else SensorBlock(recv, topic, msgtype, columns).with_utm())
         return self._blocks[name]
 
     def truth_records(self, rate: float) -> list:
