@@ -30,7 +30,7 @@ from ..errors import DataWarning, UserError
 from . import input_rows
 from .ekf_node import EkfNode
 from .loop import advance
-from .navsat import NavsatNode, add_utm, navsat_core
+from .navsat import NavsatNode, add_utm, lat_lon_to_utm_many, navsat_core
 from .parallel_compile import compile_loop
 from .params import EkfParams, NavsatParams, absolute_topic
 from .series import OdometrySeries, gps_series
@@ -74,6 +74,17 @@ class SensorBlock(NamedTuple):
     topic: str
     msgtype: str
     columns: input_rows.Columns
+    utm: Optional[np.ndarray] = None  # (N, 3) easting, northing, convergence of a NavSatFix block (with_utm)
+
+    def with_utm(self) -> SensorBlock:
+        """This NavSatFix block with its UTM values, projected once here for every run that judges it
+        (the same per-fix values as projecting each run's chunks: PROJ works fix by fix)."""
+        if self.msgtype != input_rows.NAVSATFIX or self.utm is not None:
+            return self
+        values = self.columns.values
+        utm = np.column_stack(lat_lon_to_utm_many(values[:, input_rows.FIX_LATITUDE],
+                                                  values[:, input_rows.FIX_LONGITUDE]))
+        return self._replace(utm=utm)
 
 
 @dataclass
@@ -178,19 +189,13 @@ class Judge:
         which = np.repeat(np.arange(len(blocks)), [len(block.recv_ns) for block in blocks])
         position = np.concatenate([np.arange(len(block.recv_ns)) for block in blocks])
         order = np.argsort(recv, kind="stable")
-        filtered, gps = [], []
         for start in range(0, len(order), CHUNK):
             part = order[start:start + CHUNK]
             rows = run.block_rows(blocks, recv[part], which[part], position[part])
-            block_filtered, block_gps = run.feed_rows(rows, int(recv[part[0]]), int(recv[part[-1]]))
-            filtered.append(block_filtered)
-            if block_gps is not None:
-                gps.append(block_gps)
-        block_filtered, block_gps = run.finish()
-        filtered.append(block_filtered)
-        if block_gps is not None:
-            gps.append(block_gps)
-        return run.collected(filtered, gps)
+            run.deliver_rows(rows, int(recv[part[0]]), int(recv[part[-1]]))
+        # every output in one take (one series, no per-chunk series to join)
+        filtered, gps = run.finish()
+        return run.collected([filtered], [] if gps is None else [gps])
 
     def run_bag(self, reader, topics: Optional[List[str]] = None, progress=None) -> JudgeResult:
         """Run on an open bag (bags.BagReader): its raw messages of ``topics`` (default: all)."""
@@ -346,6 +351,11 @@ class _Run:
     def feed_rows(self, rows: np.ndarray, first_recv: int, last_recv: int):
         """Deliver one chunk's INPUT_ROW rows (``_rows``, ``block_rows``), received from ``first_recv`` to
         ``last_recv`` → (filtered block, gps block or None)."""
+        self.deliver_rows(rows, first_recv, last_recv)
+        return self._take()
+
+    def deliver_rows(self, rows: np.ndarray, first_recv: int, last_recv: int) -> None:
+        """``feed_rows`` without taking the outputs (the next ``_take`` has them)."""
         timing = self.timing
         if self.first_recv is None:
             self.first_recv = first_recv
@@ -356,7 +366,6 @@ class _Run:
                                                          int(timing["navsat_phase_ns"]))
         self.last_recv = last_recv
         self._advance(rows, False, 0)
-        return self._take()
 
     def collected(self, filtered: List[OdometrySeries], gps: List[OdometrySeries]) -> JudgeResult:
         """The JudgeResult of every output block of the run."""
@@ -387,25 +396,30 @@ class _Run:
                 return
             if status == FAULT:
                 raise UserError(describe_fault(ekf.core.counters, self.topic_names))
-            taken = self._take()  # NEED_SPACE: outputs full (the queue grows above)
-            self._blocks.append(taken)
+            self._take_published()  # NEED_SPACE: outputs full (the queue grows above)
+
+    def _take_published(self) -> None:
+        """Move the loop's published records to ``_blocks`` (as they are: made into series by ``_take``)."""
+        odometry = self.ekf.take_published()
+        self.filtered_count += len(odometry)
+        if len(odometry):
+            self.last_filtered_stamp = int(odometry["stamp"][-1])
+        gps = self.navsat.take_published() if self.navsat is not None else None
+        if gps is not None:
+            self.gps_count += len(gps)
+        self._blocks.append((odometry, gps))
 
     def _take(self):
         """Outputs taken from the loop since the last call, as (filtered, gps or None) series."""
         params = self.judge.ekf_params
+        self._take_published()
         blocks, self._blocks = self._blocks, []
-        new = OdometrySeries.from_published(self.ekf.take_published(), params.world_frame,
-                                            params.base_link_frame_output)
-        self.filtered_count += len(new)
-        if len(new):
-            self.last_filtered_stamp = int(new.stamp_ns[-1])
-        filtered = OdometrySeries.concatenate([b[0] for b in blocks] + [new], params.world_frame,
-                                              params.base_link_frame_output)
+        odometry = blocks[0][0] if len(blocks) == 1 else np.concatenate([b[0] for b in blocks])
+        filtered = OdometrySeries.from_published(odometry, params.world_frame, params.base_link_frame_output)
         if self.navsat is None:
             return filtered, None
-        new = gps_series(self.navsat.take_published(), params.world_frame)
-        self.gps_count += len(new)
-        return filtered, OdometrySeries.concatenate([b[1] for b in blocks] + [new], params.world_frame, "")
+        gps = blocks[0][1] if len(blocks) == 1 else np.concatenate([b[1] for b in blocks])
+        return filtered, gps_series(gps, params.world_frame)
 
     def _rows(self, chunk: list) -> np.ndarray:
         """One chunk of records → INPUT_ROW rows of the topics the judge reads, in record order."""
@@ -452,7 +466,9 @@ class _Run:
             if not self._type_read(code, blocks[b].msgtype):
                 keep[at] = False
                 continue
-            cols = self._with_utm(code, input_rows.take(blocks[b].columns, position[where]))
+            index = position[where]
+            cols = self._with_utm(code, input_rows.take(blocks[b].columns, index),
+                                  None if blocks[b].utm is None else blocks[b].utm[index])
             input_rows.fill_rows(rows, at, cols, self.tf, code, self.counts[code])
             self.counts[code] += len(where)
         return rows if keep.all() else rows[keep]
@@ -470,10 +486,14 @@ class _Run:
     def _control_only(self, code: int) -> bool:
         return bool(self.topics[code]["cmd_vel"] and self.topics[code]["inputs"][0] < 0)
 
-    def _with_utm(self, code: int, cols):
-        """``cols`` of topic ``code``; a fix topic's get their UTM values (the newest fix stamp is kept)."""
+    def _with_utm(self, code: int, cols, utm: Optional[np.ndarray] = None):
+        """``cols`` of topic ``code``; a fix topic's get their UTM values (``utm`` when already projected:
+        ``SensorBlock.with_utm``; the newest fix stamp is kept)."""
         if self.topics[code]["fix"]:
-            add_utm(cols.values)
+            if utm is None:
+                add_utm(cols.values)
+            else:
+                cols.values[:, input_rows.FIX_EASTING:input_rows.FIX_CONVERGENCE + 1] = utm
             newest = int(cols.stamp.max())
             self.max_fix_stamp = newest if self.max_fix_stamp is None else max(self.max_fix_stamp, newest)
         return cols

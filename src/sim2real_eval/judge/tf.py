@@ -253,6 +253,9 @@ def _inverse(a: Optional[Transform]) -> Optional[Transform]:
     return None if a is None else a.inverse()
 
 
+_IDENTITY = np.eye(3)  # (copied into each lookup entry that needs it)
+
+
 class TfBuffer:
     """Static transforms plus at most one dynamic edge (``set_dynamic``: the EKF's odom→base_link).
 
@@ -271,6 +274,8 @@ class TfBuffer:
         self.names: List[str] = []
         edge, head = make_edge(edge_capacity)
         self.core = Tf(records((MAX_FRAMES, MAX_FRAMES), LOOKUP), edge, head)
+        # the same table as a plain array: its entries' fields are set in C (a recarray's in Python)
+        self._lookups = self.core.lookups.view(np.ndarray)
         self.code("")  # EMPTY_FRAME
         if dynamic is not None:
             self.set_dynamic(*dynamic)
@@ -308,12 +313,14 @@ class TfBuffer:
 
     def _fill(self, target: str, source: str) -> None:
         kind, a, b = self.resolve(target, source)
-        entry = self.core.lookups[self.frames[target], self.frames[source]]
+        entry = self._lookups[self.frames[target], self.frames[source]]
         entry["kind"] = kind
-        for side, value in (("a", a), ("b", b)):
-            entry[f"{side}_identity"] = value is None
-            entry[f"{side}_rotation"] = np.eye(3) if value is None else value.rotation
-            entry[f"{side}_translation"] = 0.0 if value is None else value.translation
+        entry["a_identity"] = a is None
+        entry["a_rotation"] = _IDENTITY if a is None else a.rotation
+        entry["a_translation"] = 0.0 if a is None else a.translation
+        entry["b_identity"] = b is None
+        entry["b_rotation"] = _IDENTITY if b is None else b.rotation
+        entry["b_translation"] = 0.0 if b is None else b.translation
 
     def _ancestors(self, frame: str) -> List[str]:
         out = [frame]

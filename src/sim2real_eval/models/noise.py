@@ -398,12 +398,16 @@ class ChronoRandomWalkNoise(NoiseProcess):
         return None  # a walk: its variance depends on how long it has run
 
     def apply(self, x, dt):
-        schedules = [self.substeps(d) for d in dt]
+        # the intervals repeat (a fixed rate): each distinct one is split into sub-steps once
+        split = {}
+        schedules = [split[d] if d in split else split.setdefault(d, self.substeps(d))
+                     for d in np.asarray(dt, dtype=float).tolist()]
         total = sum(len(s) for s in schedules)
-        z = self.rng.standard_normal((total, 3)).tolist()
+        # σ·z for every sub-step at once (the same products as one by one)
+        z = (self.sigma * self.rng.standard_normal((total, 3))).tolist()
         out = np.empty((len(dt), 3))
         p, v = self.p, self.v
-        sigma, a_max, v_max, mean_factor = self.sigma, self.a_max, self.v_max, -self.gain * self.sigma
+        a_max, v_max, mean_factor = self.a_max, self.v_max, -self.gain * self.sigma
         j = 0
         # per axis on scalars (same operations as the vector form; clamps as conditional expressions)
         p0, p1, p2 = p
@@ -413,9 +417,9 @@ class ChronoRandomWalkNoise(NoiseProcess):
             for h in schedule:
                 z0, z1, z2 = z[j]
                 j += 1
-                a0 = mean_factor * p0 + sigma * z0
-                a1 = mean_factor * p1 + sigma * z1
-                a2 = mean_factor * p2 + sigma * z2
+                a0 = mean_factor * p0 + z0
+                a1 = mean_factor * p1 + z1
+                a2 = mean_factor * p2 + z2
                 a0 = a_max if a0 > a_max else (low if a0 < low else a0)
                 a1 = a_max if a1 > a_max else (low if a1 < low else a1)
                 a2 = a_max if a2 > a_max else (low if a2 < low else a2)

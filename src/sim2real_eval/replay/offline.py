@@ -215,7 +215,9 @@ class RealStreams:
             topic, msgtype = records[0].topic, records[0].msgtype
             columns = cdr_columns(get_typestore(), topic, msgtype, [r.data for r in records])
             recv = np.array([r.recv_ns for r in records], dtype=np.int64)
-            self._blocks[name] = None if columns is None else SensorBlock(recv, topic, msgtype, columns)
+            # a fix block is projected to UTM here once, not by each of the bag's runs
+            self._blocks[name] = (None if columns is None
+                                  else SensorBlock(recv, topic, msgtype, columns).with_utm())
         return self._blocks[name]
 
     def truth_records(self, rate: float) -> list:
@@ -286,6 +288,8 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     naming the bag and topic for a message that does not decode).  Little-endian CDR of the standard
     definitions is kept as it is; anything else (ROS 1 bags, other definitions, big-endian CDR) is
     deserialised and serialised again for the run bags."""
+    from itertools import repeat
+
     import numpy as np
 
     from .. import message_fields
@@ -307,19 +311,20 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
             if info.count == 0:
                 raise UserError(f"{spec.bag}: topic {topic} is empty")
         truth, datum = truth_from_bag(reader, source=spec.truth_source)
-        received = {topic: [] for topic in wanted}
+        received = {topic: ([], []) for topic in wanted}  # (receive ns, CDR bytes) of each topic
         for message in reader.raw_messages(topics=list(wanted)):
-            received[message.topic].append((int(message.recv_ns), bytes(message.data)))
+            recvs, datas = received[message.topic]
+            recvs.append(int(message.recv_ns))
+            datas.append(bytes(message.data))
         store, ros1 = reader.typestore, reader.is_ros1
         as_is = {topic: _standard_cdr(reader, msgtype) for topic, msgtype in wanted.items()}
     window = truth_window_ns(truth)
     serialize = get_typestore().serialize_cdr
     out = {}
     for topic, msgtype in wanted.items():
-        records = received[topic]
-        if not records:
+        recvs, datas = received[topic]
+        if not datas:
             raise UserError(f"{spec.bag}: topic {topic} is empty")
-        datas = [data for _recv, data in records]
         stamps = decode_messages(store, tables[msgtype], datas, ["stamp_ns"], ros1,
                                  f"{spec.bag}: topic {topic}: ")["stamp_ns"]
         _check_stamps(stamps, topic, spec.bag, strict=(topic == spec.imu_topic))
@@ -331,12 +336,13 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
                             f"{truth.t[0]:.3f}..{truth.t[-1]:.3f} s")
         # Output bags use the standard topic names whatever the input called them.
         name = TOPICS["gps" if msgtype == NAVSATFIX else "imu"]
-        if as_is[topic] and all(datas[i][:2] == CDR_LE_HEADER[:2] for i in inside):
-            chosen = [datas[i] for i in inside]
+        index = inside.tolist()  # (Python ints index the lists faster)
+        if as_is[topic] and all(datas[i][:2] == CDR_LE_HEADER[:2] for i in index):
+            chosen = [datas[i] for i in index]
         else:  # serialised once here, for every run of this bag
             deserialize = store.deserialize_ros1 if ros1 else store.deserialize_cdr
-            chosen = [bytes(serialize(deserialize(datas[i], msgtype), msgtype)) for i in inside]
-        kept = [RawMessage(records[i][0], name, msgtype, data) for i, data in zip(inside, chosen)]
+            chosen = [bytes(serialize(deserialize(datas[i], msgtype), msgtype)) for i in index]
+        kept = list(map(RawMessage, [recvs[i] for i in index], repeat(name), repeat(msgtype), chosen))
         out[topic] = (kept, stamps[inside])
     (gps, gps_stamps), (imu, imu_stamps) = out[spec.gps_topic], out[spec.imu_topic]
     return RealStreams(truth, datum, gps, imu, window, gps_stamps, imu_stamps)
