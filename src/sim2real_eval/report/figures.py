@@ -392,39 +392,50 @@ def traces_figure(result: StudyResult, series: dict, scenario: str, k: int):
             ax.plot(run.t_est, run.v_est, color=color, lw=1.0)
             ax.plot(run.t_gt, run.v_gt, "--", color=TRUTH_COLOR, lw=1.4, zorder=5)
             ax.set_title(name if run is real else f"sim: {name}", fontsize=10)
-        top = max(float(np.max(run.v_est, initial=0.0)) for _n, run, _c in panels)
-        top = max([top] + [float(np.max(run.v_gt, initial=0.0)) for _n, run, _c in panels])
-        start = min(float(np.min(run.t_gt, initial=np.inf)) for _n, run, _c in panels)
-        start = min([start] + [float(np.min(run.t_est, initial=np.inf)) for _n, run, _c in panels])
-        end = max(float(np.max(run.t_gt, initial=-np.inf)) for _n, run, _c in panels)
-        end = max([end] + [float(np.max(run.t_est, initial=-np.inf)) for _n, run, _c in panels])
-        ylim = (min(0.0, *(float(np.min(run.v_est, initial=0.0)) for _n, run, _c in panels)),
-                1.3 * top if top > 0 else 1.0)  # room for the legend on top
-        xlim = (start - 0.05 * (end - start), end + 0.05 * (end - start)) if end > start else None
+        xlim, ylim = _trace_limits([run for _n, run, _c in panels])
         for ax in axes.flat:
             ax.set_ylim(*ylim)
             if xlim:
                 ax.set_xlim(*xlim)
             ax.tick_params(labelleft=ax in axes[:, 0], labelbottom=False)
-        handles = [plt.Line2D([], [], color="#1f77b4", lw=1.0, label="estimate"),
-                   plt.Line2D([], [], color=TRUTH_COLOR, ls="--", lw=1.4, label="ground truth")]
-        if real is not None and len(panels) > 1:
-            handles.insert(1, plt.Line2D([], [], color=REAL_COLOR, lw=0.8, alpha=0.4,
-                                         label="real estimate (grey, in sim panels)"))
-        axes[0, 0].legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
-                          frameon=True, framealpha=0.9, handlelength=1.6, columnspacing=1.0)
-        for ax in axes.flat[len(panels):]:
-            ax.set_visible(False)
-        for ax in axes[:, 0]:
-            ax.set_ylabel("speed (m/s)")
-        for col in range(ncols):
-            visible = [ax for ax in axes[:, col] if ax.get_visible()]
-            visible[-1].set_xlabel("time (s)")
-            visible[-1].xaxis.set_tick_params(labelbottom=True)
+        _trace_labels(axes, len(panels), with_real=real is not None and len(panels) > 1)
         title = fig.suptitle(f"{scenario}, run {k}: estimated speed vs ground truth (shared axes)",
                              fontsize=11)
         fit_margins(fig, title)
         return fig
+
+
+def _trace_limits(runs: list) -> tuple:
+    """(x limits or None, y limits) every trace panel shares: the runs' time span ± 5 %, speed from
+    min(0, lowest estimate) to 1.3 × the highest (room for the legend on top)."""
+    top = max([float(np.max(run.v_est, initial=0.0)) for run in runs]
+              + [float(np.max(run.v_gt, initial=0.0)) for run in runs])
+    start = min([float(np.min(run.t_gt, initial=np.inf)) for run in runs]
+                + [float(np.min(run.t_est, initial=np.inf)) for run in runs])
+    end = max([float(np.max(run.t_gt, initial=-np.inf)) for run in runs]
+              + [float(np.max(run.t_est, initial=-np.inf)) for run in runs])
+    ylim = (min(0.0, *(float(np.min(run.v_est, initial=0.0)) for run in runs)), 1.3 * top if top > 0 else 1.0)
+    xlim = (start - 0.05 * (end - start), end + 0.05 * (end - start)) if end > start else None
+    return xlim, ylim
+
+
+def _trace_labels(axes, panels: int, with_real: bool) -> None:
+    """The trace figure's legend (first panel), axis labels on the outer panels, unused panels hidden."""
+    handles = [plt.Line2D([], [], color="#1f77b4", lw=1.0, label="estimate"),
+               plt.Line2D([], [], color=TRUTH_COLOR, ls="--", lw=1.4, label="ground truth")]
+    if with_real:
+        handles.insert(1, plt.Line2D([], [], color=REAL_COLOR, lw=0.8, alpha=0.4,
+                                     label="real estimate (grey, in sim panels)"))
+    axes[0, 0].legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
+                      frameon=True, framealpha=0.9, handlelength=1.6, columnspacing=1.0)
+    for ax in axes.flat[panels:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("speed (m/s)")
+    for col in range(axes.shape[1]):
+        visible = [ax for ax in axes[:, col] if ax.get_visible()]
+        visible[-1].set_xlabel("time (s)")
+        visible[-1].xaxis.set_tick_params(labelbottom=True)
 
 
 def distributions_png(result: StudyResult) -> bytes:
