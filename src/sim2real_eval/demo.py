@@ -716,10 +716,11 @@ def _plan_while_warming(job: _Job, plan_args: tuple) -> list:
     if job.workers <= 1 or job.ray_address is not None:
         return plan_groups(*plan_args)
     warm = functools.partial(warm_judge, job.config.judge)
-    with WorkerPool(1) as pool:
-        planned = pool.submit(plan_groups, *plan_args)  # forked before the helpers and any spinner
-        with compilation_helpers(warm, job.workers - 1):
-            warm()
+    # the helpers first: they are forked only while this process runs no other thread (the pool's
+    # manager thread would stop them: parallel_compile.compilation_helpers)
+    with compilation_helpers(warm, job.workers - 1), WorkerPool(1) as pool:
+        planned = pool.submit(plan_groups, *plan_args)
+        warm()
         return planned.result()
 
 
