@@ -17,12 +17,12 @@ OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): OUT must be new, empty or an 
            "output is complete.  Nothing is written or deleted through a symbolic link.")
 
 # Measured costs (README "What it costs": bench_demo.py on the 2-core development machine, 27 Nov 2026,
-# load 1.2–1.9).
-COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 52 s wall, 92 s CPU "
-        "(includes compiling the judge's kernels); later ones 19.3–22.1 s wall, 34–39 s CPU.  OUT: 30 MB "
+# load 1.3–2.1: the benchmark's own workers).
+COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 45 s wall, 80 s CPU "
+        "(includes compiling the judge's kernels); later ones 11.7–11.8 s wall, 21.2–21.4 s CPU.  OUT: 30 MB "
         "(the report 3.5 MB + 27 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
-QUICK_COST = "measured 12 s wall, 18 s CPU (kernels cached), 3.6 MB"
-REAL_SAMPLE_COST = ("measured 24–31 s wall, 25–32 s CPU with the judge's kernels cached (1 min 13 s the "
+QUICK_COST = "measured 7.0–7.5 s wall, 11.7–12.7 s CPU (kernels cached), 3.4 MB"
+REAL_SAMPLE_COST = ("measured 13.7–14.5 s wall, 17.8–19.2 s CPU with the judge's kernels cached (64 s the "
                     "first time), OUT 18 MB")
 
 
