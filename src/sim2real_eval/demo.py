@@ -212,6 +212,13 @@ def find_real_bags(directory, k: int) -> dict:
 
 def reference_bags(setup, k: int, out: Path, shipped: Path, workers: int, progress: bool) -> dict:
     """The first ``k`` reference runs per scenario: shipped ones, the rest regenerated into OUT/reference."""
+    bags, missing = reference_runs(setup, k, out, shipped)
+    regenerate(setup, out, missing, workers, progress)
+    return bags
+
+
+def reference_runs(setup, k: int, out: Path, shipped: Path) -> tuple:
+    """({scenario: [path of run 0 … k − 1]}: shipped, else in OUT/reference; [(scenario, k) missing])."""
     from . import reference as ref
 
     missing = []
@@ -228,13 +235,21 @@ def reference_bags(setup, k: int, out: Path, shipped: Path, workers: int, progre
                         ref.owned_item(path, setup)  # raises: another setup's run, or not one of ours
                     missing.append((scenario, index))
             bags[scenario].append(path)
-    if missing:
-        readme = out / REFERENCE / ref.README
-        if os.path.lexists(readme) and not ref.readme_is_ours(readme):
-            raise UserError(f"--out {out}: {REFERENCE}/{ref.README}: not written by the demo; move it away")
-        _generate(setup, out / REFERENCE, missing, workers, progress)
-        ref.write_readme(setup, out / REFERENCE)
-    return bags
+    return bags, missing
+
+
+def regenerate(setup, out: Path, missing: list, workers: int, progress: bool, meanwhile=None) -> None:
+    """Write the ``missing`` reference runs into OUT/reference (and its README); ``meanwhile()`` runs here
+    while forked workers write them."""
+    from . import reference as ref
+
+    if not missing:
+        return
+    readme = out / REFERENCE / ref.README
+    if os.path.lexists(readme) and not ref.readme_is_ours(readme):
+        raise UserError(f"--out {out}: {REFERENCE}/{ref.README}: not written by the demo; move it away")
+    _generate(setup, out / REFERENCE, missing, workers, progress, meanwhile)
+    ref.write_readme(setup, out / REFERENCE)
 
 
 def _generate_one(setup, directory: str, scenario: str, k: int) -> str:
@@ -243,14 +258,15 @@ def _generate_one(setup, directory: str, scenario: str, k: int) -> str:
     return str(ref.write_reference_run(setup, directory, scenario, k))
 
 
-def _generate(setup, directory: Path, runs: list, workers: int, progress: bool) -> None:
+def _generate(setup, directory: Path, runs: list, workers: int, progress: bool, meanwhile=None) -> None:
     """Regenerate reference runs (deterministic: same bytes as the shipped ones would have)."""
     items = [(setup, str(directory), scenario, k) for scenario, k in runs]
-    _map(_generate_one, items, workers, progress, f"regenerating {len(items)} reference runs")
+    _map(_generate_one, items, workers, progress, f"regenerating {len(items)} reference runs", meanwhile)
 
 
-def _map(function, items: list, workers: int, progress: bool, description: str) -> list:
-    """``function(*item)`` for every item, in ``workers`` forked processes, with a progress bar."""
+def _map(function, items: list, workers: int, progress: bool, description: str, meanwhile=None) -> list:
+    """``function(*item)`` for every item, in ``workers`` forked processes, with a progress bar;
+    ``meanwhile()`` runs here once the items are handed out (after them with one worker)."""
     import concurrent.futures as cf
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -265,9 +281,13 @@ def _map(function, items: list, workers: int, progress: bool, description: str) 
             for i, item in enumerate(items):
                 results[i] = function(*item)
                 bar.advance(task)
+            if meanwhile is not None:
+                meanwhile()
             return results
         with WorkerPool(min(workers, len(items))) as pool:
             futures = {pool.submit(function, *item): i for i, item in enumerate(items)}
+            if meanwhile is not None:
+                meanwhile()
             for future in cf.as_completed(futures):
                 results[futures[future]] = future.result()
                 bar.advance(task)
@@ -653,7 +673,11 @@ def _real_side(job: _Job) -> _RealSide:
     """Step 1: the real bags — the real sample's evaluated windows (prepared here: import, calibrate,
     tune), ``--real DIR``, or the synthetic reference set (regenerated into OUT/reference beyond the
     shipped runs); checked before any judging."""
+    import functools
+
     from . import reference as ref
+    from .judge.parallel_compile import compilation_helpers
+    from .service import warm_judge
 
     config, sample = job.config, None
     if job.real_sample:
@@ -671,7 +695,15 @@ def _real_side(job: _Job) -> _RealSide:
         real_source = str(Path(job.real).resolve())
     else:
         setup = ref.load_setup(config.reference)
-        bags = reference_bags(setup, job.k, job.out, ref.shipped_reference_dir(), job.workers, job.progress)
+        bags, missing = reference_runs(setup, job.k, job.out, ref.shipped_reference_dir())
+        if missing and job.workers > 1 and job.ray_address is None:
+            # the judge's kernels load here while the workers write the runs (later, the load would
+            # leave a core idle); the compilation helpers first: forked only while no thread runs
+            warm = functools.partial(warm_judge, config.judge)
+            with compilation_helpers(warm, job.workers - 1):
+                regenerate(setup, job.out, missing, job.workers, job.progress, meanwhile=warm)
+        else:
+            regenerate(setup, job.out, missing, job.workers, job.progress)
         real_source = f"synthetic reference data set ({setup.name}, seed {setup.seed})"
     for scenario, paths in bags.items():
         if len(paths) < 2:  # checked before any judging: the scorer needs two runs per side
