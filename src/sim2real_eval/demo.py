@@ -210,15 +210,9 @@ def find_real_bags(directory, k: int) -> dict:
     return found
 
 
-def reference_bags(setup, k: int, out: Path, shipped: Path, workers: int, progress: bool) -> dict:
-    """The first ``k`` reference runs per scenario: shipped ones, the rest regenerated into OUT/reference."""
-    bags, missing = reference_runs(setup, k, out, shipped)
-    regenerate(setup, out, missing, workers, progress)
-    return bags
-
-
 def reference_runs(setup, k: int, out: Path, shipped: Path) -> tuple:
-    """({scenario: [path of run 0 … k − 1]}: shipped, else in OUT/reference; [(scenario, k) missing])."""
+    """The first ``k`` reference runs per scenario: ({scenario: [path of run 0 … k − 1]}: shipped, else in
+    OUT/reference; [(scenario, k) missing there], for ``regenerate``)."""
     from . import reference as ref
 
     missing = []
