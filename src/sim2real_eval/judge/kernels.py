@@ -555,7 +555,8 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
         return False
     # K = P[:, idx]·S⁻¹ (n×m), built as Kᵀ (m×n) with the state index innermost: each element is the
     # same sum in the same order (a ascending), but the n sums advance side by side, not one by one
-    k, kt, columns, increment = work.gain, work.jacobian, work.transition, work.increment
+    # Kᵀ in padded rows: the P⁺ update below reads them 16 wide (their 16th entry stays 0)
+    k, kt, columns, increment = work.gain, work.padded_gain, work.transition, work.increment
     for a in range(count):
         for i in range(n):
             columns[a, i] = p[i, idx[a]]
@@ -608,15 +609,11 @@ def correct(x, p, z, measurement_covariance, update, threshold, work):
         for i in range(n):
             gt[b, i] -= padded[i, col]
     # P⁺ in whole rows (as A), the part above the diagonal mirrored below (P⁺ is symmetric)
-    gain = work.padded_gain
-    for a in range(count):
-        for col in range(n):
-            gain[a, col] = kt[a, col]
     for i in range(n):
         for a in range(count):
             f = gt[a, i]
             for col in range(width):
-                padded[i, col] += f * gain[a, col]
+                padded[i, col] += f * kt[a, col]
     for i in range(n):
         for col in range(i, n):
             p[i, col] = padded[i, col]
