@@ -399,9 +399,9 @@ class ChronoRandomWalkNoise(NoiseProcess):
 
     def apply(self, x, dt):
         # the intervals repeat (a fixed rate): each distinct one is split into sub-steps once
-        split = {}
-        schedules = [split[d] if d in split else split.setdefault(d, self.substeps(d))
-                     for d in np.asarray(dt, dtype=float).tolist()]
+        intervals = np.asarray(dt, dtype=float).tolist()
+        split = {d: self.substeps(d) for d in set(intervals)}
+        schedules = [split[d] for d in intervals]
         total = sum(len(s) for s in schedules)
         # σ·z for every sub-step at once (the same products as one by one)
         z = (self.sigma * self.rng.standard_normal((total, 3))).tolist()
