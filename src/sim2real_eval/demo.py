@@ -667,11 +667,7 @@ def _real_side(job: _Job) -> _RealSide:
     """Step 1: the real bags — the real sample's evaluated windows (prepared here: import, calibrate,
     tune), ``--real DIR``, or the synthetic reference set (regenerated into OUT/reference beyond the
     shipped runs); checked before any judging."""
-    import functools
-
     from . import reference as ref
-    from .judge.parallel_compile import compilation_helpers
-    from .service import warm_judge
 
     config, sample = job.config, None
     if job.real_sample:
@@ -692,9 +688,8 @@ def _real_side(job: _Job) -> _RealSide:
         bags, missing = reference_runs(setup, job.k, job.out, ref.shipped_reference_dir())
         if missing and job.workers > 1 and job.ray_address is None:
             # the judge's kernels load here while the workers write the runs (later, the load would
-            # leave a core idle); the compilation helpers first: forked only while no thread runs
-            warm = functools.partial(warm_judge, config.judge)
-            with compilation_helpers(warm, job.workers - 1):
+            # leave a core idle)
+            with _judge_loading(job) as warm:
                 regenerate(setup, job.out, missing, job.workers, job.progress, meanwhile=warm)
         else:
             regenerate(setup, job.out, missing, job.workers, job.progress)
@@ -733,21 +728,30 @@ def _plan_while_warming(job: _Job, plan_args: tuple) -> list:
     a forked process while this one loads the judge's kernels (``service.warm_judge``, ~1.3 s, which
     ``replay_bags`` then finds done; with an empty numba cache its helpers share the compilation): on
     two cores the reading takes no wall time.  One worker, or Ray: planned here."""
-    import functools
-
-    from .judge.parallel_compile import compilation_helpers
-    from .service import warm_judge
     from .workers import WorkerPool
 
     if job.workers <= 1 or job.ray_address is not None:
         return plan_groups(*plan_args)
-    warm = functools.partial(warm_judge, job.config.judge)
-    # the helpers first: they are forked only while this process runs no other thread (the pool's
-    # manager thread would stop them: parallel_compile.compilation_helpers)
-    with compilation_helpers(warm, job.workers - 1), WorkerPool(1) as pool:
+    with _judge_loading(job) as warm, WorkerPool(1) as pool:  # the helpers before the pool's thread
         planned = pool.submit(plan_groups, *plan_args)
         warm()
         return planned.result()
+
+
+@contextlib.contextmanager
+def _judge_loading(job: _Job):
+    """Yields ``warm()``, which loads the judge's kernels into this process (``service.warm_judge``);
+    with an empty numba cache, ``workers − 1`` forked helpers share the compilation meanwhile.  Enter it
+    before starting any thread (a pool's, a spinner's): the helpers are forked only while none runs
+    (``parallel_compile.compilation_helpers``)."""
+    import functools
+
+    from .judge.parallel_compile import compilation_helpers
+    from .service import warm_judge
+
+    warm = functools.partial(warm_judge, job.config.judge)
+    with compilation_helpers(warm, job.workers - 1):
+        yield warm
 
 
 def _study_names(job: _Job, side: _RealSide) -> tuple:
