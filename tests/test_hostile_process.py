@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures.hostile import children, csv_study, one_line_error, run, start, tree, wait_for
+from fixtures.hostile import children, csv_study, long_study, one_line_error, run, start, tree, wait_for
 from test_cli_guards import art_bag
 
 from sim2real_eval.bags import write_bag
@@ -148,12 +148,7 @@ def test_a_worker_killed_mid_run_is_named(tmp_path, signum):
     """SIGKILL (what the OOM killer does) or SIGTERM to one worker of `simulate --workers 2`:
     BrokenProcessPool traceback.  Now: one line naming the run the worker was judging, and the runs
     already written are complete (the next run resumes them)."""
-    study = tmp_path / "study.yaml"
-    study.write_text((REPO / "config/studies/tiny.yaml").read_text().replace(
-        "scenarios: [line]", "scenarios:\n  line:\n    phases: [{duration: 1.0, speed: 0.0}, "
-        "{duration: 120.0, speed: 1.0}, {duration: 1.0, speed: 0.0}]"))
-    for config in (EKF, NAVSAT):
-        (tmp_path / config.name).write_bytes(config.read_bytes())
+    study = long_study(tmp_path)
     out = tmp_path / "out"
     process = start(["simulate", study, "--out", out, "--workers", "2", "--no-progress"], memory_mb=None)
     try:

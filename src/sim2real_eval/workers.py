@@ -21,6 +21,7 @@ import ctypes
 import gc
 import itertools
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
@@ -202,8 +203,7 @@ class WorkerPool(cf.ProcessPoolExecutor):
         running = {table[2 * row]: table[2 * row + 1] - 1 for row in range(len(table) // 2) if table[2 * row]}
         notes = []
         for pid, process in sorted(self._seen.items()):
-            process.join(0.5)
-            code = process.exitcode
+            code = _exit_code(process, 0.5)
             if code in (None, 0):
                 continue
             if code < 0:
@@ -247,6 +247,19 @@ class WorkerPool(cf.ProcessPoolExecutor):
             self.terminate()
             return False
         return super().__exit__(exc_type, exc, tb)
+
+
+def _exit_code(process, timeout: float):
+    """The exit code of a dead worker; None if it still runs after ``timeout`` s.  The pool's manager
+    thread joins the workers of a broken pool too: when its waitpid reaps one first, ours finds no
+    child and the code is set a moment later (read at once, a SIGKILLed worker went unnamed 5 times in
+    40)."""
+    if not multiprocessing.connection.wait([process.sentinel], timeout):
+        return None
+    deadline = time.monotonic() + 2.0
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return process.exitcode
 
 
 def _signal_name(number: int) -> str:
