@@ -22,7 +22,7 @@ COST = ("Measured on a 2-core machine (README, 'What it costs'): the first demo 
         "(includes compiling the judge's kernels); later ones 11.7–11.8 s wall, 21.2–21.4 s CPU.  OUT: 30 MB "
         "(the report 3.5 MB + 27 MB of regenerated reference runs); --keep-runs adds the 705 MB of run bags.")
 QUICK_COST = "measured 7.0–7.5 s wall, 11.7–12.7 s CPU (kernels cached), 3.4 MB"
-REAL_SAMPLE_COST = ("measured 13.7–14.5 s wall, 17.8–19.2 s CPU with the judge's kernels cached (64 s the "
+REAL_SAMPLE_COST = ("measured 13.7–14.5 s wall, 17.8–19.2 s CPU with the judge's kernels cached (38–43 s the "
                     "first time), OUT 18 MB")
 
 
