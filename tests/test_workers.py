@@ -190,3 +190,30 @@ def test_the_worker_killed_is_always_named_beside_the_ones_the_pool_stopped():
                     future.result(timeout=60)
         assert f"worker process {killed} died" in str(died.value), str(died.value)
         assert "killed by SIGKILL" in str(died.value), str(died.value)
+
+
+KILLED_HOLDING_THE_TABLE_LOCK = textwrap.dedent("""
+    import os, signal, sys
+    from sim2real_eval import workers
+
+    def die_holding_the_lock():
+        table.get_lock().acquire()  # the pool's table, as a worker holds it while it registers
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    pool = workers.WorkerPool(1)
+    table = pool._table  # inherited by the worker forked at the first submit
+    try:
+        with pool:
+            pool.submit_labelled("the run", die_holding_the_lock).result()
+    except workers.WorkerDied as error:
+        print(error)
+""")
+
+
+def test_a_worker_killed_holding_the_pools_lock_does_not_hang_the_notice():
+    # The death notice read the pool's table through its lock, which a worker SIGKILLed while holding it
+    # (the out-of-memory killer picks no moment) never releases: the command waited forever.
+    done = subprocess.run([sys.executable, "-c", KILLED_HOLDING_THE_TABLE_LOCK], env=ENV,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "died while running the run (killed by SIGKILL" in done.stdout, done.stdout

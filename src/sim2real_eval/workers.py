@@ -133,7 +133,9 @@ def _worker_start(parent_pid: int, slots, initializer, initargs) -> None:
         for row in range(len(slots) // 2):
             if slots[2 * row] == 0:
                 slots[2 * row] = os.getpid()
-                _slots, _slot = slots, row
+                # the row is this worker's alone: written without the lock from now on (a worker killed
+                # while holding it would leave it held, and the death notice waiting for it)
+                _slots, _slot = slots.get_obj(), row
                 break
     die_with_parent(parent_pid)
     # The objects inherited from the parent are the parent's, never garbage here: frozen (gc.freeze, O(1)),
@@ -199,7 +201,7 @@ class WorkerPool(cf.ProcessPoolExecutor):
     def death_error(self) -> WorkerDied:
         """The ``WorkerDied`` of a broken pool: which worker, running what, and how it died."""
         self._seen.update(self._processes or {})
-        table = list(self._table)
+        table = list(self._table.get_obj())  # not the lock: a worker killed holding it never frees it
         running = {table[2 * row]: table[2 * row + 1] - 1 for row in range(len(table) // 2) if table[2 * row]}
         notes = []
         for pid, process in sorted(self._seen.items()):
