@@ -107,8 +107,21 @@ def ecef_to_geodetic(ecef) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     z0 = b * b * z / (a * v)
     alt = u * (1.0 - b * b / (a * v))
     lat = np.degrees(np.arctan2(z + WGS84_EP2 * z0, p))
-    lon = np.degrees(np.arctan2(y, x))
+    lon = np.degrees(arctan2(y, x))  # x, y: strided columns (``arctan2``)
     return lat, lon, alt
+
+
+def arctan2(y, x) -> np.ndarray:
+    """``np.arctan2(y, x)`` with the same bits wherever its arrays lie in memory.
+
+    numpy 1.26 on AVX-512 CPUs (measured with 1.26.4; numpy 2 does not do it) computes float64 arctan2
+    (and exp, log, cbrt, the inverse trigonometric functions …) in one of two loops that differ in the
+    last bit of about a quarter of the values: its vectorised loop, or a scalar one when the output seems
+    to overlap an input.  For a strided input (a column of an (N, 3) array) that check spans step × N
+    bytes, past the array's end, so an output that malloc happens to place right after the input's
+    buffer took the scalar loop: the same seed gave GPS fixes differing in the last bit of the longitude
+    now and then.  Contiguous inputs make the check exact."""
+    return np.arctan2(np.asarray(y, dtype=float, order="C"), np.asarray(x, dtype=float, order="C"))
 
 
 def _enu_rotation(datum: Datum) -> np.ndarray:

@@ -87,7 +87,7 @@ def heading_from_gps_vel(velocity_enu, min_speed: float, initial_yaw: Optional[f
     """
     v = np.asarray(velocity_enu, dtype=float).reshape(-1, 3)
     fast = np.hypot(v[:, 0], v[:, 1]) >= min_speed
-    heading = np.arctan2(v[:, 1], v[:, 0])
+    heading = geodesy.arctan2(v[:, 1], v[:, 0])  # (columns: the same bits wherever they lie)
     index = np.maximum.accumulate(np.where(fast, np.arange(len(v)), -1)) if len(v) else np.zeros(0, int)
     yaw = heading[np.maximum(index, 0)] if len(v) else np.zeros(0)
     before_first = index < 0

@@ -279,7 +279,7 @@ def sbg_gps_vel_messages(truth: GroundTruth, rate_hz: float = 5.0, topic: str = 
                          typestore: Typestore | None = None, frame_id: str = "imu_link_ned") -> list:
     """SbgGpsVel (NED velocity, course clockwise from north) sampled from ``truth`` at ``rate_hz``."""
     stamps, sample, columns = sbg_sample(truth, rate_hz, stamps_ns, frame_id)
-    course = sbg.yaw_to_course(np.arctan2(sample.velocity[:, 1], sample.velocity[:, 0]))
+    course = sbg.yaw_to_course(geodesy.arctan2(sample.velocity[:, 1], sample.velocity[:, 0]))
     columns.update(vel_type=2,  # doppler
                    velocity=sbg.enu_to_ned(sample.velocity), velocity_accuracy=velocity_accuracy,
                    course=course, course_acc=1.0)
