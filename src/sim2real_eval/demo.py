@@ -612,6 +612,11 @@ class _Job:
     def draws(self) -> int:
         return self.config.noise_floor_draws if self.noise_floor else 0
 
+    @property
+    def forks_workers(self) -> bool:
+        """Runs go to forked local workers (more than one, no Ray): work can overlap in this process."""
+        return self.workers > 1 and self.ray_address is None
+
 
 @dataclass
 class _RealSide:
@@ -673,7 +678,7 @@ def _real_side(job: _Job) -> _RealSide:
     if job.real_sample:
         from .real_sample import prepare
 
-        if job.workers > 1 and job.ray_address is None:
+        if job.forks_workers:
             # the tuning judges in this process: with an empty numba cache, the other cores share the
             # compilation first (alone, the first run took 64 s; shared, 38–43 s)
             with _judge_loading(job) as warm:
@@ -691,7 +696,7 @@ def _real_side(job: _Job) -> _RealSide:
     else:
         setup = ref.load_setup(config.reference)
         bags, missing = reference_runs(setup, job.k, job.out, ref.shipped_reference_dir())
-        if missing and job.workers > 1 and job.ray_address is None:
+        if missing and job.forks_workers:
             # the judge's kernels load here while the workers write the runs (later, the load would
             # leave a core idle)
             with _judge_loading(job) as warm:
@@ -735,7 +740,7 @@ def _plan_while_warming(job: _Job, plan_args: tuple) -> list:
     two cores the reading takes no wall time.  One worker, or Ray: planned here."""
     from .workers import WorkerPool
 
-    if job.workers <= 1 or job.ray_address is not None:
+    if not job.forks_workers:
         return plan_groups(*plan_args)
     with _judge_loading(job) as warm, WorkerPool(1) as pool:  # the helpers before the pool's thread
         planned = pool.submit(plan_groups, *plan_args)

@@ -125,12 +125,19 @@ def lat_lon_to_utm_many(latitudes, longitudes):
     return easting, northing, gamma
 
 
+UTM_COLUMNS = slice(input_rows.FIX_EASTING, input_rows.FIX_CONVERGENCE + 1)  # easting, northing, convergence
+
+
+def utm_of(values: np.ndarray) -> np.ndarray:
+    """(N, 3) easting, northing, meridian convergence of NavSatFix rows' values (their UTM_COLUMNS)."""
+    return np.column_stack(lat_lon_to_utm_many(values[:, input_rows.FIX_LATITUDE],
+                                               values[:, input_rows.FIX_LONGITUDE]))
+
+
 def add_utm(values: np.ndarray) -> None:
-    """Fill the UTM columns of NavSatFix rows (inputs.FIX_EASTING, FIX_NORTHING, FIX_CONVERGENCE)."""
+    """Fill the UTM columns of NavSatFix rows (``utm_of``)."""
     if len(values):
-        e, n, g = lat_lon_to_utm_many(values[:, input_rows.FIX_LATITUDE], values[:, input_rows.FIX_LONGITUDE])
-        values[:, input_rows.FIX_EASTING], values[:, input_rows.FIX_NORTHING] = e, n
-        values[:, input_rows.FIX_CONVERGENCE] = g
+        values[:, UTM_COLUMNS] = utm_of(values)
 
 
 # --- callbacks and timer (compiled) --------------------------------------------------------------------

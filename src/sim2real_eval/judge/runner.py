@@ -30,7 +30,7 @@ from ..errors import DataWarning, UserError
 from . import input_rows
 from .ekf_node import EkfNode
 from .loop import advance
-from .navsat import NavsatNode, add_utm, lat_lon_to_utm_many, navsat_core
+from .navsat import UTM_COLUMNS, NavsatNode, add_utm, navsat_core, utm_of
 from .parallel_compile import compile_loop
 from .params import EkfParams, NavsatParams, absolute_topic
 from .series import OdometrySeries, gps_series
@@ -81,10 +81,7 @@ class SensorBlock(NamedTuple):
         (the same per-fix values as projecting each run's chunks: PROJ works fix by fix)."""
         if self.msgtype != input_rows.NAVSATFIX or self.utm is not None:
             return self
-        values = self.columns.values
-        utm = np.column_stack(lat_lon_to_utm_many(values[:, input_rows.FIX_LATITUDE],
-                                                  values[:, input_rows.FIX_LONGITUDE]))
-        return self._replace(utm=utm)
+        return self._replace(utm=utm_of(self.columns.values))
 
 
 @dataclass
@@ -493,7 +490,7 @@ class _Run:
             if utm is None:
                 add_utm(cols.values)
             else:
-                cols.values[:, input_rows.FIX_EASTING:input_rows.FIX_CONVERGENCE + 1] = utm
+                cols.values[:, UTM_COLUMNS] = utm
             newest = int(cols.stamp.max())
             self.max_fix_stamp = newest if self.max_fix_stamp is None else max(self.max_fix_stamp, newest)
         return cols
