@@ -11,9 +11,9 @@ OUT.  Every demo on the cluster must exit 0 with the local demo's numbers; then 
 new OUT and resumed.  (``score`` has no ``--ray``; ``tune --ray`` checks the nodes without a folder and
 is run on a cluster in tests/test_ray_cluster.py.)
 
-Wall time on this 2-core machine (shared, load ~2): the cluster ~4 s, each quick demo 20–40 s (six: four
-on the cluster, one local; the resumed one with all runs complete re-reads 211 MB of run bags), the
-replays ~30 s: about 3 minutes, hence ``slow``.
+Wall time on this 2-core machine, measured 2026-11-28 at load average 7.7 (the machine shared): starting
+the cluster 9 s, the five quick demos 83 s (four on the cluster, one local), the replays 27 s, stopping
+6 s: 128 s in all, hence ``slow``.
 """
 from __future__ import annotations
 
