@@ -72,7 +72,8 @@ ONE_BY_ONE = {"test_docs_examples.py"}
 # The longest tests and groups first (minutes each, a fresh clone's numba compilation included), so that
 # neither worker starts one of them when the other is nearly done: xdist hands out in collection order.
 LONGEST_FIRST = ("test_docs_examples.py::test_readme_commands_chain", "test_real_sample.py",
-                 "test_readme_numbers.py", "test_ray_cluster.py", "test_tune_search.py",
+                 "test_readme_numbers.py", "test_ray_cluster.py", "test_ray_demo_out.py",
+                 "test_tune_search.py",
                  "test_pipeline_runs.py", "test_judge_bag1.py",
                  "test_docs_examples.py::test_cli_examples_run[demo.md:3]")
 

@@ -454,13 +454,16 @@ def test_cli_examples_run(block, world, tmp_path):
                 assert done.stdout.splitlines() == example.expected, f"{example.where}: other output"
 
 
-def test_ray_blocks_are_the_one_the_cluster_test_runs():
-    """The Ray cluster block (start a head and a worker, run a command with --ray, stop) is run for real
-    by tests/test_ray_cluster.py on a loopback cluster; no other block may start Ray unchecked."""
+def test_ray_blocks_are_the_ones_the_cluster_tests_run():
+    """The Ray cluster blocks are run for real on a loopback cluster: two nodes (start a head and a
+    worker, run a command with --ray, stop) by tests/test_ray_cluster.py, one node (a new OUT, then
+    resumed) by tests/test_ray_demo_out.py; no other block may start Ray unchecked."""
     from test_ray_cluster import DOC, documented_block
+    from test_ray_demo_out import one_machine_block
 
-    first = documented_block()[0]
-    assert RAY_BLOCKS == [next(e.block for e in ALL if e.path == DOC and e.text == first)]
+    firsts = [documented_block()[0], one_machine_block()[0]]
+    assert RAY_BLOCKS == sorted(next(e.block for e in ALL if e.path == DOC and e.text == first)
+                                for first in firsts)
 
 
 @pytest.mark.slow

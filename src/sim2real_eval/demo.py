@@ -726,9 +726,10 @@ def _judge_runs(job: _Job, side: _RealSide, bags: dict, description: str, main: 
     groups = _plan_while_warming(job, (job.config, bags, side.imu_scenario, job.options,
                                        job.keep_runs and main, draws, side.gps_extra, side.imu_extra))
     floor_note = f" + {draws} noise-floor draws of each real bag" if draws else ""
+    # shared: OUT, which claim_output made, is what Ray's nodes must see when OUT/runs is not written
     replayed = replay_bags(groups, job.runs_dir, workers=job.workers, ray_address=job.ray_address,
                            progress=job.progress, description=description.format(len(groups)) + floor_note,
-                           notice=job.notice if main else None)
+                           notice=job.notice if main else None, shared=job.out)
     replayed.raise_on_failure()
     return replayed, groups
 

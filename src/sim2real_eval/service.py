@@ -484,10 +484,11 @@ def _warn_once(lines: Iterable[str]) -> None:
 
 
 def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,
-                progress: bool = True, description: str | None = None, notice: Callable | None = None
-                ) -> ReplayedBags:
+                progress: bool = True, description: str | None = None, notice: Callable | None = None,
+                shared=None) -> ReplayedBags:
     """Execute ``plan_replays``'s tasks into ``out``: bags in parallel, runs of a bag in one task.  Once
-    the paths are checked and before any run, ``announce_replays`` (``notice``: the ART TFs line)."""
+    the paths are checked and before any run, ``announce_replays`` (``notice``: the ART TFs line).
+    ``shared``: the existing folder Ray's nodes must see when ``out`` is not made (``pipeline.batch``)."""
     from .pipeline.batch import available_cores, run_batch
 
     start = time.perf_counter()
@@ -514,7 +515,7 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
             warm()
     announce_replays(tasks, notice)
     report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
-                       description=description)
+                       description=description, shared=shared)
     return ReplayedBags(tasks, report, time.perf_counter() - start)
 
 

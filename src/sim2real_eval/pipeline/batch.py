@@ -8,6 +8,9 @@ output.  Before anything runs, existing run directories are checked: complete an
 
 With Ray (``ray_cluster``: joining a cluster, checking its nodes), OUT must be a path every node can
 write (a shared filesystem); the runs' inputs are read by the node that runs them, at the same paths.
+The nodes' check looks for its file in OUT once OUT exists (created before, when a task writes there);
+when nothing has made OUT yet (tasks judged in memory only: the demo without --keep-runs), in
+``shared``, a folder the caller made (the demo's own output folder, which its other inputs lie in).
 """
 from __future__ import annotations
 
@@ -122,12 +125,13 @@ def plan(tasks: Sequence, out) -> tuple[list, list]:
 
 
 def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str | None = None,
-              progress: bool = True, description: str = "runs") -> BatchReport:
+              progress: bool = True, description: str = "runs", shared=None) -> BatchReport:
     """Execute every task once (skipping complete runs) and report outcomes in task order.
 
     ``workers``: local processes (default: all cores; 1 runs in this process).  ``ray_address``:
     run on Ray instead — an address, ``"auto"`` (an existing cluster), or ``"local"`` (start one
-    here with ``workers`` CPUs); an already initialised Ray is used as it is.
+    here with ``workers`` CPUs); an already initialised Ray is used as it is.  ``shared``: an existing
+    folder every Ray node must see when ``out`` does not exist (see the module's docstring).
     """
     out = str(Path(out))
     report = BatchReport(outcomes=[None] * len(tasks))
@@ -154,7 +158,7 @@ def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str
         if not pending:
             pass
         elif ray_address is not None:
-            _run_ray(tasks, pending, out, ray_address, workers, collect)
+            _run_ray(tasks, pending, out, ray_address, workers, collect, shared)
         elif workers == 1 or len(pending) == 1:
             for index in pending:
                 collect(index, execute_task(tasks[index], out))
@@ -184,11 +188,12 @@ def execute_on_node(task, out: str, cwd: str):
     return result
 
 
-def _run_ray(tasks, pending, out, address: str, workers: int, collect: Callable) -> None:
+def _run_ray(tasks, pending, out, address: str, workers: int, collect: Callable, shared=None) -> None:
     ray, _started = connect_ray(address, workers)
     out = os.path.abspath(out)  # a worker starts in its own folder (execute_on_node moves to ours)
     if address != "local":
-        check_nodes(ray, out)  # same sim2real_eval everywhere, OUT shared: one line up front if not
+        # same sim2real_eval everywhere, OUT shared: one line up front if not
+        check_nodes(ray, out if os.path.isdir(out) else shared)
     remote = ray.remote(execute_on_node)
     refs = {remote.remote(tasks[index], out, os.getcwd()): index for index in pending}
     waiting = list(refs)

@@ -21,10 +21,14 @@
   caller's handler is put back, and a SIGTERM during the connection ends the command like any other
   (the CLI: exit 143 and one line).
 
-``check_nodes(ray, out)`` then asks every node with CPUs, by a small task pinned to it, whether it runs
+``check_nodes(ray, folder)`` then asks every node with CPUs, by a small task pinned to it, whether it runs
 the same sim2real_eval (version and a digest of its sources: a different copy would give different
-results) and sees OUT (runs are written by the node that judges them, so OUT must be a shared
-folder at the same path on every node).
+results) and sees ``folder``, an existing folder of the command's output (runs are written, and inputs
+the command made there are read, by the node that runs them, so OUT must be a shared folder at the
+same path on every node).  It sees the folder when it finds there the empty file the driver created
+for the check (``NODE_CHECK_PREFIX``…, removed when the check ends, whatever happens): a ``.tmp-``
+name, which the output policy takes for a temporary, so one left by a killed command never makes OUT
+look foreign to the next run.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from ..errors import UserError
 CONNECT_TIMEOUT_S = 25.0   # the probe, all steps; ray.init then joins a cluster known to accept us
 STEP_TIMEOUT_S = 4.0       # each network step of the probe (the GCS client tries up to 3 times)
 CHECK_TIMEOUT_S = 120.0    # the per-node check: a fresh node starts a Python worker first
+NODE_CHECK_PREFIX = ".ray-node-check.tmp-"  # check_nodes' file in the shared folder (a temporary's name)
 LOGGER = "sim2real_eval"
 DEFAULT_TOKEN_FILE = "~/.ray/auth_token"
 
@@ -292,7 +297,7 @@ def package_digest() -> str:
 
 def node_report(marker: str | None) -> dict:
     """What a node says about itself (runs there, as a Ray task): its sim2real_eval and whether it sees
-    the marker file the driver wrote into OUT (and may write there)."""
+    the file the driver created for the check in the shared folder (and may write there)."""
     seen = None
     if marker is not None:
         path = Path(marker)
@@ -303,9 +308,10 @@ def node_report(marker: str | None) -> dict:
             "package": str(Path(__file__).resolve().parents[1]), "sees_out": seen}
 
 
-def check_nodes(ray, out=None) -> list:
+def check_nodes(ray, folder=None) -> list:
     """Ask every alive node with CPUs (one small task pinned to each) for ``node_report``; a UserError
-    names the first node that runs another sim2real_eval or does not see OUT.  Returns the reports."""
+    names the first node that runs another sim2real_eval or does not see ``folder`` (an existing folder
+    of the output that every node must share; None: not checked).  Returns the reports."""
     import contextlib
     import tempfile
 
@@ -317,8 +323,12 @@ def check_nodes(ray, out=None) -> list:
     remote = ray.remote(num_cpus=0, max_retries=0)(node_report)
     mine = {"version": __version__, "digest": package_digest(),
             "package": str(Path(__file__).resolve().parents[1])}
-    with tempfile.NamedTemporaryFile(dir=out, prefix=".ray-node-check-") if out is not None else \
-            contextlib.nullcontext() as marker:
+    try:
+        check_file = tempfile.NamedTemporaryFile(dir=folder, prefix=NODE_CHECK_PREFIX) if folder is not None \
+            else contextlib.nullcontext()
+    except OSError as exc:
+        raise UserError(f"{folder}: cannot write here ({exc.strerror or exc})") from None
+    with check_file as marker:
         name = getattr(marker, "name", None)
         refs = {remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
                 .remote(name): n for n in nodes}
@@ -343,10 +353,11 @@ def check_nodes(ray, out=None) -> list:
                 f"sources {report['digest'][:12]}) than this driver ({mine['version']} at {mine['package']}, "
                 f"sources {mine['digest'][:12]}): results would differ; install the same version on "
                 "every node (and start its Ray with that Python environment)")
-        if out is not None and not report["sees_out"]:
-            raise UserError(f"Ray node {ip} does not see --out {Path(out).resolve()} (or cannot write "
-                            "there): runs are written by the node that judges them, so OUT must be a shared "
-                            "folder at the same path on every node (e.g. an NFS mount)")
+        if folder is not None and not report["sees_out"]:
+            raise UserError(f"Ray node {ip} does not see {Path(folder).resolve()} (or cannot write there): "
+                            "runs are written, and their inputs below --out read, by the node that runs "
+                            "them, so --out must be a shared folder at the same path on every node (e.g. an "
+                            "NFS mount)")
         reports.append(report)
     return reports
 
