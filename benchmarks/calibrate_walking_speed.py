@@ -46,15 +46,27 @@ IMU = {"preset": "car_mems", "accelerometer": {"model": "chrono_drift", "mean": 
                                                "sigma": [0.0177] * 3, "b0": 0.0, "t_b": 10.0}}
 
 
+YAW_RATE = 0.25        # rad/s, amplitude of the slow steering swing (at any speed)
+YAW_RATE_NOISE = 0.035  # rad/s, Gauss–Markov disturbance of the yaw rate
+
+
 def rover_scenario(speed: float, duration: float = 600.0) -> dict:
-    """Scenario parameters (``scenarios.simulate``): 2 s still, then ``speed`` m/s with the steering
-    swinging ±0.35 rad over 40 s (turns of a few metres at walking speed) and slow disturbances."""
-    return {"description": f"synthetic rover at {speed:g} m/s", "wheelbase": 0.5, "rate": 100.0,
+    """Scenario parameters (``scenarios.simulate``): 2 s still, then ``speed`` m/s with the yaw rate
+    swinging ±0.25 rad/s over 40 s (heading swings of ±1.6 rad: turns of a few metres at walking speed)
+    and slow Gauss–Markov speed (20 %) and yaw-rate (0.035 rad/s) disturbances; the bicycle model's
+    steering angle is set for those yaw rates, ψ̇ = v/L·tan δ."""
+    wheelbase = 0.5
+
+    def steer(yaw_rate):
+        return math.atan(yaw_rate * wheelbase / speed)
+
+    return {"description": f"synthetic rover at {speed:g} m/s", "wheelbase": wheelbase, "rate": 100.0,
             "start_time": 10.0, "max_speed": 4.0, "max_accel": 0.5, "max_steer": 0.5, "max_steer_rate": 1.0,
             "phases": [{"duration": 2.0, "speed": 0.0},
-                       {"duration": duration, "speed": speed, "steer": 0.0, "steer_amplitude": 0.35,
-                        "steer_period": 40.0}],
-            "variation": {"speed_noise_sigma": 0.2 * speed, "steer_noise_sigma": 0.05, "noise_tau": 5.0}}
+                       {"duration": duration, "speed": speed, "steer": 0.0,
+                        "steer_amplitude": steer(YAW_RATE), "steer_period": 40.0}],
+            "variation": {"speed_noise_sigma": 0.2 * speed, "steer_noise_sigma": steer(YAW_RATE_NOISE),
+                          "noise_tau": 5.0}}
 
 
 def receiver(name: str, lag: float = LAG) -> dict:
