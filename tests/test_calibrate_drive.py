@@ -67,14 +67,26 @@ def test_lag_of_a_straight_line_at_constant_speed_plus_a_bend(drive):
     assert costs.min() < 1e-4 and lags[0] == pytest.approx(-0.5)
 
 
-def test_a_standstill_is_refused(drive):
+def test_a_standstill_is_fitted_with_the_lag_not_observable(drive):
+    """No speed is refused: at rest the errors are fitted and the lag has no bound (issue 29)."""
     fine, _truth = drive
     from sim2real_eval.truth import GroundTruth
 
     still = GroundTruth(fine.t, np.zeros_like(fine.position), fine.orientation, np.zeros_like(fine.velocity),
                         np.zeros_like(fine.angular_velocity), fine.specific_force)
-    with pytest.raises(UserError, match="needs a drive"):
-        fit_gps_errors(fine.t[::10], np.zeros((len(fine.t[::10]), 3)), still)
+    t = fine.t[::10]
+    error = np.random.default_rng(0).normal(0.0, 0.3, (len(t), 3))
+    fit = fit_gps_errors(t, error, still)
+    assert not fit.observability.observable and fit.lag == 0.0
+    assert fit.observability.report()["bound_s"] is None
+    np.testing.assert_allclose(fit.stats.std, 0.3, rtol=0.1)
+
+
+def test_fixes_on_another_clock_are_refused(drive):
+    fine, truth = drive
+    t = fine.t[::10] + 1e6   # stamps a million seconds after the truth
+    with pytest.raises(UserError, match="no fix lies inside the truth's time span"):
+        fit_gps_errors(t, np.zeros((len(t), 3)), truth)
 
 
 # --------------------------------------------------------------------------- recovery (stated tolerances)

@@ -8,16 +8,20 @@ GPS (fixes at header stamps t_k, positions p_k in ENU at the truth's datum):
    squares.  Period = b; stamp jitter j_k = residual, reported as its std and as the half-width
    √3·std of the uniform jitter the GPS model draws (``models.gps``: stamp + lag + jitter·U[−1, 1]).
 2. Lag L: the fix position is the truth at an earlier instant, p_k ≈ truth(g_k − L) + bias + noise
-   with g_k = a + b·n_k.  L minimises the summed variance of the horizontal error e_k(L) =
+   with g_k = a + b·n_k.  L̂ minimises the summed variance of the horizontal error e_k(L) =
    p_k − truth(g_k − L) (a grid of 5 ms over ±``max_lag``, refined by a parabola through the best
-   three points).  Along the track e changes by −v·L, so L is observable only while the car moves
-   (and separable from the bias only while its speed or heading changes).
-3. With e_k = p_k − truth(g_k − L): bias = mean e, and the standstill statistics of e − bias
-   (``calibrate.gps``: std, Gauss–Markov A·exp(−lag/τ) fit splitting a correlated part σ_b from a
-   white part σ_w).
+   three points).  Along the track e changes by v·L, so L is observable only while the velocity varies
+   (speed or heading: a constant velocity cannot be told from the bias), and only as well as the
+   receiver's noise allows: its standard error SE = σ/(Δv·√N_eff) (``calibrate.lag``, with the
+   Gauss–Markov correlation of the error in N_eff).  Observable when SE < period/4; otherwise the lag
+   is reported as not observable with the bound 2·SE, and 0 is used below.  Any speed is accepted.
+3. With e_k = p_k − truth(g_k − L) (L = L̂ when observable, else 0): bias = mean e, and the standstill
+   statistics of e − bias (``calibrate.gps``: std, Gauss–Markov A·exp(−lag/τ) fit splitting a
+   correlated part σ_b from a white part σ_w).
 Preset: ``gauss_markov`` (gz) with offset = bias, sigma = σ_w, bias_sigma = σ_b·√(2/τ), τ (mean of
 east and north) when east and north are clearly correlated, else ``gaussian`` (mean = bias, σ = std);
-stamp_lag = L, stamp_jitter = √3·std(j); the bag's covariance as a constant diagonal (median σ).
+stamp_lag = L (0 when not observable; the description gives the bound), stamp_jitter = √3·std(j); the
+bag's covariance as a constant diagonal (median σ).
 
 IMU (in base_link; an IMU in another frame is rotated with its static TF): the residual
 r = IMU − truth at the IMU stamps (truth specific force and rates, 5 Hz zero-phase smoothing), then
@@ -35,10 +39,10 @@ import numpy as np
 from ..errors import UserError
 from . import gps as gps_math
 from . import imu as imu_math
+from .lag import LagObservability, lag_observability
 
 DEFAULT_MAX_LAG = 0.5         # s: lags searched in ±this
 LAG_GRID = 0.005              # s
-MIN_MOVING_SPEED = 1.0        # m/s: the lag needs motion
 DEFAULT_MIN_IMU_DURATION = 30.0
 STATUS_NAMES = {0: "fix", 1: "sbas_fix", 2: "gbas_fix"}
 COVARIANCE_TYPE_NAMES = {0: "unknown", 1: "approximated", 2: "diagonal_known", 3: "known"}
@@ -116,12 +120,13 @@ def fit_lag(grid, enu, truth, max_lag: float = DEFAULT_MAX_LAG) -> tuple:
 @dataclass(frozen=True)
 class DriveGpsFit:
     grid: StampGrid
-    lag: float
+    lag: float                         # s, the lag removed: L̂ when observable, else 0
     lags: np.ndarray
     lag_costs: np.ndarray
-    stats: gps_math.GpsNoiseStats      # of e = p − truth(g − L); mean_position = the bias
-    t: np.ndarray                      # epoch times g − L of the fixes used (s)
-    moving_fraction: float
+    stats: gps_math.GpsNoiseStats      # of e = p − truth(g − lag); mean_position = the bias
+    t: np.ndarray                      # epoch times g − lag of the fixes used (s)
+    observability: LagObservability    # L̂, its standard error, observable or not
+    speed_percentiles: tuple           # m/s: 5 %, 50 %, 95 % of the truth's horizontal speed at the fixes
     speed_range: tuple
 
     @property
@@ -129,30 +134,37 @@ class DriveGpsFit:
         return self.stats.mean_position
 
 
-def fit_gps_errors(t, enu, truth, max_lag: float = DEFAULT_MAX_LAG,
-                   min_speed: float = MIN_MOVING_SPEED) -> DriveGpsFit:
-    """Stamp grid, lag, bias and noise statistics of fixes (stamps ``t`` s, ENU ``enu`` m) against
-    ``truth`` (same clock, same ENU frame)."""
+def _errors_at(lag: float, grid: StampGrid, enu: np.ndarray, truth) -> tuple:
+    """(statistics of e = p − truth(g − lag), the epoch times g − lag used, their epoch numbers)."""
+    epochs = grid.grid - lag
+    keep = (epochs >= truth.t[0]) & (epochs <= truth.t[-1])
+    error = enu[keep] - truth.interpolate(epochs[keep]).position
+    return gps_math.gps_noise_stats(epochs[keep], error), epochs[keep], grid.epoch[keep]
+
+
+def fit_gps_errors(t, enu, truth, max_lag: float = DEFAULT_MAX_LAG) -> DriveGpsFit:
+    """Stamp grid, lag with its observability, bias and noise statistics of fixes (stamps ``t`` s, ENU
+    ``enu`` m) against ``truth`` (same clock, same ENU frame), at any speed (module docstring)."""
     t = np.asarray(t, dtype=float)
     enu = np.asarray(enu, dtype=float)
     grid = fit_stamp_grid(t)
     inside = (grid.grid >= truth.t[0]) & (grid.grid <= truth.t[-1])
+    if not inside.any():
+        raise UserError("GPS: no fix lies inside the truth's time span: the fixes and the truth are "
+                        "probably on different clocks")
     speed = np.linalg.norm(truth.interpolate(grid.grid[inside]).velocity[:, :2], axis=1)
-    moving = float(np.mean(speed > min_speed)) if len(speed) else 0.0
-    if moving < 0.5:
-        raise UserError(f"GPS: the vehicle moves faster than {min_speed:g} m/s during {moving * 100:.0f} % "
-                        "of the "
-                        "fixes; the stamp lag needs a drive (use calibrate without --truth for a standstill)")
-    lag, lags, costs = fit_lag(grid.grid, enu, truth, max_lag)
-    if abs(lag) >= max_lag - LAG_GRID:
+    estimate, lags, costs = fit_lag(grid.grid, enu, truth, max_lag)
+    stats, epochs, numbers = _errors_at(estimate, grid, enu, truth)
+    noise = [(f.sigma_white, f.sigma_bias, f.tau) for f in stats.gauss_markov[:2]]
+    observability = lag_observability(estimate, numbers, grid.period, truth.interpolate(epochs).velocity,
+                                      noise)
+    if observability.observable and abs(estimate) >= max_lag - LAG_GRID:
         raise UserError(f"GPS: the best stamp lag lies at the edge of the search (±{max_lag:g} s): "
-                        "the fixes and "
-                        "the truth are probably on different clocks")
-    epochs = grid.grid - lag
-    keep = (epochs >= truth.t[0]) & (epochs <= truth.t[-1])
-    error = enu[keep] - truth.interpolate(epochs[keep]).position
-    stats = gps_math.gps_noise_stats(epochs[keep], error)
-    return DriveGpsFit(grid, lag, lags, costs, stats, epochs[keep], moving,
+                        "the fixes and the truth are probably on different clocks")
+    if not observability.observable:  # the lag cannot be told from 0: the fixes as stamped
+        stats, epochs, _numbers = _errors_at(0.0, grid, enu, truth)
+    percentiles = tuple(float(v) for v in np.percentile(speed, [5, 50, 95]))
+    return DriveGpsFit(grid, observability.removed, lags, costs, stats, epochs, observability, percentiles,
                        (float(speed.min()), float(speed.max())))
 
 
@@ -181,7 +193,7 @@ def gps_error_preset(fit: DriveGpsFit, datum, covariance, covariance_type, statu
     jitter = min(fit.grid.jitter_half_width, 0.499 * period)  # the model needs 2·jitter < period
     preset = {
         "description": f"Calibrated from the drive {source} ({stats.duration:.0f} s, {stats.count} fixes, "
-                       "fix minus truth) by sim2real-eval calibrate --truth",
+                       f"fix minus truth) by sim2real-eval calibrate --truth; {fit.observability.summary()}",
         "rate": float(round(1.0 / period, 6)),
         "datum": [float(d) for d in datum],
         "geodesy": "wgs84",
@@ -299,9 +311,10 @@ def calibrate_drive(data, truth, datum, t_b: float = 0.1, min_imu_duration: floa
         "topics": {"gps": data.gps_topic, "imu": data.imu_topic},
         "gps": {
             "fixes": s.count, "duration_s": s.duration, "period_s": gps_fit.grid.period,
-            "moving_fraction": gps_fit.moving_fraction,
+            "speed_m_s": dict(zip(("p5", "median", "p95"), gps_fit.speed_percentiles)),
             "speed_range_m_s": list(gps_fit.speed_range),
             "stamp_lag_s": gps_fit.lag,
+            "stamp_lag": gps_fit.observability.report(),
             "stamp_jitter_std_s": gps_fit.grid.jitter_std,
             "stamp_jitter_half_width_s": gps_fit.grid.jitter_half_width,
             "bias_m": dict(zip(axes, map(float, gps_fit.bias))),

@@ -98,13 +98,22 @@ def drive_gps_plot(fit, path) -> Path:
                      label=f"{name}: bias {fit.bias[i]:+.3g} m, std {stats.std[i]:.3g} m")
     axes[0].set_xlabel("time (s)")
     axes[0].set_ylabel("fix − truth (m)")
-    axes[0].set_title(f"GPS error on the drive (stamp lag {fit.lag * 1e3:.0f} ms removed)")
+    lag = fit.observability
+    removed = (f"stamp lag {fit.lag * 1e3:.0f} ms removed" if lag.observable
+               else "stamp lag not observable: as stamped")
+    axes[0].set_title(f"GPS error on the drive ({removed})")
     axes[0].legend(fontsize=8)
     axes[1].plot(np.asarray(fit.lags) * 1e3, fit.lag_costs, "-", lw=1)
-    axes[1].axvline(fit.lag * 1e3, color="C3", lw=1, label=f"lag {fit.lag * 1e3:.1f} ms")
+    if np.isfinite(lag.standard_error):  # the ±2 SE interval, clipped to the search
+        axes[1].axvspan(max(lag.estimate - lag.bound, fit.lags[0]) * 1e3,
+                        min(lag.estimate + lag.bound, fit.lags[-1]) * 1e3, color="C3", alpha=0.15,
+                        label="±2 standard errors")
+    axes[1].axvline(lag.estimate * 1e3, color="C3", lw=1,
+                    label=f"lag {lag.estimate * 1e3:.1f} ± {lag.standard_error * 1e3:.1f} ms")
     axes[1].set_xlabel("lag L (ms)")
     axes[1].set_ylabel("Σ var(fix − truth(t − L)) horizontal (m²)")
-    axes[1].set_title(f"stamp lag; jitter std {fit.grid.jitter_std * 1e3:.1f} ms")
+    verdict = "observable" if lag.observable else "not observable"
+    axes[1].set_title(f"stamp lag {verdict}; jitter std {fit.grid.jitter_std * 1e3:.1f} ms")
     axes[1].legend(fontsize=8)
     for i, (name, gm) in enumerate(zip(ENU_NAMES, stats.gauss_markov)):
         if len(gm.lags):

@@ -1,7 +1,8 @@
 """``sim2real-eval calibrate STANDSTILL_BAG --out params.yaml``: GPS/IMU noise parameters from a bag
 recorded while the vehicle stands still (see sim2real_eval.calibrate.core and docs/calibration.md);
 ``calibrate --truth DRIVE_BAG --out params.yaml``: from a drive with ground truth, sensor minus truth
-(GPS bias, Gauss–Markov τ, white noise, stamp lag and jitter; the IMU residual) — calibrate.drive."""
+(GPS bias, Gauss–Markov τ, white noise, stamp lag when observable, jitter; the IMU residual) —
+calibrate.drive, calibrate.lag."""
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rosbag2 directory (or ROS 1 .bag) of a standstill; with --truth, of a drive "
                              "with ground truth (e.g. a run written by sim2real-eval import)")
     parser.add_argument("--truth", action="store_true",
-                        help="the bag is a drive with ground truth: fit sensor minus truth instead of a "
-                             "standstill")
+                        help="the bag is a drive with ground truth, at any speed: fit sensor minus truth "
+                             "(GPS bias, Gauss-Markov and white noise; IMU bias and noise) instead of a "
+                             "standstill.  The GPS stamp lag is estimated when the drive makes it "
+                             "observable (its standard error < fix period/4: speed and heading must "
+                             "change); otherwise it is reported as not observable with the bound the "
+                             "data allows (2 standard errors) and set to 0")
     parser.add_argument("--truth-source", default="auto",
                         choices=("auto", "odometry", "sbg_ekf", "sbg_gps", "twist"),
                         help="--truth: where the bag's ground truth comes from (default auto)")
@@ -136,12 +141,13 @@ def run_drive(args) -> int:
         cal = calibrate_drive(data, truth, datum, t_b=args.t_b, min_imu_duration=min_duration)
         written = write_drive_calibration(cal, args.out, args.plots, overwrite=args.overwrite)
     gps = cal.report["gps"]
-    console.print(f"GPS: {gps['fixes']} fixes over {gps['duration_s']:.0f} s at "
-                  f"{gps['speed_range_m_s'][0]:.1f}-{gps['speed_range_m_s'][1]:.1f} m/s; stamp lag "
-                  f"{gps['stamp_lag_s'] * 1e3:.1f} ms, jitter std {gps['stamp_jitter_std_s'] * 1e3:.1f} ms; "
-                  "bias "
+    speed = gps["speed_m_s"]
+    console.print(f"GPS: {gps['fixes']} fixes over {gps['duration_s']:.0f} s at {speed['p5']:.2g}-"
+                  f"{speed['p95']:.2g} m/s (5-95 %, median {speed['median']:.2g}); jitter std "
+                  f"{gps['stamp_jitter_std_s'] * 1e3:.1f} ms; bias "
                   + ", ".join(f"{k} {v:+.3g}" for k, v in gps["bias_m"].items()) + " m; std "
                   + ", ".join(f"{k} {v:.3g}" for k, v in gps["std_m"].items()) + " m")
+    console.print(f"GPS {gps['stamp_lag']['summary']}", highlight=False)
     gm = cal.gps_preset["position_noise"]
     if gm["model"] == "gauss_markov":
         console.print(f"GPS model: Gauss-Markov tau {gm['tau']:.3g} s, bias_sigma "
