@@ -146,3 +146,42 @@ def _find(node, key):
     elif isinstance(node, list):
         for value in node:
             yield from _find(value, key)
+
+
+def test_import_with_a_madgwick_orientation_on_imu(logs, tmp_path, capsys):
+    """`import --imu-orientation madgwick`: /imu carries imu_filter_madgwick's attitude of base_link with
+    σ² on the covariance diagonal; import.yaml records the filter and its roll/pitch error (<= 1°)."""
+    from sim2real_eval import message_fields as F
+    from sim2real_eval.bags import open_bag
+    from sim2real_eval.bags.columns import read_topics
+    from sim2real_eval.models.madgwick import ORIENTATION_STDDEV
+
+    out = tmp_path / "with_orientation"
+    assert main(["import", "csv", str(logs), "--out", str(out), "--imu-axes", "frd", "--estimate-mounting",
+                 "--fix-covariance", "0.7", "--window", "30", "--imu-orientation", "madgwick"]) == 0
+    record = next(_find(yaml.safe_load((out / "import.yaml").read_text()), "orientation"))
+    assert record["gain"] == 0.1 and record["world_frame"] == "enu"
+    assert all(0.0 < v <= 1.0 for v in record["roll_pitch_minus_truth_rms_deg"])
+    with open_bag(out / "terrain_logs" / "run_03") as reader:
+        columns = read_topics(reader, {"/imu": F.IMU, "/ground_truth/odom": F.ODOMETRY})
+    imu, odom = columns["/imu"], columns["/ground_truth/odom"]
+    cov = imu["orientation_covariance"]
+    np.testing.assert_allclose(cov[:, [0, 4, 8]], ORIENTATION_STDDEV ** 2)
+    assert (cov[:, [1, 2, 3, 5, 6, 7]] == 0).all()
+    # roll/pitch of /imu against the truth odometry's (nearest pose, 2.2 Hz)
+    nearest = np.searchsorted(odom["stamp_ns"], imu["stamp_ns"]).clip(0, len(odom["stamp_ns"]) - 1)
+    error = np.degrees(rotations.to_rpy(imu["orientation"])[:, :2]
+                       - rotations.to_rpy(odom["orientation"][nearest])[:, :2])
+    assert (np.sqrt(np.mean(error ** 2, axis=0)) < 1.5).all()
+    # without the option: not provided
+    plain = tmp_path / "plain"
+    assert main(["import", "csv", str(logs), "--out", str(plain), "--imu-axes", "frd", "--fix-covariance",
+                 "0.7", "--window", "100"]) == 0
+    with open_bag(plain / "terrain_logs" / "run_00") as reader:
+        assert (read_topics(reader, {"/imu": F.IMU})["/imu"]["orientation_covariance"][:, 0] == -1).all()
+    assert main(["import", "csv", str(logs), "--out", str(tmp_path / "x"), "--fix-covariance", "0.7",
+                 "--madgwick-gain", "0.05"]) == 2
+    assert "--madgwick-gain: only with --imu-orientation madgwick" in capsys.readouterr().err
+    assert main(["import", "csv", str(logs), "--out", str(tmp_path / "x"), "--fix-covariance", "0.7",
+                 "--imu-orientation", "madgwick", "--madgwick-gain", "5"]) == 2
+    assert "gain" in capsys.readouterr().err and not (tmp_path / "x").exists()
