@@ -122,8 +122,11 @@ def arctan2(y, x) -> np.ndarray:
     to overlap an input.  For a strided input (a column of an (N, 3) array) that check spans step × N
     bytes, past the array's end, so an output that malloc happens to place right after the input's
     buffer took the scalar loop: the same seed gave GPS fixes differing in the last bit of the longitude
-    now and then.  Contiguous inputs make the check exact."""
-    return np.arctan2(np.asarray(y, dtype=float, order="C"), np.asarray(x, dtype=float, order="C"))
+    now and then.  Contiguous inputs make the check exact.  Copies, not ``np.asarray(order="C")``: a
+    one-element column (the node path's one fix per tick) counts as contiguous but keeps its stride of
+    3 × 8 bytes, so asarray passed it through and numpy 1.24.4 still took the other loop for ~1 in
+    1000 single fixes (streaming ≠ batch in the longitude's last bit)."""
+    return np.arctan2(np.array(y, dtype=float, copy=True), np.array(x, dtype=float, copy=True))
 
 
 def _enu_rotation(datum: Datum) -> np.ndarray:
