@@ -14,7 +14,7 @@ from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 from sim2real_eval.models.base import available_presets, stamps_to_seconds
 from sim2real_eval.node import params as node_params
 from sim2real_eval.node import sbg_truth, sensor_stream, ticks
-from sim2real_eval.truth import GRAVITY, GroundTruth
+from sim2real_eval.truth import GRAVITY, GroundTruth, time_derivative
 from sim2real_eval.truth import stream as truth_stream
 
 S = 1_000_000_000
@@ -103,6 +103,20 @@ def even_stamps(n, rate, start_s=10.0):
 
 
 SPACINGS = {"jittered": lambda n, rate: jittery_stamps(n, rate), "even": even_stamps}
+
+
+def test_time_derivative_hand_values_and_np_gradient_on_uneven_stamps():
+    # f = t² on t = 0, 1, 3: the three-point formula is exact for a quadratic inside (f'(1) = 2); the
+    # ends are one-sided differences, 1/1 and 8/2
+    assert time_derivative([0.0, 1.0, 3.0], [0.0, 1.0, 9.0]).tolist() == [1.0, 2.0, 4.0]
+    assert time_derivative([0.0, 2.0], [[1.0, 2.0], [5.0, 0.0]]).tolist() == [[2.0, -1.0], [2.0, -1.0]]
+    rng = np.random.default_rng(7)
+    for n in (3, 4, 50):
+        t = 1.7e9 + np.cumsum(rng.uniform(0.01, 0.2, n))
+        values = rng.normal(size=(n, 3))
+        assert np.array_equal(time_derivative(t, values), np.gradient(values, t, axis=0))  # its values
+    with pytest.raises(ValueError, match="2 samples"):
+        time_derivative([1.0], [[0.0, 0.0, 0.0]])
 
 
 def stream_truth(stamps_ns, p, q, v, w):
