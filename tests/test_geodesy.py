@@ -58,6 +58,96 @@ def test_ecef_to_geodetic_closed_form_matches_pyproj():
 def test_origin_maps_to_datum():
     lat, lon, alt = geodesy.enu_to_geodetic(np.zeros(3), DATUM)
     assert (float(lat), float(lon), float(alt)) == pytest.approx(tuple(DATUM), abs=1e-9)
+    # The height is the datum's plus a term that vanishes at the origin: exact, on any CPU (issue 34:
+    # arm64 gave 260.0000000018714 when it came from a difference of two ~6.4e6 m terms)
+    assert float(alt) == DATUM.alt
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(-89.9, 89.9), st.floats(-180.0, 180.0), st.floats(-500.0, 10000.0))
+def test_any_datum_origin_keeps_its_altitude_to_the_last_bit(lat0, lon0, alt0):
+    _, _, alt = geodesy.enu_to_geodetic(np.zeros(3), geodesy.Datum(lat0, lon0, alt0))
+    assert abs(float(alt) - alt0) <= np.spacing(max(1.0, abs(alt0)))
+
+
+LONG = np.longdouble
+EXTENDED = np.finfo(LONG).eps < 1e-18  # x86 80-bit or quad precision; plain double elsewhere
+
+
+def _ecef_extended(lat, lon, alt):
+    """The textbook geodetic -> ECEF in long double (64-bit or 113-bit mantissa): the oracle."""
+    pi = 4 * np.arctan(LONG(1))
+    a, f = LONG(geodesy.WGS84_A), LONG(1) / LONG(298.257223563)
+    e2 = f * (2 - f)
+    phi, lam = np.asarray(lat, dtype=LONG) * pi / 180, np.asarray(lon, dtype=LONG) * pi / 180
+    h = np.asarray(alt, dtype=LONG)
+    n = a / np.sqrt(1 - e2 * np.sin(phi) ** 2)
+    xyz = np.stack([(n + h) * np.cos(phi) * np.cos(lam), (n + h) * np.cos(phi) * np.sin(lam),
+                    (n * (1 - e2) + h) * np.sin(phi)], axis=-1)
+    up = np.stack([np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)], axis=-1)
+    return xyz, up
+
+
+def _enu_axes_extended(datum):
+    pi = 4 * np.arctan(LONG(1))
+    phi, lam = LONG(datum.lat) * pi / 180, LONG(datum.lon) * pi / 180
+    sp, cp, sl, cl = np.sin(phi), np.cos(phi), np.sin(lam), np.cos(lam)
+    return np.array([[-sl, cl, 0], [-sp * cl, -sp * sl, cp], [cp * cl, cp * sl, sp]], dtype=LONG)
+
+
+@pytest.mark.skipif(not EXTENDED, reason="long double is plain double here: no extended-precision oracle")
+def test_enu_conversions_match_an_extended_precision_oracle_to_picometres():
+    """Against R·(ecef − ecef0) in long double: the ENU offset of given lat/lon/alt, and the height of
+    enu_to_geodetic (the oracle point's offset from its answer, along the normal) within 1e-11 m;
+    the ECEF route in double was off by ~3e-9 m in both."""
+    rng = np.random.default_rng(34)
+    for lat0 in np.arange(-80.0, 81.0, 10.0):
+        lon0 = 179.99 if lat0 == 0.0 else float(rng.uniform(-180.0, 180.0))  # (0°: across the antimeridian)
+        datum = geodesy.Datum(lat0, lon0, float(rng.choice([-500.0, 0.0, 3e3])))
+        enu = rng.uniform(-1.0, 1.0, (40, 3)) * [5000.0, 5000.0, 200.0]
+        lat, lon, alt = geodesy.enu_to_geodetic(enu, datum)
+        origin, _ = _ecef_extended(datum.lat, datum.lon, datum.alt)
+        axes = _enu_axes_extended(datum)
+        answer, normal = _ecef_extended(lat, lon, alt)
+        exact_enu = (answer - origin) @ axes.T
+        assert np.abs(geodesy.geodetic_to_enu(lat, lon, alt, datum) - exact_enu).max() < 1e-11
+        along_normal = ((origin + enu.astype(LONG) @ axes - answer) * normal).sum(axis=-1)
+        assert np.abs(along_normal).max() < 1e-11
+        # lat/lon: the ECEF route's precision, ~1 nm (the horizontal part of the same difference)
+        assert np.abs(exact_enu - enu).max() < 1e-8
+
+
+def _sensitivity_harness():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "geodesy_sensitivity.py"
+    spec = importlib.util.spec_from_file_location("geodesy_sensitivity", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_last_bit_difference_in_any_elementary_function_moves_every_field_by_ulps():
+    """Another CPU, played here: every output of sin, cos, arctan2, hypot, cbrt, … moved by ±1 ulp
+    (benchmarks/geodesy_sensitivity.py).  Every field moves by < 1e-13 of max(1, |value|) (the
+    promise is 1e-12); the altitude used to move by 3e-11 of itself (5.6e-9 m)."""
+    harness = _sensitivity_harness()
+    rng = np.random.default_rng(3)
+    datums = [geodesy.Datum(lat0, lon0, alt0) for lat0, lon0, alt0 in
+              [(43.07, -89.4, 260.0), (-33.9, 151.2, 0.4), (71.0, 25.8, -30.0), (0.1, -179.99, 4000.0)]]
+    enu = np.concatenate([np.zeros((1, 3)), rng.uniform(-1.0, 1.0, (30, 3)) * [3000.0, 3000.0, 100.0]])
+    geodetic = [geodesy.enu_to_geodetic(enu, datum) for datum in datums]
+    ecef = np.concatenate([geodesy.geodetic_to_ecef(*g) for g in geodetic])
+    runs = {
+        ("lat", "lon", "alt"): lambda: [np.stack(geodesy.enu_to_geodetic(enu, d)) for d in datums],
+        ("east", "north", "up"): lambda: [geodesy.geodetic_to_enu(*g, d).T for g, d in zip(geodetic, datums)],
+        ("ecef lat", "ecef lon", "ecef alt"): lambda: [np.stack(geodesy.ecef_to_geodetic(ecef))],
+    }
+    for fields, run in runs.items():
+        worst = harness.measure(run, fields, harness.NOT_CORRECTLY_ROUNDED, trials=4)
+        for field, (_, scaled, _) in worst.items():
+            assert scaled < 1e-13, (field, worst)
 
 
 def test_chrono_sphere_hand_values():
@@ -122,7 +212,9 @@ def _contiguous_only_arctan2(monkeypatch):
 
     def checked(y, x, *args, **kwargs):
         for value in (y, x):
-            assert np.ndim(value) == 0 or np.asarray(value).flags.c_contiguous, "a strided input"
+            # compact strides, not just the flag: a one-element column is "contiguous" with stride 24
+            value = np.asarray(value)
+            assert value.ndim == 0 or value.strides == np.empty(value.shape).strides, "a strided input"
         return real(y, x, *args, **kwargs)
 
     monkeypatch.setattr(np, "arctan2", checked)
@@ -142,6 +234,10 @@ def test_longitudes_and_headings_are_computed_from_contiguous_arrays(monkeypatch
     for got, want in zip(geodesy.enu_to_geodetic(enu, (43.07, -89.41, 263.0)), expected):
         assert np.array_equal(got, want)
     assert np.array_equal(sbg.heading_from_gps_vel(velocity, min_speed=0.5), heading, equal_nan=True)
+    # the node path: one fix per tick, a one-row (1, 3) array (numpy 1.24.4 differed ~1 in 1000)
+    for i in range(5):
+        for got, want in zip(geodesy.enu_to_geodetic(enu[i:i + 1], (43.07, -89.41, 263.0)), expected):
+            assert np.array_equal(got, want[i:i + 1])
 
 
 def test_arctan2_of_contiguous_inputs_does_not_depend_on_where_the_output_lies():

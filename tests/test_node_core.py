@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from sim2real_eval import rotations
 from sim2real_eval.errors import UserError
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
-from sim2real_eval.models.base import stamps_to_seconds
+from sim2real_eval.models.base import available_presets, stamps_to_seconds
 from sim2real_eval.node import params as node_params
 from sim2real_eval.node import sbg_truth, sensor_stream, ticks
-from sim2real_eval.truth import GRAVITY, GroundTruth
+from sim2real_eval.truth import GRAVITY, GroundTruth, time_derivative
 from sim2real_eval.truth import stream as truth_stream
 
 S = 1_000_000_000
@@ -96,6 +96,29 @@ def jittery_stamps(n, rate, start_s=10.0, jitter=0.3, seed=1):
     return (base + rng.uniform(-jitter, jitter, n) * step).astype(np.int64)
 
 
+def even_stamps(n, rate, start_s=10.0):
+    """Stamps exactly 1/rate apart in ns (a simulator's clock): in float seconds most 3-sample windows
+    are evenly spaced but the whole series is not, the case np.gradient treated differently."""
+    return (int(start_s * S) + np.arange(n) * (S // int(rate))).astype(np.int64)
+
+
+SPACINGS = {"jittered": lambda n, rate: jittery_stamps(n, rate), "even": even_stamps}
+
+
+def test_time_derivative_hand_values_and_np_gradient_on_uneven_stamps():
+    # f = t² on t = 0, 1, 3: the three-point formula is exact for a quadratic inside (f'(1) = 2); the
+    # ends are one-sided differences, 1/1 and 8/2
+    assert time_derivative([0.0, 1.0, 3.0], [0.0, 1.0, 9.0]).tolist() == [1.0, 2.0, 4.0]
+    assert time_derivative([0.0, 2.0], [[1.0, 2.0], [5.0, 0.0]]).tolist() == [[2.0, -1.0], [2.0, -1.0]]
+    rng = np.random.default_rng(7)
+    for n in (3, 4, 50):
+        t = 1.7e9 + np.cumsum(rng.uniform(0.01, 0.2, n))
+        values = rng.normal(size=(n, 3))
+        assert np.array_equal(time_derivative(t, values), np.gradient(values, t, axis=0))  # its values
+    with pytest.raises(ValueError, match="2 samples"):
+        time_derivative([1.0], [[0.0, 0.0, 0.0]])
+
+
 def stream_truth(stamps_ns, p, q, v, w):
     stream = truth_stream.TruthStream()
     segments = []
@@ -105,8 +128,9 @@ def stream_truth(stamps_ns, p, q, v, w):
     return segments
 
 
-def test_truth_stream_rows_equal_the_offline_derivation_bit_for_bit():
-    stamps = jittery_stamps(40, 5.0)
+@pytest.mark.parametrize("spacing, rate", [("jittered", 5.0), ("even", 20.0), ("even", 5.0)])
+def test_truth_stream_rows_equal_the_offline_derivation_bit_for_bit(spacing, rate):
+    stamps = SPACINGS[spacing](40, rate)
     p, q, v, w = kinematic_series(stamps)
     offline = GroundTruth.from_kinematics(stamps_to_seconds(stamps), p, q, v, angular_velocity=w)
     segments = stream_truth(stamps, p, q, v, w)
@@ -162,8 +186,9 @@ def test_odometry_twist_frames():
 
 
 # ------------------------------------------------------------------ node path == offline path
-def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both", "lot17", 0)):
-    stamps = jittery_stamps(n, truth_rate)
+def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both", "lot17", 0),
+                     spacing="jittered"):
+    stamps = SPACINGS[spacing](n, truth_rate)
     p, q, v, w = kinematic_series(stamps)
     loader = load_gps_model if sensor == "gps" else load_imu_model
     stream = sensor_stream.SensorStream(loader(spec, sensor_seed(2024, *keys, sensor)), rate)
@@ -175,7 +200,9 @@ def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both",
     parts += stream.finish()
     node = type(parts[0]).concatenate(parts)
     truth = GroundTruth.from_kinematics(stamps_to_seconds(stamps), p, q, v, angular_velocity=w)
-    offline = loader(spec, sensor_seed(2024, *keys, sensor)).sample(truth, node.stamp_ns)
+    # Every tick of the truth span (not node.stamp_ns: a model may publish fewer, e.g. AirSim's start-up)
+    tick_ns = ticks.ticks_ns(int(stamps[0]), int(stamps[-1]), ticks.period_ns(rate), True)
+    offline = loader(spec, sensor_seed(2024, *keys, sensor)).sample(truth, tick_ns)
     return node, offline, stamps
 
 
@@ -193,6 +220,18 @@ def test_gps_node_path_equals_offline_sample(spec):
 def test_imu_node_path_equals_offline_sample(spec):
     node, offline, _ = node_and_offline("imu", spec, 100.0)
     assert len(node) > 500
+    for name, value in offline.as_dict().items():
+        assert np.array_equal(getattr(node, name), value), name
+
+
+@pytest.mark.parametrize("spacing, truth_rate, n", [("jittered", 5.0, 30), ("even", 20.0, 61)])
+@pytest.mark.parametrize("sensor, spec", [("gps", name) for name in available_presets("gps")]
+                         + [("imu", name) for name in available_presets("imu")])
+def test_every_preset_node_path_equals_offline_sample_for_any_spacing(sensor, spec, spacing, truth_rate, n):
+    """Streaming == batch bit for bit, every message field, on jittered and on evenly spaced truth stamps."""
+    node, offline, _ = node_and_offline(sensor, spec, 10.0 if sensor == "gps" else 100.0, truth_rate, n,
+                                        spacing=spacing)
+    assert len(node) > (10 if sensor == "gps" else 100)
     for name, value in offline.as_dict().items():
         assert np.array_equal(getattr(node, name), value), name
 

@@ -90,7 +90,9 @@ def ecef_to_geodetic(ecef) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     ecef = np.asarray(ecef, dtype=float)
     x, y, z = ecef[..., 0], ecef[..., 1], ecef[..., 2]
     a, b, e2 = WGS84_A, WGS84_B, WGS84_E2
-    p = np.hypot(x, y)
+    # sqrt, not np.hypot: hypot is not correctly rounded (its last bit differs between CPUs for ~10 %
+    # of inputs), and one ulp of p (~6.4e6 m) is 1e-9 m of altitude; sqrt is the same everywhere.
+    p = np.sqrt(x * x + y * y)
     f_term = 54.0 * b * b * z * z
     g = p * p + (1.0 - e2) * z * z - e2 * (a * a - b * b)
     c = e2 * e2 * f_term * p * p / (g * g * g)
@@ -120,8 +122,11 @@ def arctan2(y, x) -> np.ndarray:
     to overlap an input.  For a strided input (a column of an (N, 3) array) that check spans step × N
     bytes, past the array's end, so an output that malloc happens to place right after the input's
     buffer took the scalar loop: the same seed gave GPS fixes differing in the last bit of the longitude
-    now and then.  Contiguous inputs make the check exact."""
-    return np.arctan2(np.asarray(y, dtype=float, order="C"), np.asarray(x, dtype=float, order="C"))
+    now and then.  Contiguous inputs make the check exact.  Copies, not ``np.asarray(order="C")``: a
+    one-element column (the node path's one fix per tick) counts as contiguous but keeps its stride of
+    3 × 8 bytes, so asarray passed it through and numpy 1.24.4 still took the other loop for ~1 in
+    1000 single fixes (streaming ≠ batch in the longitude's last bit)."""
+    return np.arctan2(np.array(y, dtype=float, copy=True), np.array(x, dtype=float, copy=True))
 
 
 def _enu_rotation(datum: Datum) -> np.ndarray:
@@ -144,8 +149,70 @@ def enu_to_geodetic(enu, datum, model: str = "wgs84") -> Tuple[np.ndarray, np.nd
         lon = datum.lon + enu[..., 0] / (CHRONO_EARTH_RADIUS * np.cos(np.radians(lat))) * (180.0 / np.pi)
         return lat, lon, datum.alt + enu[..., 2]
     origin = geodetic_to_ecef(datum.lat, datum.lon, datum.alt)
-    ecef = origin + enu @ _enu_rotation(datum)
-    return ecef_to_geodetic(ecef)
+    lat, lon, _ = ecef_to_geodetic(origin + enu @ _enu_rotation(datum))
+    # The height relative to the datum: the point's offset from the point at its own lat/lon and the
+    # datum's height, along the ellipsoid normal there.  Both are small vectors (``_enu_offset``), so
+    # a last-bit difference in sin/cos/hypot/cbrt moves the height by ulps of the offset, where
+    # Heikkinen's u·(1 − b²/(a·v)), two ~6.4e6 m terms, moved it by ~1e-9 m (issue 34).  A lat/lon
+    # error ε moves it by ~R·ε² only: the offset is along the normal.
+    dlat, dlon = lat - datum.lat, _longitude_difference(lon, datum.lon)
+    residual = enu - _enu_offset(datum, dlat, dlon, 0.0)
+    phi0 = np.radians(datum.lat)
+    phi, dlam = phi0 + np.radians(dlat), np.radians(dlon)
+    sp0, cp0, sp, cp = np.sin(phi0), np.cos(phi0), np.sin(phi), np.cos(phi)
+    normal = (cp * np.sin(dlam), cp0 * sp - sp0 * cp * np.cos(dlam), cp0 * cp * np.cos(dlam) + sp0 * sp)
+    height = residual[..., 0] * normal[0] + residual[..., 1] * normal[1] + residual[..., 2] * normal[2]
+    return lat, lon, datum.alt + height
+
+
+def _longitude_difference(lon, lon0) -> np.ndarray:
+    """lon − lon0 in degrees, within [−180, 180]: across the antimeridian lon is moved by 360° first
+    (exact for a longitude near ±180°), so two nearby longitudes still differ exactly there."""
+    lon = np.asarray(lon, dtype=float)
+    diff = lon - lon0
+    with np.errstate(invalid="ignore"):  # a NO_FIX's NaN (numpy < 1.20 warns comparing it)
+        shift = np.where(diff > 180.0, -360.0, np.where(diff < -180.0, 360.0, 0.0))
+    return np.where(shift != 0.0, (lon + shift) - lon0, diff)
+
+
+def _enu_offset(datum: Datum, dlat, dlon, dalt) -> np.ndarray:
+    """ENU (..., 3) at ``datum`` of the point (datum.lat + dlat, datum.lon + dlon, datum.alt + dalt).
+
+    The same vector as R·(ecef(point) − ecef(datum)), written as sums of terms each about as small as
+    the result, never as the difference of two ~6.4e6 m coordinates nor as a rotation of km-sized
+    terms into a small "up": a last-bit difference in sin/cos then moves each component by ulps of
+    the offset, not by ~1e-9 m.  With s = sin(Δφ/2), φm = φ0 + Δφ/2, A, B = N0 + h0, N0(1 − e²) + h0
+    (A − B = e²·N0), r = (N + h)·cos φ (distance from the polar axis), l = sin(Δλ/2):
+      east  = r·sin Δλ
+      north = Δh·sin Δφ + ΔN·(cos φ0·(1 − e²)·sin φ − sin φ0·cos φ) + 2s·(B·cos(Δφ/2) + e²N0·sin φ0·sin φm)
+              + 2·sin φ0·r·l²
+      up    = Δh·cos Δφ + ΔN·(cos φ0·cos φ + sin φ0·(1 − e²)·sin φ) − 2B·s² − 2s·e²N0·cos φ0·sin φm
+              − 2·cos φ0·r·l²
+    where ΔN = N − N0 = a·e²·(sin φ − sin φ0)·(sin φ + sin φ0) / (w·w0·(w + w0)), w = √(1 − e² sin²φ),
+    and sin φ − sin φ0 = 2s·cos φm (the datum's meridian plane, then E, N, U at the datum)."""
+    a, e2 = WGS84_A, WGS84_E2
+    dphi = np.radians(np.asarray(dlat, dtype=float))
+    dlam = np.radians(np.asarray(dlon, dtype=float))
+    dalt = np.asarray(dalt, dtype=float)
+    phi0 = np.radians(datum.lat)
+    sp0, cp0 = np.sin(phi0), np.cos(phi0)
+    phi = phi0 + dphi
+    sp, cp = np.sin(phi), np.cos(phi)
+    s = np.sin(0.5 * dphi)
+    sm = np.sin(phi0 + 0.5 * dphi)
+    w0 = np.sqrt(1.0 - e2 * sp0 * sp0)
+    w = np.sqrt(1.0 - e2 * sp * sp)
+    n0 = a / w0
+    d_n = a * e2 * (2.0 * s * np.cos(phi0 + 0.5 * dphi)) * (sp + sp0) / (w * w0 * (w + w0))
+    b_term = n0 * (1.0 - e2) + datum.alt
+    radius = (a / w + datum.alt + dalt) * cp
+    l2 = np.sin(0.5 * dlam) ** 2
+    east = radius * np.sin(dlam)
+    north = (dalt * np.sin(dphi) + d_n * (cp0 * (1.0 - e2) * sp - sp0 * cp)
+             + 2.0 * s * (b_term * np.cos(0.5 * dphi) + e2 * n0 * sp0 * sm) + 2.0 * sp0 * radius * l2)
+    up = (dalt * np.cos(dphi) + d_n * (cp0 * cp + sp0 * (1.0 - e2) * sp) - 2.0 * b_term * s * s
+          - 2.0 * s * e2 * n0 * cp0 * sm - 2.0 * cp0 * radius * l2)
+    return np.stack([east, north, up], axis=-1)
 
 
 def geodetic_to_enu(lat, lon, alt, datum, model: str = "wgs84") -> np.ndarray:
@@ -159,5 +226,4 @@ def geodetic_to_enu(lat, lon, alt, datum, model: str = "wgs84") -> np.ndarray:
         north = (lat - datum.lat) * (np.pi / 180.0) * CHRONO_EARTH_RADIUS
         east = (lon - datum.lon) * (np.pi / 180.0) * CHRONO_EARTH_RADIUS * np.cos(np.radians(lat))
         return np.stack([east, north, alt - datum.alt], axis=-1)
-    origin = geodetic_to_ecef(datum.lat, datum.lon, datum.alt)
-    return (geodetic_to_ecef(lat, lon, alt) - origin) @ _enu_rotation(datum).T
+    return _enu_offset(datum, lat - datum.lat, _longitude_difference(lon, datum.lon), alt - datum.alt)

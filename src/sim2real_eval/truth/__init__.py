@@ -186,15 +186,15 @@ class GroundTruth:
         """Build truth from pose + world velocity, deriving what is missing.
 
         World acceleration (when not given) is the central-difference derivative of velocity
-        (np.gradient: second-order, zero lag inside the series, one-sided at the ends); body rates
-        (when not given) come from differentiating the orientation the same way.  Specific force is
+        (``time_derivative``: second-order, zero lag inside the series, one-sided at the ends); body
+        rates (when not given) come from differentiating the orientation the same way.  Specific force is
         R_bwᵀ·(a_world + g·ẑ).
         """
         t = np.asarray(t, dtype=np.float64)
         orientation = rotations.normalize(orientation)
         velocity = np.asarray(velocity, dtype=np.float64)
         if world_acceleration is None:
-            world_acceleration = np.gradient(velocity, t, axis=0)
+            world_acceleration = time_derivative(t, velocity)
         if angular_velocity is None:
             angular_velocity = body_rates_from_orientation(t, orientation)
         gravity_reaction = np.asarray(world_acceleration, dtype=np.float64) + np.array([0.0, 0.0, GRAVITY])
@@ -202,14 +202,44 @@ class GroundTruth:
         return cls(t, position, orientation, velocity, angular_velocity, specific_force)
 
 
+def time_derivative(t, values) -> np.ndarray:
+    """d(values)/dt along axis 0 on the stamps ``t``: the three-point non-uniform formula inside,
+    one-sided differences at the two ends.
+
+    These are ``np.gradient``'s own non-uniform-spacing operations, in its order (so the values are
+    its values for uneven stamps), but always these: np.gradient switches to another formula,
+    (f[i+1] − f[i−1]) / 2h, when *every* spacing of the series is exactly equal, so a 3-sample window
+    of evenly spaced stamps (the live ``TruthStream``) and the whole series (the batch path) could
+    take different formulas and differ in the last bit.  Row i only reads rows i−1, i, i+1.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    f = np.asarray(values, dtype=np.float64)
+    if len(t) < 2 or len(f) != len(t):
+        raise ValueError(f"time_derivative: need >= 2 samples and one stamp per row, got {len(t)} stamps "
+                         f"for {len(f)} rows")
+    dt = np.diff(t)
+    out = np.empty_like(f)
+    out[0] = (f[1] - f[0]) / dt[0]
+    out[-1] = (f[-1] - f[-2]) / dt[-1]
+    if len(t) > 2:
+        shape = (-1,) + (1,) * (f.ndim - 1)
+        dt1 = dt[:-1].reshape(shape)
+        dt2 = dt[1:].reshape(shape)
+        before = -dt2 / (dt1 * (dt1 + dt2))
+        here = (dt2 - dt1) / (dt1 * dt2)
+        after = dt1 / (dt2 * (dt1 + dt2))
+        out[1:-1] = before * f[:-2] + here * f[1:-1] + after * f[2:]
+    return out
+
+
 def body_rates_from_orientation(t, orientation) -> np.ndarray:
-    """Body angular velocity ω from a quaternion series: ω = 2·vec(q* ⊗ q̇), q̇ by np.gradient."""
+    """Body angular velocity ω from a quaternion series: ω = 2·vec(q* ⊗ q̇), q̇ by ``time_derivative``."""
     q = rotations.normalize(orientation).copy()
     # Make the series sign-continuous so the derivative does not see q/−q flips.
     for i in range(1, len(q)):
         if np.dot(q[i], q[i - 1]) < 0:
             q[i] = -q[i]
-    q_dot = np.gradient(q, np.asarray(t, dtype=np.float64), axis=0)
+    q_dot = time_derivative(t, q)
     return 2.0 * rotations.multiply(rotations.conjugate(q), q_dot)[:, :3]
 
 

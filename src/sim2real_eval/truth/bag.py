@@ -23,8 +23,8 @@ dropped (first kept).
 Derivatives (world acceleration -> specific force, yaw rate / body rates from attitude) use one
 documented smoothing differentiator, ``smooth_derivative``: a 2nd-order Butterworth low-pass applied
 forwards and backwards (zero phase, so **no lag**; effective 4th order), then second-order centred
-differences on the true, possibly uneven, stamps (np.gradient).  The price of zero phase is edge
-effects over roughly one filter time constant (~1/cutoff) at both ends.  Cut-off ``cutoff_hz``
+differences on the true, possibly uneven, stamps (``truth.time_derivative``).  The price of zero phase
+is edge effects over roughly one filter time constant (~1/cutoff) at both ends.  Cut-off ``cutoff_hz``
 (default 5 Hz), capped at 0.8 × the Nyquist rate of the series.
 
 The filter is written here (``butterworth2_lowpass``, ``step_state``, ``forward_backward``), not taken
@@ -45,7 +45,7 @@ from .. import geodesy, rotations, sbg
 from .. import message_fields as F
 from ..bags.columns import read_topic
 from ..errors import UserError
-from . import GroundTruth, body_rates_from_orientation
+from . import GroundTruth, body_rates_from_orientation, time_derivative
 
 SOURCES = ("auto", "odometry", "sbg_ekf", "sbg_gps", "twist")
 
@@ -203,14 +203,15 @@ def zero_phase_lowpass(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.nd
 
 
 def smooth_derivative(t, values, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.ndarray:
-    """d(values)/dt: zero-phase low-pass (``zero_phase_lowpass``) then np.gradient on the real stamps.
+    """d(values)/dt: zero-phase low-pass (``zero_phase_lowpass``) then ``time_derivative`` (centred
+    differences, np.gradient's) on the real stamps.
 
     Lag: none (zero phase).  Interior error for a smooth signal: O(Δt²) from the centred difference
     plus the attenuation of content above ``cutoff_hz``.  Ends: one-sided differences and filter
     edge effects over ~1/cutoff_hz seconds.
     """
     t = np.asarray(t, dtype=float)
-    return np.gradient(zero_phase_lowpass(t, values, cutoff_hz), t, axis=0)
+    return time_derivative(t, zero_phase_lowpass(t, values, cutoff_hz))
 
 
 def smooth_body_rates(t, orientation, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> np.ndarray:

@@ -41,10 +41,12 @@ class TruthStream:
     """Ground-truth samples in, finished 2-sample segments out, identical to the offline derivation.
 
     The offline path builds ``GroundTruth.from_kinematics(t, p, q, v, ω)`` over the whole series:
-    world acceleration by ``np.gradient`` (second-order central differences inside, one-sided at
-    both ends).  Each interior row only depends on its two neighbours, so evaluating the same
-    function on the window (i−1, i, i+1) gives bit-identical rows; row i is therefore final as soon
-    as sample i+1 arrives, and row N−1 when the stream ends (``finish``).
+    world acceleration by ``truth.time_derivative`` (second-order differences on the stamps inside,
+    one-sided at both ends).  Each interior row only depends on its two neighbours and the same
+    operations make it whatever the spacing (np.gradient would not: it changes formula when all of
+    its spacings are equal, as 3 evenly spaced stamps often are), so evaluating the same function on
+    the window (i−1, i, i+1) gives bit-identical rows; row i is therefore final as soon as sample i+1
+    arrives, and row N−1 when the stream ends (``finish``).
     Stamps must increase strictly: a sample that does not is dropped (``push`` returns False).
     """
 
