@@ -6,7 +6,7 @@
                    ECEF  x_ecef, y_ecef, z_ecef [, vx_ecef, vy_ecef, vz_ecef]     (m, m/s)
                    LLA   lat, lon, alt [, v_east, v_north, v_up]                 (deg, deg, m; m/s local ENU)
                    ENU   east, north, up [, v_east, v_north, v_up]  + --datum    (m, m/s at the datum)
-                   (no velocity columns: the velocity comes from the smoothed poses, ``vehicle.pose_velocity``)
+                   (no velocity columns: velocity from the smoothed poses, ``vehicle.pose_velocity``)
                    [qx, qy, qz, qw]  attitude of base_link in that frame (ECEF, or local ENU)
                    [wx, wy, wz]      body rates of base_link (rad/s, FLU)
 

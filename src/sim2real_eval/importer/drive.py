@@ -7,7 +7,8 @@ overlap into windows and writes ``OUT/<scenario>/run_<kk>/`` rosbag2 bags:
 - ``/fix`` sensor_msgs/NavSatFix, frame ``base_link`` (the antenna at the truth's reference point;
   no static TF needed), covariance from the receiver-accuracy policy (``covariance``);
 - ``/imu`` sensor_msgs/Imu, frame ``base_link``: specific force and rates already rotated into the
-  body FLU frame (+g up at rest), orientation not provided (covariance[0] = −1), angular-velocity
+  body FLU frame (+g up at rest), orientation not provided (covariance[0] = −1) unless computed by
+  the Madgwick filter (``add_madgwick_orientation``: import --imu-orientation madgwick), angular-velocity
   and acceleration covariances = the variance of the IMU − truth residual per axis;
 - ``/ground_truth/odom`` nav_msgs/Odometry: pose in the ENU frame ``odom`` at the datum, twist in
   ``base_link`` (``truth.bag`` reads it with ``truth_source odometry``);
@@ -61,18 +62,22 @@ class Fixes:
 
 @dataclass
 class Inertial:
-    """IMU samples on the drive's clock, already in base_link FLU: specific force m/s², rates rad/s."""
+    """IMU samples on the drive's clock, already in base_link FLU: specific force m/s², rates rad/s;
+    ``orientation`` (N, 4) xyzw of base_link in ENU with its 1-σ per axis when one was computed
+    (``add_madgwick_orientation``; NaN rows: not published), else None (not provided)."""
 
     t: np.ndarray
     accel: np.ndarray
     gyro: np.ndarray
     accel_variance: np.ndarray = field(default_factory=lambda: np.zeros(3))
     gyro_variance: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    orientation: Optional[np.ndarray] = None   # (N, 4) xyzw base_link in ENU, when the IMU gives one
+    orientation: Optional[np.ndarray] = None
+    orientation_stddev: float = 0.0
 
     def select(self, rows) -> Inertial:
         return Inertial(self.t[rows], self.accel[rows], self.gyro[rows], self.accel_variance,
-                        self.gyro_variance, None if self.orientation is None else self.orientation[rows])
+                        self.gyro_variance, None if self.orientation is None else self.orientation[rows],
+                        self.orientation_stddev)
 
 
 @dataclass
@@ -195,8 +200,14 @@ def _imu_samples(imu: Inertial, offset_ns: int):
     accel_cov[:, [0, 4, 8]] = imu.accel_variance
     gyro_cov = np.zeros((n, 9))
     gyro_cov[:, [0, 4, 8]] = imu.gyro_variance
-    return ImuSamples(stamp_ns=stamps, receive_ns=stamps, orientation=np.tile([0.0, 0.0, 0.0, 1.0], (n, 1)),
-                      orientation_covariance=not_provided, angular_velocity=imu.gyro,
+    orientation = np.tile([0.0, 0.0, 0.0, 1.0], (n, 1))
+    orientation_cov = not_provided
+    if imu.orientation is not None:
+        published = np.isfinite(imu.orientation).all(axis=1)
+        orientation[published] = imu.orientation[published]
+        orientation_cov[published] = np.diag(np.full(3, imu.orientation_stddev ** 2)).ravel()
+    return ImuSamples(stamp_ns=stamps, receive_ns=stamps, orientation=orientation,
+                      orientation_covariance=orientation_cov, angular_velocity=imu.gyro,
                       angular_velocity_covariance=gyro_cov, linear_acceleration=imu.accel,
                       linear_acceleration_covariance=accel_cov, frame_id=BASE_FRAME)
 

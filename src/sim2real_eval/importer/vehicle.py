@@ -53,7 +53,9 @@ def _impulse_response(rate_hz: float, cutoff_hz: float, derivative: bool) -> np.
     t = np.arange(n) / rate_hz
     impulse = np.zeros(n)
     impulse[n // 2] = 1.0
-    return smooth_derivative(t, impulse, cutoff_hz) if derivative else zero_phase_lowpass(t, impulse, cutoff_hz)
+    if derivative:
+        return smooth_derivative(t, impulse, cutoff_hz)
+    return zero_phase_lowpass(t, impulse, cutoff_hz)
 
 
 def white_noise(t, values, cutoff_hz: float = POSE_CUTOFF_HZ) -> float:
@@ -189,7 +191,8 @@ def recorded_template(directory) -> Optional[tuple]:
         return None
     vehicle = summary.get("vehicle")
     if not isinstance(vehicle, dict) or not isinstance(vehicle.get("template"), str):
-        return TEMPLATES["car"], "an import without a recorded template (written before they were): the car one"
+        return TEMPLATES["car"], ("an import without a recorded template (written before they were): "
+                                  "the car one")
     if vehicle["template"] not in TEMPLATES.values():
         raise UserError(f"{directory}: import.yaml: vehicle.template {vehicle['template']!r} is not one of "
                         f"{', '.join(TEMPLATES.values())}")
