@@ -33,11 +33,10 @@ from ..errors import DataWarning, UserError
 from ..truth import GroundTruth
 from .covariance import FixCovariance
 from .frames import IDENTITY, Mounting
-from .vehicle import measure
+from .vehicle import SUMMARY, measure  # SUMMARY: OUT/import.yaml
 
 BASE_FRAME = "base_link"
 SIDECAR = "import.yaml"          # inside each imported bag; truth.bag reads its datum
-SUMMARY = "import.yaml"          # OUT/import.yaml
 TOPICS = {"gps": "/fix", "imu": "/imu", "ground_truth": "/ground_truth/odom"}
 MIN_RUN_SECONDS = 2.0
 

@@ -40,6 +40,7 @@ COLUMN_NOISE_CUTOFF_HZ = 1.0  # Hz: the noise of given velocity columns is what 
 LEAK_FRACTION = 0.25       # the car template fits while g·sin(θ95)·1 s ≤ 25 % of the median speed
 TILT_UNKNOWN_DEG = 5.0     # a truth without attitude: assume slopes up to 5° (a road's grade and bank)
 GRAVITY = 9.80665
+SUMMARY = "import.yaml"    # OUT/import.yaml (importer.drive writes it)
 TEMPLATES = {"car": "demo_car.yaml", "terrain": "demo_terrain.yaml"}
 VELOCITY_SOURCES = ("columns", "smoothed poses")
 
@@ -169,7 +170,6 @@ def truth_line(truth: dict) -> str:
 def import_summary(directory) -> Optional[dict]:
     """OUT/import.yaml of an imported DIR (or of the DIR above a scenario folder or a run), else None."""
     from ..yamlio import load_yaml
-    from .drive import SUMMARY
 
     path = Path(directory)
     for folder in (path, path.parent, path.parent.parent):
