@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from sim2real_eval.importer.vehicle import (
 from sim2real_eval.resources import config_path
 
 DATUM_ARGS = ["--datum", *(str(v) for v in DATUM)]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def median_speed(imported):
@@ -211,3 +213,33 @@ def test_the_car_template_on_the_terrain_import_does_not_track(terrain_import):
     rmse = real_rmse(out)
     # measured 2026-11-28: mean 1.54 m/s [0.86..2.41]: gravity through ±8° slopes in the 2-D accelerations
     assert np.mean(rmse) > 2.0 * median and min(rmse) > median
+
+
+def test_the_utm_conversion_in_the_docs_gives_the_logs_back(tmp_path, monkeypatch):
+    """docs/rover.md's Python block, run as written on a UTM log made from the terrain scenario's logs
+    (positions projected to zone 16 N, attitude turned into the grid's axes)."""
+    from pyproj import Proj
+
+    from sim2real_eval import rotations
+    from sim2real_eval.importer.scenario_csv import write_scenario_csv
+
+    text = (REPO / "docs" / "rover.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    write_scenario_csv("terrain", tmp_path / "logs")
+    logs = np.genfromtxt(tmp_path / "logs" / "truth.csv", delimiter=",", names=True)
+    grid = Proj(proj="utm", zone=16, ellps="WGS84", south=False)
+    east, north = grid(logs["lon"], logs["lat"])
+    east_n, north_n = grid(logs["lon"], logs["lat"] + 1e-5)
+    q = np.column_stack([logs[name] for name in ("qx", "qy", "qz", "qw")])
+    q_grid = rotations.multiply(rotations.from_yaw(-np.arctan2(east_n - east, north_n - north)), q)
+    np.savetxt(tmp_path / "utm_truth.csv", np.column_stack([logs["t"], east, north, logs["alt"], q_grid]),
+               delimiter=",", header="t,easting,northing,up,qx,qy,qz,qw", comments="", fmt="%.12g")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "docs/rover.md", "exec"), {})
+    back = np.genfromtxt(tmp_path / "truth.csv", delimiter=",", names=True)
+    np.testing.assert_allclose(back["lat"], logs["lat"], atol=1e-9)
+    np.testing.assert_allclose(back["lon"], logs["lon"], atol=1e-9)
+    q_back = np.column_stack([back[name] for name in ("qx", "qy", "qz", "qw")])
+    np.testing.assert_allclose(np.abs(np.sum(q_back * q, axis=1)), 1.0, atol=1e-5)
+    yaw_turn = np.degrees(rotations.to_rpy(q_grid)[:, 2] - rotations.to_rpy(q)[:, 2])
+    assert 1.0 < abs(np.median(yaw_turn)) < 3.0       # the convergence is there, and undone
