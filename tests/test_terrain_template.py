@@ -93,6 +93,21 @@ def test_the_template_rule_by_hand(speed, roll, pitch, expected, ratio):
     assert f"{shown} x the median speed" in reason
 
 
+@pytest.mark.parametrize("error, expected, said", [
+    (0.3, "car", "(roll/pitch 0.30 deg RMS off the truth, at most 0.5)"),
+    (0.83, "terrain", "(the IMU's orientation is 0.83 deg RMS off the truth's: above 0.5)"),
+    (None, "terrain", "(the IMU's orientation is unchecked: the truth has no attitude)"),
+])
+def test_an_imu_orientation_good_enough_keeps_the_car_template_on_slopes(error, expected, said):
+    vehicle = {"speed_mps": {"p5": 0.2, "p50": 0.35, "p95": 0.9}, "roll_deg": {"p5": -6.0, "p95": 6.0},
+               "pitch_deg": {"p5": -8.0, "p95": 7.0}, "imu_orientation": True}
+    if error is not None:
+        vehicle["imu_orientation_error_deg"] = error
+    template, reason = choose_template(vehicle)
+    assert template == TEMPLATES[expected]
+    assert said in reason
+
+
 def test_recorded_template_of_an_old_import_and_of_a_bad_one(tmp_path):
     (tmp_path / "old" / "line" / "run_00").mkdir(parents=True)
     (tmp_path / "old" / "import.yaml").write_text(yaml.safe_dump({"scenario": "line", "runs": []}))
@@ -189,6 +204,19 @@ def terrain_import(tmp_path_factory):
     assert main(["import", "csv", str(root / "rover_logs"), "--out", str(root / "rover"), "--window", "30",
                  "--imu-axes", "frd", "--estimate-mounting", "--fix-covariance", "0.7"]) == 0
     return root
+
+
+def test_import_with_the_madgwick_orientation_records_its_error(terrain_import):
+    """The terrain logs imported with --imu-orientation madgwick: the orientation is recorded with its
+    roll/pitch error (0.8° RMS on this IMU: docs/models.md), above 0.5°, so the template stays terrain."""
+    out = terrain_import / "rover_madgwick"
+    assert main(["import", "csv", str(terrain_import / "rover_logs"), "--out", str(out), "--window", "30",
+                 "--imu-axes", "frd", "--estimate-mounting", "--fix-covariance", "0.7",
+                 "--imu-orientation", "madgwick"]) == 0
+    vehicle = yaml.safe_load((out / "import.yaml").read_text())["vehicle"]
+    assert vehicle["imu_orientation"] is True
+    assert 0.5 < vehicle["imu_orientation_error_deg"] < 1.0
+    assert vehicle["template"] == "demo_terrain.yaml"
 
 
 @pytest.mark.slow

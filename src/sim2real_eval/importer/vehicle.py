@@ -18,6 +18,9 @@ leak, over one second, stays small against the vehicle's own speed:
     leak = g · sin(θ95),  θ95 = the larger of |roll| and |pitch| at their 5th/95th percentiles
            (TILT_UNKNOWN_DEG when the truth has no attitude)
     car      if leak · 1 s ≤ LEAK_FRACTION × median speed
+    car      also if the IMU gives an orientation (``import --imu-orientation madgwick``) whose roll and
+             pitch error against the truth's attitude is at most ORIENTATION_OK_DEG RMS: robot_localization
+             then removes gravity along that orientation, and only its error leaks
     terrain  otherwise (a 2-D judge fusing the yaw rate and the GPS positions, no accelerations)
 
 The ART template (config/studies/demo.yaml) is never chosen for an import: its simulated sensors sit in
@@ -39,6 +42,7 @@ COLUMN_NOISE_CUTOFF_HZ = 1.0  # Hz: the noise of given velocity columns is what 
                               # vehicle's speed hardly changes faster)
 LEAK_FRACTION = 0.25       # the car template fits while g·sin(θ95)·1 s ≤ 25 % of the median speed
 TILT_UNKNOWN_DEG = 5.0     # a truth without attitude: assume slopes up to 5° (a road's grade and bank)
+ORIENTATION_OK_DEG = 0.5   # an IMU orientation this good (RMS) lets the car template track a tilted drive
 GRAVITY = 9.80665
 SUMMARY = "import.yaml"    # OUT/import.yaml (importer.drive writes it)
 TEMPLATES = {"car": "demo_car.yaml", "terrain": "demo_terrain.yaml"}
@@ -102,6 +106,7 @@ def measure(drives) -> tuple:
     speeds, rolls, pitches, rates, noises, sources = [], [], [], [], [], []
     attitude_known = True
     orientation = True
+    orientation_errors = []   # the IMU orientation's roll/pitch RMS error against the truth, per drive
     for drive in drives:
         start, end = drive.overlap()
         inside = (drive.truth.t >= start) & (drive.truth.t <= end)
@@ -114,6 +119,8 @@ def measure(drives) -> tuple:
         else:
             attitude_known = False
         orientation = orientation and drive.imu.orientation is not None
+        error = drive.record.get("imu", {}).get("orientation", {}).get("roll_pitch_minus_truth_rms_deg")
+        orientation_errors.append(max(error) if error else None)
         rates.append((len(drive.truth) - 1) / max(drive.truth.duration, 1e-9))
         noises.append(measured.get("velocity_noise_mps", float("nan")))
         sources.append(measured.get("velocity_source", "columns"))
@@ -122,6 +129,8 @@ def measure(drives) -> tuple:
         vehicle["roll_deg"] = _percentiles(np.concatenate(rolls), (5, 95))
         vehicle["pitch_deg"] = _percentiles(np.concatenate(pitches), (5, 95))
     vehicle["imu_orientation"] = bool(orientation)
+    if orientation and None not in orientation_errors:
+        vehicle["imu_orientation_error_deg"] = round(float(max(orientation_errors)), 3)
     vehicle["template"], vehicle["template_reason"] = choose_template(vehicle)
     truth = {"rate_hz": round(float(np.median(rates)), 3),
              "velocity_noise_mps": round(float(np.nanmax(noises)), 4) if np.isfinite(noises).any() else None,
@@ -145,10 +154,21 @@ def choose_template(vehicle: dict) -> tuple:
             f"{where}: gravity would leak at most {leak:.2f} m/s^2 into a 2-D judge's accelerations, "
             f"{ratio:.2f} x the median speed {median:.2f} m/s per second (car template up to "
             f"{LEAK_FRACTION:g})")
+    error = vehicle.get("imu_orientation_error_deg")
+    if vehicle.get("imu_orientation") and error is not None and error <= ORIENTATION_OK_DEG:
+        return TEMPLATES["car"], (
+            f"{where}, but the IMU's orientation (roll/pitch {error:.2f} deg RMS off the truth, at most "
+            f"{ORIENTATION_OK_DEG:g}) lets robot_localization remove gravity along it: the car template, "
+            "accelerations fused")
+    known = ""
+    if vehicle.get("imu_orientation"):
+        known = (f" (the IMU's orientation is {error:.2f} deg RMS off the truth's: above "
+                 f"{ORIENTATION_OK_DEG:g})" if error is not None else
+                 " (the IMU's orientation is unchecked: the truth has no attitude)")
     return TEMPLATES["terrain"], (
         f"{where}: gravity would leak up to {leak:.2f} m/s^2 into a 2-D judge's accelerations, "
-        f"{ratio:.1f} x the median speed {median:.2f} m/s per second (above {LEAK_FRACTION:g}); the terrain "
-        "template fuses the yaw rate and the GPS positions, no accelerations")
+        f"{ratio:.1f} x the median speed {median:.2f} m/s per second (above {LEAK_FRACTION:g}){known}; the "
+        "terrain template fuses the yaw rate and the GPS positions, no accelerations")
 
 
 def template_line(vehicle: dict) -> str:
