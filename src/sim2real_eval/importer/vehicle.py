@@ -46,7 +46,6 @@ ORIENTATION_OK_DEG = 0.5   # an IMU orientation this good (RMS) lets the car tem
 GRAVITY = 9.80665
 SUMMARY = "import.yaml"    # OUT/import.yaml (importer.drive writes it)
 TEMPLATES = {"car": "demo_car.yaml", "terrain": "demo_terrain.yaml"}
-VELOCITY_SOURCES = ("columns", "smoothed poses")
 
 
 def _impulse_response(rate_hz: float, cutoff_hz: float, derivative: bool) -> np.ndarray:
