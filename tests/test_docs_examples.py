@@ -201,9 +201,12 @@ LINKS = [("my_bags", "my_bags", "your bags DIR/<scenario>/<run>/: two 4-s ART-la
 NOT_RUN = [("--ray", "needs a running Ray cluster (the tests marked 'ray' start one)")]
 # Reduced forms: (pattern on the arguments, arguments appended — argparse keeps the last —, why).
 REDUCTIONS = [
-    (re.compile(r"^demo\b(?!.*--real-sample)(?!.*--config)"), ["--config", "{small_demo}", "--k", "2",
-                                                               "--workers", "2"],
+    (re.compile(r"^demo\b(?!.*--real-sample)(?!.*--config)(?!.*--real rover\b)"),
+     ["--config", "{small_demo}", "--k", "2", "--workers", "2"],
      "the demo: the small study of test_demo_quick (2 GPS variants, 4-s manoeuvres, K = 2)"),
+    (re.compile(r"^demo\b.*--real rover\b"), ["--k", "3"],
+     "docs/rover.md's imported rover windows: the first 3 of 7, with the template import recorded (or the "
+     "--config given)"),
     (re.compile(r"^demo\b.*--real-sample"), ["--config", "{small_real}"],
      "the real sample: demo_car.yaml with 2 tuning trials, one sensitivity import and 200 resamples (as "
      "shipped in tests/test_real_sample.py and test_readme_numbers.py)"),

@@ -553,6 +553,8 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     if real_sample and (k is not None or quick):
         raise UserError("--real-sample: its runs are the drive's scored windows (real_sample: in the demo "
                         "file); --k and --quick do not apply")
+    if config_path is None and real is not None and not real_sample:
+        config_path = _recorded_template(real, notice)
     config = load_demo_config(config_path if config_path is not None or not real_sample
                               else _config_file(REAL_SAMPLE_CONFIG))
     if real_sample and config.real_sample is None:
@@ -576,6 +578,36 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         job = _Job(out, previous, stages, config, options, real, k, workers, progress, imu_scenario,
                    ray_address, noise_floor, keep_runs, notice, real_sample)
         return _demo(job)
+
+
+def _recorded_template(real, notice):
+    """The study template ``import`` recorded for the imported drives in ``real`` (DIR/import.yaml:
+    ``vehicle.template``), said in one line; None (the default demo file) for bags that are no import."""
+    from .importer.vehicle import recorded_template
+
+    recorded = recorded_template(real)
+    if recorded is None:
+        return None
+    name, reason = recorded
+    if notice is not None:
+        notice(f"--real {real}: the template import recorded, config/studies/{name} ({reason}); "
+               "--config overrides it")
+    return _config_file(("studies", name))
+
+
+def _imported_scenario(job: _Job, bags: dict):
+    """The IMU study's scenario for imported drives whose demo file names a scenario they lack: the
+    imported one (said in one line), else None."""
+    from .importer.vehicle import import_summary
+
+    summary = import_summary(job.real) if job.real is not None else None
+    scenario = summary.get("scenario") if summary else None
+    if scenario not in bags:
+        return None
+    if job.notice is not None:
+        job.notice(f"imu study: scenario {scenario!r}, the imported one ({job.config.source} names "
+                   f"{job.config.imu_scenario!r}; --imu-scenario chooses)")
+    return scenario
 
 
 def _config_file(parts: tuple) -> Path:
@@ -710,6 +742,8 @@ def _real_side(job: _Job) -> _RealSide:
                             "scenario (raise --k or add bags)")
     job.k = max(len(paths) for paths in bags.values())  # a user's folder may hold fewer than asked
     imu_scenario = job.imu_scenario or config.imu_scenario
+    if job.imu_scenario is None and imu_scenario != EVERY_SCENARIO and imu_scenario not in bags:
+        imu_scenario = _imported_scenario(job, bags) or imu_scenario
     if imu_scenario != EVERY_SCENARIO and imu_scenario not in bags:
         raise UserError(f"imu study: scenario {imu_scenario!r} has no real bags (scenarios found: "
                         f"{', '.join(bags)}; the layout is {REAL_LAYOUT}); choose one with --imu-scenario")

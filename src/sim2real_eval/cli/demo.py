@@ -30,9 +30,9 @@ def add_arguments(parser) -> None:
     parser.epilog = COST
     parser.add_argument("--real", metavar="DIR", default=None,
                         help="your real bags as DIR/<scenario>/<run>/ (rosbag2 folders or .bag files; "
-                             "the first K runs per scenario by name; a car's drives imported with "
-                             "'sim2real-eval import': add --config demo_car.yaml); default: the synthetic "
-                             "reference data set")
+                             "the first K runs per scenario by name; drives imported with 'sim2real-eval "
+                             "import' are judged with the template import recorded in DIR/import.yaml, "
+                             "terrain or car, said on stderr); default: the synthetic reference data set")
     parser.add_argument("--real-sample", action="store_true",
                         help="the study on the real car drive shipped in bags/real/comma2k19, end to end: "
                              "import into windows, calibrate --truth and tune on held-out windows, the "
@@ -60,10 +60,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="judge the runs on Ray: a cluster address, 'auto' or 'local'")
     parser.add_argument("--imu-scenario", default=None,
-                        help="scenario of the simulated-IMU study (default: line)")
+                        help="scenario of the simulated-IMU study (default: the demo file's, e.g. line; "
+                             "for imported drives whose scenario that is not, the imported one)")
     parser.add_argument("--config", default=None,
-                        help="demo YAML (default: config/studies/demo.yaml, with --real-sample "
-                             "config/studies/demo_car.yaml; a bare name is looked up in config/studies/ too)")
+                        help="demo YAML (default: config/studies/demo.yaml; for an imported --real DIR the "
+                             "template import recorded; with --real-sample config/studies/demo_car.yaml; a "
+                             "bare name is looked up in config/studies/ too)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--no-noise-floor", action="store_true",
                         help="do not measure the judge-noise floor (by default each real bag is judged "

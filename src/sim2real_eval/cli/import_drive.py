@@ -57,9 +57,11 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     import os
+    import sys
 
     from ..errors import UserError
     from ..importer import import_comma2k19, import_csv
+    from ..importer.vehicle import template_line, truth_line
     from ..outputs import NEW, check_paths, output_folder
 
     check_paths({"SRC": list(args.sources)}, {"--out": args.out})
@@ -93,4 +95,6 @@ def run(args) -> int:
         origin = first[run_.source]
         print(f"{run_.path}: {run_.start_s - origin:.1f}..{run_.end_s - origin:.1f} s of the drive; {counts}")
     print(f"{len(result.runs)} runs in {result.scenario_dir} ({result.summary['windows']})")
+    print(f"sim2real-eval import: {truth_line(result.summary['truth'])}", file=sys.stderr)
+    print(template_line(result.summary["vehicle"]))
     return 0

@@ -29,8 +29,11 @@ def add_arguments(parser) -> None:
                              "models of one sensor make several variants (crossed with the other sensor's), "
                              "all replayed against one judgement of the real bag")
     parser.add_argument("--out", required=True, help="output directory (runs go to OUT/real and OUT/sim)")
-    parser.add_argument("--config", default=None, help="robot_localization ekf YAML (default: the ART one)")
-    parser.add_argument("--navsat", default=None, help="navsat_transform YAML (default: the ART one)")
+    parser.add_argument("--config", default=None,
+                        help="robot_localization ekf YAML (default: for bags of 'sim2real-eval import', the "
+                             "judge of the template it recorded in DIR/import.yaml, static TFs and start "
+                             "included; else the ART one)")
+    parser.add_argument("--navsat", default=None, help="navsat_transform YAML (default: as --config)")
     parser.add_argument("--static-tf", action="append", default=None,
                         metavar="'PARENT CHILD x y z yaw pitch roll'",
                         help="static TF of the judge (repeatable).  Default: the ART base_link->imu/gps TFs "
@@ -58,7 +61,34 @@ def add_arguments(parser) -> None:
     start.add_arguments(parser, default_help="config, 0 s")
 
 
+def recorded_judge(bags):
+    """The judge of the study template ``import`` recorded for these bags (DIR/import.yaml), said in one
+    line on stderr; None when they are no import.  Bags of imports with different templates: an error."""
+    from ..demo import load_demo_config
+    from ..errors import UserError
+    from ..importer.vehicle import recorded_template
+    from ..resources import config_path
+
+    found = {}
+    for bag in bags:
+        recorded = recorded_template(bag.path)
+        if recorded is not None:
+            found.setdefault(recorded[0], (bag.path, recorded[1]))
+    if not found:
+        return None
+    if len(found) > 1:
+        raise UserError("the bags come from imports with different templates ("
+                        + "; ".join(f"{path}: {name}" for name, (path, _r) in found.items())
+                        + "); replay them separately or give --config, --navsat and --static-tf")
+    name, (path, reason) = next(iter(found.items()))
+    note("replay")(f"{path}: the judge of the template import recorded, config/studies/{name} ({reason}); "
+                   "--config, --navsat or --static-tf choose another")
+    return load_demo_config(config_path("studies", name)).judge
+
+
 def run(args) -> int:
+    import dataclasses
+
     from ..art import EKF_CONFIG, NAVSAT_CONFIG
     from ..errors import UserError
     from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, check_ground_truth_rate
@@ -86,6 +116,11 @@ def run(args) -> int:
     judge = JudgeConfig(config_file(args.config, EKF_CONFIG, "--config"),
                         config_file(args.navsat, NAVSAT_CONFIG, "--navsat"), tfs,
                         timing.from_args(args, timing.TimingModel()))
+    recorded = None
+    if args.config is None and args.navsat is None and not args.static_tf:
+        recorded = recorded_judge(bags)
+    if recorded is not None:
+        judge = dataclasses.replace(recorded, timing=timing.from_args(args, timing.TimingModel()))
     judge = start.from_args(args, judge)
     if args.seed < 0:
         raise UserError("--k and --seed must be >= 0")
@@ -98,7 +133,8 @@ def run(args) -> int:
     sims = parse_replace(args.replace)
     tasks = plan_replays(bags, sims, judge, seed=args.seed, storage=args.storage, ground_truth_rate=rate,
                          truth_source=args.truth, msg_path=args.msg_path, imu_topic=args.imu_topic,
-                         gps_topic=args.gps_topic, static_tfs_by_layout=not args.static_tf)
+                         gps_topic=args.gps_topic,
+                         static_tfs_by_layout=not args.static_tf and recorded is None)
     variants = ", ".join(sim.variant for sim in sims)
     if len(tasks) == 1 and args.ray is None:
         from rich.console import Console

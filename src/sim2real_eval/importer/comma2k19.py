@@ -134,8 +134,10 @@ def read_segment(src, fix_covariance: float | None = None, fix_covariance_scale:
     q_wxyz = a["pose_orientation"][:, :4]
     q_ecef_frd = np.column_stack([q_wxyz[:, 1:], q_wxyz[:, :1]])
     where_truth = str(root / "global_pose")
+    measured: dict = {}
     truth, datum = frames.truth_from_ecef(a["pose_t"], a["pose_position"], a["pose_velocity"],
-                                          frames.attitude_frd_to_flu(q_ecef_frd), None, None, where_truth)
+                                          frames.attitude_frd_to_flu(q_ecef_frd), None, None, where_truth,
+                                          measured=measured)
 
     # IMU (FRD → FLU), gyro on the accelerometer's stamps.
     t_imu = a["accel_t"]
@@ -194,7 +196,7 @@ def read_segment(src, fix_covariance: float | None = None, fix_covariance_scale:
         "truth": {"source": "global_pose (comma's post-processed INS/GNSS/vision pose)",
                   "rate_hz": round(float((len(truth) - 1) / truth.duration), 3),
                   "derived": "body rates from the smoothed attitude; specific force from the smoothed "
-                             "velocity (5 Hz zero-phase)"},
+                             "velocity (5 Hz zero-phase)", "measured": measured},
     }
     drive = Drive(truth, datum, fixes, imu, {"truth": where_truth, "gnss": where_fix,
                                              "imu": str(root / FILES["accel"])}, record, mounting)

@@ -3,9 +3,10 @@
 ``SRC/gnss.csv``   t, lat, lon, alt [, sigma_h, sigma_v, status]
 ``SRC/imu.csv``    t, ax, ay, az, wx, wy, wz
 ``SRC/truth.csv``  t + one position family, + optional attitude and body rates:
-                   ECEF  x_ecef, y_ecef, z_ecef, vx_ecef, vy_ecef, vz_ecef      (m, m/s)
-                   LLA   lat, lon, alt, v_east, v_north, v_up                  (deg, deg, m; m/s local ENU)
-                   ENU   east, north, up, v_east, v_north, v_up  + --datum     (m, m/s at the datum)
+                   ECEF  x_ecef, y_ecef, z_ecef [, vx_ecef, vy_ecef, vz_ecef]     (m, m/s)
+                   LLA   lat, lon, alt [, v_east, v_north, v_up]                 (deg, deg, m; m/s local ENU)
+                   ENU   east, north, up [, v_east, v_north, v_up]  + --datum    (m, m/s at the datum)
+                   (no velocity columns: velocity from the smoothed poses, ``vehicle.pose_velocity``)
                    [qx, qy, qz, qw]  attitude of base_link in that frame (ECEF, or local ENU)
                    [wx, wy, wz]      body rates of base_link (rad/s, FLU)
 
@@ -34,6 +35,7 @@ from ..models import samples as S
 from . import covariance as cov
 from . import frames
 from .drive import Drive, Fixes, Inertial, imu_residual_variance
+from .vehicle import POSE_CUTOFF_HZ
 
 FILES = ("gnss.csv", "imu.csv", "truth.csv")
 GNSS_COLUMNS = ("t", "lat", "lon", "alt")
@@ -143,11 +145,11 @@ def _optional_group(table: dict, names, path: Path):
 
 def read_truth(path: Path, datum, time_offset: float):
     family = _truth_family(path) if path.is_file() else "ecef"
-    table = read_table(path, ("t",) + TRUTH_FAMILIES[family], ATTITUDE + RATES)
-    t = table["t"] + time_offset
     columns = TRUTH_FAMILIES[family]
+    table = read_table(path, ("t",) + columns[:3], columns[3:] + ATTITUDE + RATES)
+    t = table["t"] + time_offset
     position = np.column_stack([table[c] for c in columns[:3]])
-    velocity = np.column_stack([table[c] for c in columns[3:]])
+    velocity = _optional_group(table, columns[3:], path)  # None: from the smoothed poses
     attitude = _optional_group(table, ATTITUDE, path)
     if attitude is not None:
         norms = np.linalg.norm(attitude, axis=1)
@@ -166,14 +168,20 @@ def read_truth(path: Path, datum, time_offset: float):
         if bad.any():
             i = int(np.argmax(bad))
             raise UserError(f"{path}: columns lat, lon: out of range at line {table['_lines'][i]}")
+    measured: dict = {}
     if family == "ecef":
-        truth, datum = frames.truth_from_ecef(t, position, velocity, attitude, rates, datum, source)
+        truth, datum = frames.truth_from_ecef(t, position, velocity, attitude, rates, datum, source,
+                                              measured=measured)
     elif family == "lla":
         truth, datum = frames.truth_from_lla(t, position[:, 0], position[:, 1], position[:, 2], velocity,
-                                             attitude, rates, datum, source)
+                                             attitude, rates, datum, source, measured=measured)
     else:
-        truth, datum = frames.truth_from_enu(t, position, velocity, attitude, rates, datum, source)
-    described = {"frame": family, "columns": list(columns),
+        truth, datum = frames.truth_from_enu(t, position, velocity, attitude, rates, datum, source,
+                                             measured=measured)
+    given = list(columns) if velocity is not None else list(columns[:3])
+    described = {"frame": family, "columns": given, "measured": measured,
+                 "velocity": "given" if velocity is not None else
+                 f"from the poses: zero-phase low-pass at {POSE_CUTOFF_HZ:g} Hz, then centred differences",
                  "attitude": "given (qx, qy, qz, qw)" if attitude is not None else
                  "planar: yaw along the horizontal velocity, roll = pitch = 0",
                  "rates": "given (wx, wy, wz)" if rates is not None else

@@ -13,7 +13,10 @@ overlap into windows and writes ``OUT/<scenario>/run_<kk>/`` rosbag2 bags:
 - ``/ground_truth/odom`` nav_msgs/Odometry: pose in the ENU frame ``odom`` at the datum, twist in
   ``base_link`` (``truth.bag`` reads it with ``truth_source odometry``);
 - ``import.yaml`` inside each bag: the datum (``truth.bag`` uses it as the bag's ENU origin), the
-  window, frames, clock, covariance policy and mounting.  ``OUT/import.yaml`` summarises the runs.
+  window, frames, clock, covariance policy and mounting.  ``OUT/import.yaml`` summarises the runs and
+  records what ``importer.vehicle`` measured: ``vehicle:`` (speed and attitude percentiles, whether the
+  IMU gives an orientation, the fitting study template and why) and ``truth:`` (rate, velocity noise,
+  where the velocity came from).
 
 Header stamp = receive time = the sample's time on the drive's clock (a logger stamps at log time).
 """
@@ -30,10 +33,10 @@ from ..errors import DataWarning, UserError
 from ..truth import GroundTruth
 from .covariance import FixCovariance
 from .frames import IDENTITY, Mounting
+from .vehicle import SUMMARY, measure  # SUMMARY: OUT/import.yaml
 
 BASE_FRAME = "base_link"
 SIDECAR = "import.yaml"          # inside each imported bag; truth.bag reads its datum
-SUMMARY = "import.yaml"          # OUT/import.yaml
 TOPICS = {"gps": "/fix", "imu": "/imu", "ground_truth": "/ground_truth/odom"}
 MIN_RUN_SECONDS = 2.0
 
@@ -332,6 +335,7 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
         if hint and drive.mounting is IDENTITY:
             warnings.warn(hint, DataWarning, stacklevel=2)
     note = overlap_note(window, stride)
+    vehicle, truth_block = measure(drives)
     runs = []
     summary_runs = []
     with atomic_directory(out, overwrite=overwrite) as temp:
@@ -356,8 +360,8 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
             runs.append(ImportedRun(str(final), str(drive.record.get("source")), lo, hi, counts))
             summary_runs.append({"run": name, "source": drive.record.get("source"),
                                  "window_s": [round(lo, 6), round(hi, 6)], "messages": counts})
-        summary = {"scenario": scenario, "runs": summary_runs, "windows": note,
-                   "window_s": window, "stride_s": stride if stride is not None else window,
+        summary = {"scenario": scenario, "vehicle": vehicle, "truth": truth_block, "runs": summary_runs,
+                   "windows": note, "window_s": window, "stride_s": stride if stride is not None else window,
                    "drives": [d.record for d in drives], "version": __version__}
         (Path(temp) / SUMMARY).write_text(dump_yaml(_plain(summary)), encoding="utf-8")
     return ImportResult(str(out), scenario, tuple(runs), summary, time.perf_counter() - started)

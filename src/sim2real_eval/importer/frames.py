@@ -3,7 +3,8 @@
 - ``FRD_TO_FLU``: forward-right-down axes → forward-left-up (180° about x: y and z change sign); the
   attitude of an FRD body becomes that of its FLU twin by q_w←FLU = q_w←FRD ⊗ q_FRD←FLU.
 - ``truth_from_ecef`` / ``truth_from_lla`` / ``truth_from_enu``: a reference trajectory (position and
-  velocity, optionally attitude and body rates) → ``GroundTruth`` in the ENU frame at a datum.  Missing
+  velocity — or poses only, whose velocity comes from ``vehicle.pose_velocity`` —, optionally attitude
+  and body rates) → ``GroundTruth`` in the ENU frame at a datum.  Missing
   attitude: planar, yaw along the horizontal velocity (``truth.bag`` does the same for INS velocity-only
   truth); missing rates: from the smoothed attitude; specific force from the smoothed velocity derivative
   (the same zero-phase differentiator as every truth adapter, ``truth.bag.smooth_derivative``).
@@ -54,17 +55,29 @@ def _q_enu_ecef(datum) -> np.ndarray:
 
 
 def build_truth(t, position, velocity, orientation=None, angular_velocity=None, source: str = "truth",
-                cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> GroundTruth:
+                cutoff_hz: float = DEFAULT_CUTOFF_HZ, measured: dict | None = None) -> GroundTruth:
     """``GroundTruth`` from ENU position/velocity (+ optional body→ENU attitude and body rates).
 
-    Without attitude: planar (roll = pitch = 0, yaw along the horizontal velocity, held below
-    0.2 m/s).  Without rates: ω from the smoothed attitude.  Specific force: R_bwᵀ·(dv/dt + g·ẑ) with
-    dv/dt from the zero-phase differentiator (no lag).
+    Without velocity (None: a pose-only truth): positions and velocity from the low-passed poses
+    (``vehicle.pose_velocity``); its velocity noise estimate goes into ``measured``.  Without
+    attitude: planar (roll = pitch = 0, yaw along the horizontal velocity, held below 0.2 m/s).
+    Without rates: ω from the smoothed attitude.  Specific force: R_bwᵀ·(dv/dt + g·ẑ) with dv/dt from
+    the zero-phase differentiator (no lag).
     """
     from ..truth.bag import _planar_attitude, smooth_body_rates, smooth_derivative
+    from .vehicle import COLUMN_NOISE_CUTOFF_HZ, pose_velocity, white_noise
 
     t = np.asarray(t, dtype=float)
-    velocity = np.asarray(velocity, dtype=float)
+    measured = {} if measured is None else measured
+    measured["attitude_given"] = orientation is not None
+    if velocity is None:
+        position, velocity, noise = pose_velocity(t, position)
+        measured["velocity_source"] = "smoothed poses"
+    else:
+        velocity = np.asarray(velocity, dtype=float)
+        noise = white_noise(t, velocity[:, :2], COLUMN_NOISE_CUTOFF_HZ)
+        measured["velocity_source"] = "columns"
+    measured["velocity_noise_mps"] = round(noise, 4)
     if orientation is None:
         orientation, planar_rates = _planar_attitude(t, velocity, MIN_HEADING_SPEED, cutoff_hz, source)
         if angular_velocity is None:
@@ -79,7 +92,8 @@ def build_truth(t, position, velocity, orientation=None, angular_velocity=None, 
 
 
 def truth_from_ecef(t, position_ecef, velocity_ecef, q_ecef_body=None, angular_velocity=None,
-                    datum=None, source: str = "truth", cutoff_hz: float = DEFAULT_CUTOFF_HZ):
+                    datum=None, source: str = "truth", cutoff_hz: float = DEFAULT_CUTOFF_HZ,
+                    measured: dict | None = None):
     """(GroundTruth in ENU at ``datum``, datum) from ECEF position/velocity (+ body→ECEF attitude).
 
     The datum defaults to the first position (WGS-84, ellipsoidal height)."""
@@ -88,11 +102,11 @@ def truth_from_ecef(t, position_ecef, velocity_ecef, q_ecef_body=None, angular_v
     axes = enu_axes(datum)
     origin = geodesy.geodetic_to_ecef(datum.lat, datum.lon, datum.alt)
     position = (position_ecef - origin) @ axes.T
-    velocity = np.asarray(velocity_ecef, dtype=float) @ axes.T
+    velocity = None if velocity_ecef is None else np.asarray(velocity_ecef, dtype=float) @ axes.T
     orientation = None
     if q_ecef_body is not None:
         orientation = rotations.multiply(_q_enu_ecef(datum), rotations.normalize(q_ecef_body))
-    truth = build_truth(t, position, velocity, orientation, angular_velocity, source, cutoff_hz)
+    truth = build_truth(t, position, velocity, orientation, angular_velocity, source, cutoff_hz, measured)
     return truth, datum
 
 
@@ -105,25 +119,28 @@ def local_enu_to_ecef_quaternions(latitude, longitude) -> np.ndarray:
 
 
 def truth_from_lla(t, latitude, longitude, height, velocity_enu, q_enu_body=None, angular_velocity=None,
-                   datum=None, source: str = "truth", cutoff_hz: float = DEFAULT_CUTOFF_HZ):
+                   datum=None, source: str = "truth", cutoff_hz: float = DEFAULT_CUTOFF_HZ,
+                   measured: dict | None = None):
     """(GroundTruth, datum) from geodetic positions (deg, deg, ellipsoidal m), velocity in the local
     ENU frame of each point and attitude in that local ENU frame (rotated to the datum's ENU frame:
     they differ by the meridian convergence, ≈ 1e-5 rad per 100 m)."""
     ecef = geodesy.geodetic_to_ecef(np.asarray(latitude, dtype=float), np.asarray(longitude, dtype=float),
                                     np.asarray(height, dtype=float))
     q_ecef_local = local_enu_to_ecef_quaternions(latitude, longitude)
-    velocity_ecef = rotations.rotate(q_ecef_local, velocity_enu)
+    velocity_ecef = None if velocity_enu is None else rotations.rotate(q_ecef_local, velocity_enu)
     q_ecef_body = None if q_enu_body is None else rotations.multiply(q_ecef_local, q_enu_body)
-    return truth_from_ecef(t, ecef, velocity_ecef, q_ecef_body, angular_velocity, datum, source, cutoff_hz)
+    return truth_from_ecef(t, ecef, velocity_ecef, q_ecef_body, angular_velocity, datum, source, cutoff_hz,
+                           measured)
 
 
 def truth_from_enu(t, position_enu, velocity_enu, q_enu_body=None, angular_velocity=None, datum=None,
-                   source: str = "truth", cutoff_hz: float = DEFAULT_CUTOFF_HZ):
+                   source: str = "truth", cutoff_hz: float = DEFAULT_CUTOFF_HZ, measured: dict | None = None):
     """(GroundTruth, datum) from positions already in the ENU frame at ``datum`` (required)."""
     if datum is None:
         raise UserError(f"{source}: positions in ENU need the datum they are relative to "
                         "(--datum LAT LON ALT)")
-    truth = build_truth(t, position_enu, velocity_enu, q_enu_body, angular_velocity, source, cutoff_hz)
+    truth = build_truth(t, position_enu, velocity_enu, q_enu_body, angular_velocity, source, cutoff_hz,
+                        measured)
     return truth, geodesy.as_datum(datum)
 
 
