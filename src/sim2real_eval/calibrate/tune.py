@@ -36,6 +36,7 @@ from ..errors import UserError
 TUNE_VARIANT = "tuned"
 OBJECTIVE_COMBINED = "combined"
 COMMAND = "tune"  # in the marker of its --out (outputs.write_marker)
+OUTPUT_FILES = ("best_gps.yaml", "best_imu.yaml", "best.yaml", "trials.csv", "convergence.png")  # in --out
 
 
 # ------------------------------------------------------------------------------------ parameters
@@ -805,5 +806,5 @@ def write_outputs(result: TuneResult, out, overwrite: bool = False, marker: bool
         (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
         convergence_plot(result, tmp / "convergence.png")
         if marker:  # a later tune with this --out replaces it (an earlier tune output, recognised by it)
-            write_marker(tmp, COMMAND, {p.name: file_record(p) for p in sorted(tmp.iterdir())})
+            write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES})
     return Path(out)
