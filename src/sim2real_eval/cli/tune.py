@@ -8,7 +8,8 @@ from pathlib import Path
 from ..errors import UserError
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): --out must be new, empty or an earlier tune output (its "
-           "marker .sim2real-eval.json; replaced when the search is done); any other folder is refused "
+           "marker .sim2real-eval.json, and nothing but its five files with the SHA-256 it records; replaced "
+           "when the search is done); any other folder is refused "
            "unless --overwrite, which replaces it atomically; --storage must be a new file or an Optuna "
            "SQLite storage, outside --real and --out; nothing is written through a symbolic link.")
 
