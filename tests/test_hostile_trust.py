@@ -349,3 +349,20 @@ def test_a_recorded_run_must_record_every_storage_file(kept_runs, tmp_path, caps
     (run_dir / runs.RUN_FILE).write_text(yaml.safe_dump(info))
     assert score(root, tmp_path / "report") == 2
     refused(capsys, "score", "run sim/gauss/line/0", "not a file name of the run folder")
+
+
+def test_an_old_format_mcap_run_cut_short_is_refused(tmp_path, capsys):
+    """The same for an MCAP run (its messages read and counted): the file cut to 30 % of its bytes."""
+    root = tmp_path / "runs"
+    write_runs(root, with_files=False)
+    run_dir = root / "sim" / "walk" / "line" / "0"
+    info = yaml.safe_load((run_dir / runs.RUN_FILE).read_text())
+    shutil.rmtree(run_dir)
+    write_run_bag(run_dir, make_run(np.random.default_rng(5), 0.05), run_yaml=info, storage="mcap")
+    found = yaml.safe_load((run_dir / runs.RUN_FILE).read_text())
+    runs.check_data_files(run_dir, found)  # whole: its counts are metadata.yaml's
+    mcap = next(run_dir.glob("*.mcap"))
+    mcap.write_bytes(mcap.read_bytes()[: int(mcap.stat().st_size * 0.3)])
+    assert score(root, tmp_path / "report") == 2
+    refused(capsys, "score", "run sim/walk/line/0", "changed after it was written")
+    assert not (tmp_path / "report").exists()

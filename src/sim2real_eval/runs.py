@@ -881,11 +881,17 @@ def stored_message_counts(path, names: Sequence[str]) -> Dict[str, int]:
     path = Path(path)
     counts: Dict[str, int] = {}
     if any(not name.endswith(".db3") for name in names):
-        from .bags import open_bag
+        import struct
 
-        with open_bag(path) as reader:
-            for message in reader.raw_messages(allow_empty=True):
-                counts[message.topic] = counts.get(message.topic, 0) + 1
+        from rosbags.rosbag2 import Reader, ReaderError  # offline only: MCAP runs are written offline
+
+        try:
+            with Reader(path) as reader:
+                for connection, _stamp, _data in reader.messages():
+                    counts[connection.topic] = counts.get(connection.topic, 0) + 1
+        except (ReaderError, struct.error, EOFError, OSError, ValueError, KeyError, IndexError,
+                AssertionError, RuntimeError) as exc:  # what a damaged MCAP file raises in rosbags
+            raise UserError(" ".join(str(exc).split()) or type(exc).__name__) from None
         return counts
     for name in names:
         uri = f"file:{quote(os.path.abspath(path / name))}?mode=ro&immutable=1"
