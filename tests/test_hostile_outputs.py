@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -157,6 +158,41 @@ def test_demo_overwrite_replaces_a_user_folder_without_following_links(own_demo)
     assert "mine" not in (out / "tables.md").read_text()
     assert (out / MARKER).is_file() and not (out / "runs").exists()
     assert not [p for p in root.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+@pytest.mark.slow
+def test_demo_overwrite_of_a_folder_with_a_forged_marker_never_deletes_outside_it(own_demo, tmp_path):
+    """Issue 30: a user's folder whose forged marker lists linkdir/secret.txt, OUT/linkdir a link to a
+    folder outside OUT (was: --overwrite deleted the file outside OUT).  --overwrite replaces the folder
+    as a whole, as documented, without following the link; a later demo resumes its own output."""
+    config = own_demo[0]
+    real = tmp_path / "real"
+    shutil.copytree(own_demo[1] / "reference", real)  # the small demo's real bags, as --real
+    out, outside = tmp_path / "F", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    (out / "thesis.tex").write_text("mine\n")
+    (outside / "secret.txt").write_text("secret\n")
+    (out / "linkdir").symlink_to(outside, target_is_directory=True)
+    secret = (outside / "secret.txt").read_bytes()
+    import hashlib
+
+    files = {"linkdir/secret.txt": {"size": len(secret), "sha256": hashlib.sha256(secret).hexdigest()}}
+    (out / MARKER).write_text(json.dumps({"command": "demo", "files": files}))
+    real_before, outside_before = digest(real), (tree(outside), digest(outside))
+    assert demo(config, out, "--overwrite", "--real", str(real)) == 0
+    assert (tree(outside), digest(outside)) == outside_before and digest(real) == real_before
+    assert (out / "vepd.json").is_file() and not (out / "thesis.tex").exists()
+    assert not os.path.lexists(out / "linkdir")
+    marker = json.loads((out / MARKER).read_text())
+    assert not [name for name in marker["files"] if name.split("/")[0] not in
+                ("vepd.json", "statistics.json", "runs.csv", "tables.md", "report.html", "figures",
+                 "imu_study", "demo.json")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+    report = (out / "report.html").stat().st_mtime_ns
+    assert demo(config, out, "--real", str(real)) == 0  # its own output now: resumed, report replaced
+    assert (out / "report.html").stat().st_mtime_ns != report
+    assert (tree(outside), digest(outside)) == outside_before
 
 
 # --------------------------------------------------------------------------------- make-reference

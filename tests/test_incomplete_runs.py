@@ -78,7 +78,7 @@ def test_mark_run_rewrites_only_the_mark(tmp_path):
 
 
 def test_resume_refuses_an_incomplete_run(tmp_path):
-    info = RunInfo.from_dict(record(), "x")
+    info = RunInfo.from_dict(record(files={}), "x")  # a run of no data files (the files it records)
     path = info.run.directory(tmp_path)
     path.mkdir(parents=True)
     (path / "run.yaml").write_text(info.marked(EKF_DEATH).to_yaml())

@@ -170,7 +170,7 @@ def test_resume_refuses_a_run_judged_with_other_timing(study_file, tmp_path):
     (run_dir / "run.yaml").write_text(RunInfo.from_dict(other, "x").to_yaml())
     with pytest.raises(UserError, match="differs from the requested one at 'timing.ekf_phase_ns'"):
         existing_run(run_dir, spec.info())
-    (run_dir / "run.yaml").write_text(spec.info().to_yaml())
+    (run_dir / "run.yaml").write_text(spec.info().with_files(run_dir).to_yaml())  # its files, as written
     assert existing_run(run_dir, spec.info())
 
 

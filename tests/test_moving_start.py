@@ -125,7 +125,7 @@ def test_run_yaml_records_the_start_and_reads_old_files(tmp_path):
             RunInfo.from_dict({**old, **bad}, "x")
     # Resume compares where the start came from, not its values (they are the run's truth there).
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "run.yaml").write_text(info.to_yaml())
+    (tmp_path / "run" / "run.yaml").write_text(info.with_files(tmp_path / "run").to_yaml())  # as written
     requested = RunInfo(run, seed=1, initial_state={"source": "truth"}, warmup_s=1.5, ground_truth_rate=50.0)
     assert existing_run(tmp_path / "run", requested)
     with pytest.raises(UserError, match="'initial_state'"):

@@ -16,6 +16,7 @@ from sim2real_eval.atomic import atomic_directory
 from sim2real_eval.errors import UserError
 from sim2real_eval.pipeline.batch import RunFailure, run_batch
 from sim2real_eval.pipeline.run import RUN_FILE, RunOutcome
+from sim2real_eval.runs import FILES_KEY, data_files
 from sim2real_eval.yamlio import dump_yaml
 
 
@@ -46,7 +47,8 @@ class PayloadTask:
             (temp / "payload.bin").write_bytes(values.tobytes())
             if self.crash_after_write:
                 raise RuntimeError("simulated crash in the middle of a run")
-            (temp / RUN_FILE).write_text(dump_yaml(self.record()))
+            # as every run writer does: its data files' sizes and SHA-256, which resume checks
+            (temp / RUN_FILE).write_text(dump_yaml({**self.record(), FILES_KEY: data_files(temp)}))
         return RunOutcome(self.label, str(path), False, {"payload": 1}, 1.0)
 
 

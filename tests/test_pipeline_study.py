@@ -164,6 +164,7 @@ def test_existing_run_resume_and_mismatch(tmp_path, judge_files):
     record = spec.record()
     record["version"] = "0.0.0-other"  # the version alone does not invalidate a run
     record["judge"]["ekf"] = "/moved/ekf.yaml"  # nor a moved judge file with the same content
+    record["files"] = {}  # the data files as written (none here): what resume checks
     (path / "run.yaml").write_text(yaml.safe_dump(record))
     assert existing_run(path, spec.record()) is True
     other = SimRunSpec("a", "line", 0, 4, "ch_gauss", {}, judge)

@@ -237,7 +237,7 @@ def test_existing_run_takes_the_typed_record(tmp_path):
     path = info.run.directory(tmp_path / "out")
     assert runs.existing_run(path, info) is False
     path.mkdir(parents=True)
-    (path / "run.yaml").write_text(info.with_outcome(_Result()).to_yaml())
+    (path / "run.yaml").write_text(info.with_files(path).with_outcome(_Result()).to_yaml())
     assert runs.existing_run(path, info) is True  # the judge's outcome is an output, not compared
     other = RunInfo.from_dict(dict(info.to_dict(), seed=4), "x")
     with pytest.raises(UserError, match="differs from the requested one at 'seed'"):

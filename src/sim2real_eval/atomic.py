@@ -82,11 +82,17 @@ def _write_error(final: Path, exc: OSError) -> UserError:
 
 
 def _remove(path: Path) -> None:
+    """Delete a file, a link (never its target) or a folder tree (shutil.rmtree: on Linux it walks by
+    file descriptor and never follows a link below the folder)."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     elif path.exists() or path.is_symlink():
         with contextlib.suppress(OSError):
             path.unlink()
+
+
+remove_path = _remove
+temp_sibling = _temp_sibling  # (final, "dir" | "file"): an empty temporary beside ``final``, umask modes
 
 
 @contextlib.contextmanager

@@ -1051,102 +1051,32 @@ REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY, REAL_SAMPLE)
 FOLDERS = (RUNS, REFERENCE, IMPORTED)
 
 
+def own_names():
+    """What the demo writes in OUT (``outputs.OwnNames``): its report names; its run folders are resumed
+    run by run and must not be links."""
+    from .outputs import OwnNames
+
+    return OwnNames(COMMAND, REPORT_NAMES, links=FOLDERS)
+
+
 @contextlib.contextmanager
 def claim_output(out: Path, overwrite: bool):
-    """OUT for this demo (``outputs.output_folder``), yielding the marker of its earlier output ({} when
-    new).  A folder of the user's is refused unless ``overwrite``: then it is moved aside (a hidden
-    sibling ``.OUT.tmp-…``) and deleted only when the new output is complete; an interrupted or failed
-    demo puts it back.  Its own output is checked up front: no link among the names it writes, no
-    file there that it did not write (or that changed since)."""
-    from .atomic import _remove, _temp_sibling, deferred_signals
-    from .outputs import NEW, OWN, output_folder, read_marker, visible_entries, write_marker
+    """OUT for this demo (``outputs.claim_folder``), yielding the marker of its earlier output ({} when
+    new).  Its own output (its marker verified: ``outputs.own_output_problem``) is resumed; a folder of
+    the user's, or one whose marker does not hold up, is refused unless ``overwrite``: then it is moved
+    aside and deleted only when the new output is complete; an interrupted or failed demo puts it back."""
+    from .outputs import claim_folder
 
-    mode = output_folder(out, "--out", overwrite, command=COMMAND)
-    if mode == OWN:
-        previous = read_marker(out) or {}
-        check_own_output(out, previous)
+    with claim_folder(out, "--out", overwrite, own_names(), runs_kept=False) as previous:
         yield previous
-        return
-    aside = None
-    created = not os.path.lexists(out)
-    if mode != NEW:
-        aside = _temp_sibling(out, "dir")
-        aside.rmdir()
-        os.replace(out, aside)  # a link is moved as a link: its target is not touched
-    try:
-        try:
-            out.mkdir(parents=True, exist_ok=mode == NEW)
-        except OSError as exc:
-            raise UserError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
-        write_marker(out, COMMAND, {}, runs_kept=False)  # claimed: an interrupted demo resumes here
-        yield {}
-    except BaseException:
-        if aside is not None:
-            with deferred_signals():
-                _remove(out)
-                os.replace(aside, out)
-        elif created and out.is_dir() and not visible_entries(out):  # failed before writing anything
-            _remove(out)
-        raise
-    if aside is not None:
-        _remove(aside)
-
-
-def check_own_output(out: Path, marker: dict) -> None:
-    """Refuse (before any work) a link among the names the demo writes in OUT, or a file among its
-    report that its marker does not list with the same size and SHA-256 (the user's, or edited)."""
-    from .outputs import same_file
-
-    files = marker.get("files", {})
-    for name in (*REPORT_NAMES, *FOLDERS):
-        path = out / name
-        if path.is_symlink():
-            raise UserError(f"--out {out}: {name}: a symbolic link; the demo writes {name} itself and never "
-                            "writes through a link (remove the link or choose another --out)")
-    for name in REPORT_NAMES:
-        top = out / name
-        if not os.path.lexists(top):
-            continue
-        found = [top] if not top.is_dir() else \
-            [Path(folder) / entry for folder, dirs, names in os.walk(top) for entry in names + [
-                d for d in dirs if (Path(folder) / d).is_symlink()]]
-        for path in sorted(found):
-            rel = path.relative_to(out).as_posix()
-            if ".tmp-" in path.name:
-                continue
-            if not same_file(path, files.get(rel)):
-                raise UserError(f"--out {out}: {rel}: not written by sim2real-eval demo (or changed since); "
-                                "move it away, or pass --overwrite to replace the whole folder")
 
 
 def _publish(staging: Path, out: Path, previous: dict) -> dict:
-    """Move the finished report from the staging folder into OUT, file by file (all renamed in one
-    block, rolled back if one fails); remove the files of the previous report that this one does not
-    write, if unchanged.  Returns the marker's {relative path: {size, sha256}}."""
-    from .atomic import replace_files
-    from .outputs import file_record, same_file
+    """The finished report from the staging folder into OUT (``outputs.publish_files``): the marker's
+    {relative path: {size, sha256}}."""
+    from .outputs import publish_files
 
-    sources = sorted(p for p in staging.rglob("*") if p.is_file())
-    names = [p.relative_to(staging).as_posix() for p in sources]
-    targets = [out / name for name in names]
-    for name, target in zip(names, targets):
-        if os.path.lexists(target) and not same_file(target, previous.get(name)):
-            raise UserError(f"--out {out}: {name}: appeared while the demo ran and is not the demo's; the "
-                            "report was not written (move the file away and run the demo again)")
-        for parent in reversed(target.relative_to(out).parents[:-1]):
-            folder = out / parent
-            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-                raise UserError(f"--out {out}: {parent.as_posix()}: not a folder of the demo's")
-            folder.mkdir(exist_ok=True)
-    records = {name: file_record(source) for name, source in zip(names, sources)}
-    replace_files(sources, targets)
-    for name, record in previous.items():
-        parts = Path(name).parts
-        if name in records or Path(name).is_absolute() or ".." in parts or not parts:
-            continue
-        if same_file(out / name, record):
-            (out / name).unlink()
-    return records
+    return publish_files(staging, out, previous, "--out", COMMAND)
 
 
 def tree_bytes(path: Path) -> int:

@@ -23,6 +23,7 @@ recorder builds its run.yaml with the same code as the offline pipeline.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -777,48 +778,132 @@ def existing_run(path, record: Union[RunInfo, Mapping]) -> bool:
 
 def check_data_files(path, found: Mapping) -> None:
     """The run's data files are what run.yaml ``files`` recorded when they were written (size, then
-    SHA-256); a run written before ``files`` existed must at least have the storage files its
-    metadata.yaml names.  Otherwise one line naming the run: it is not resumed (its bag was truncated,
-    deleted or replaced after it was written — rejudging would hide that), the user removes it."""
+    SHA-256, each file read once); a run written before ``files`` existed (or by the ROS recorder, which
+    does not write it) must have the storage files its metadata.yaml names, holding per topic the
+    number of messages metadata.yaml records (``stored_message_counts``).  Otherwise one line naming
+    the run: it is not resumed nor scored (its bag was truncated, deleted or replaced after it was
+    written — rejudging or scoring it would hide that), the user removes it.  Every reader calls this:
+    resume (``existing_run``), score and tune (``metrics.inputs.load_and_score``)."""
     path = Path(path)
     label = "/".join(str(found.get(key)) for key in ("side", "variant", "scenario", "k"))
     recorded = found.get(FILES_KEY)
     problem = None
-    if isinstance(recorded, Mapping) and recorded:
-        for name in sorted(recorded):
-            record = recorded[name]
-            file = path / str(name)
-            if "/" in str(name) or file.is_symlink() or not file.is_file():
-                problem = f"{name} is missing"
-            elif not isinstance(record, Mapping) or file.stat().st_size != record.get("size"):
-                problem = f"{name} has {file.stat().st_size} bytes, {record.get('size')} when written"
-            elif file_record(file)["sha256"] != record.get("sha256"):
-                problem = f"{name} has other bytes than when written (SHA-256 differs)"
-            if problem:
-                break
+    if isinstance(recorded, Mapping):
+        problem = _recorded_files_problem(path, recorded)
     else:
-        problem = _missing_storage(path)
+        problem = _unrecorded_files_problem(path)
     if problem:
         raise UserError(f"{path}: run {label}: {problem}; the run's data changed after it was written "
                         f"(truncated, deleted or replaced): remove {path} to judge it again")
 
 
-def _missing_storage(path: Path) -> Optional[str]:
-    """What is missing of the storage files metadata.yaml names (runs written before ``files``)."""
+def _recorded_files_problem(path: Path, recorded: Mapping) -> Optional[str]:
+    import stat as stat_module
+
+    from .outputs import own_file, plain_relative
+
+    for name in sorted(recorded):
+        record = recorded[name]
+        if not plain_relative(str(name)) or "/" in str(name):
+            return f"run.yaml lists {name!r} among its files, not a file name of the run folder"
+        file = path / str(name)
+        try:
+            found = os.stat(file, follow_symlinks=False)
+        except OSError:
+            return f"{name} is missing"
+        if not stat_module.S_ISREG(found.st_mode):
+            return f"{name} is missing (a {'symbolic link' if file.is_symlink() else 'non-file'} is there)"
+        if not isinstance(record, Mapping) or found.st_size != record.get("size"):
+            size = record.get("size") if isinstance(record, Mapping) else record
+            return f"{name} has {found.st_size} bytes, {size} when written"
+        if not own_file(path, str(name), dict(record)):
+            return f"{name} has other bytes than when written (SHA-256 differs)"
+    listed = _metadata_files(path)
+    if listed is not None and "metadata.yaml" not in recorded:
+        return "metadata.yaml is there, but run.yaml's files do not record it"
+    if isinstance(listed, list):
+        unlisted = [name for name in listed if name not in recorded]
+        if unlisted:
+            return f"metadata.yaml names {unlisted[0]}, which run.yaml's files do not record"
+    return None
+
+
+def _metadata_files(path: Path):
+    """The storage files metadata.yaml names (a list), None without metadata.yaml, or a problem (str)."""
     from .yamlio import load_yaml
 
     metadata = path / "metadata.yaml"
-    if not metadata.is_file():  # not a bag directory (nothing written by this package to check)
+    if not metadata.is_file():
         return None
     try:
-        info = load_yaml(metadata)
-        names = info["rosbag2_bagfile_information"]["relative_file_paths"]
+        names = load_yaml(metadata)["rosbag2_bagfile_information"]["relative_file_paths"]
     except (UserError, KeyError, TypeError):
         return "metadata.yaml is not a rosbag2 metadata file"
-    for name in names if isinstance(names, list) else []:
-        if not (path / str(name)).is_file():
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return "metadata.yaml is not a rosbag2 metadata file"
+    return names
+
+
+def _unrecorded_files_problem(path: Path) -> Optional[str]:
+    """A run.yaml without ``files``: its bag must be whole as metadata.yaml describes it."""
+    names = _metadata_files(path)
+    if names is None:
+        return "run.yaml records no data files (files:) and there is no metadata.yaml to check the bag " \
+               "against"
+    if isinstance(names, str):
+        return names
+    for name in names:
+        if "/" in name or not (path / name).is_file() or (path / name).is_symlink():
             return f"{name} is missing"
+    try:
+        stored = stored_message_counts(path, names)
+    except UserError as exc:
+        return f"its bag cannot be read ({exc})"
+    from .yamlio import load_yaml
+
+    info = load_yaml(path / "metadata.yaml")["rosbag2_bagfile_information"]
+    for entry in info.get("topics_with_message_count") or []:
+        try:
+            topic, count = entry["topic_metadata"]["name"], int(entry["message_count"])
+        except (KeyError, TypeError, ValueError):
+            return "metadata.yaml is not a rosbag2 metadata file"
+        if stored.get(topic, 0) != count:
+            return f"topic {topic} holds {stored.get(topic, 0)} messages, metadata.yaml records {count}"
     return None
+
+
+def stored_message_counts(path, names: Sequence[str]) -> Dict[str, int]:
+    """{topic: messages actually stored} in the storage files ``names`` of the bag directory ``path``
+    (each read once, read-only): SQLite files counted by SQL, MCAP files by reading them (``bags``)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    path = Path(path)
+    counts: Dict[str, int] = {}
+    if any(not name.endswith(".db3") for name in names):
+        import struct
+
+        from rosbags.rosbag2 import Reader, ReaderError  # offline only: MCAP runs are written offline
+
+        try:
+            with Reader(path) as reader:
+                for connection, _stamp, _data in reader.messages():
+                    counts[connection.topic] = counts.get(connection.topic, 0) + 1
+        except (ReaderError, struct.error, EOFError, OSError, ValueError, KeyError, IndexError,
+                AssertionError, RuntimeError) as exc:  # what a damaged MCAP file raises in rosbags
+            raise UserError(" ".join(str(exc).split()) or type(exc).__name__) from None
+        return counts
+    for name in names:
+        uri = f"file:{quote(os.path.abspath(path / name))}?mode=ro&immutable=1"
+        try:
+            with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+                rows = conn.execute("SELECT topics.name, COUNT(messages.id) FROM topics LEFT JOIN messages "
+                                    "ON messages.topic_id = topics.id GROUP BY topics.id").fetchall()
+        except sqlite3.Error as exc:
+            raise UserError(f"{name}: {exc}") from None
+        for topic, count in rows:
+            counts[topic] = counts.get(topic, 0) + int(count)
+    return counts
 
 
 def mark_run(run_dir, failure: Optional[str]) -> RunInfo:
@@ -857,4 +942,4 @@ __all__ = ["FILES_KEY", "LAYOUT", "NAME_PATTERN", "OUTCOME_KEY", "REAL", "RUN_FI
            "find_real_bags", "find_runs", "first_difference", "incomplete_reason", "is_bag", "is_name",
            "is_number", "judge_record", "mark_run", "model_label", "model_parameters", "name_real_bag",
            "plain", "read_run_info", "remove_stale_temporaries", "replay_variant",
-           "run_directory", "run_topics"]
+           "run_directory", "run_topics", "stored_message_counts"]

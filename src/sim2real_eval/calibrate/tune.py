@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import math
 import os
@@ -36,6 +37,7 @@ from ..errors import UserError
 TUNE_VARIANT = "tuned"
 OBJECTIVE_COMBINED = "combined"
 COMMAND = "tune"  # in the marker of its --out (outputs.write_marker)
+OUTPUT_FILES = ("best_gps.yaml", "best_imu.yaml", "best.yaml", "trials.csv", "convergence.png")  # in --out
 
 
 # ------------------------------------------------------------------------------------ parameters
@@ -237,8 +239,11 @@ def evaluate(context: TrialContext, models: dict, number: int = -1,
                 tasks = study.runs("sqlite3", variants=[Variant(TUNE_VARIANT, models["gps"], models["imu"])],
                                    scenarios=context.scenarios)
                 service.simulate_runs(tasks, tmp, workers=1, progress=False).first_failure()
-                result = service.score_runs(discover_runs_dir(tmp, context.options), context.options,
-                                            extra_records=context.real_records, workers=1).result
+                # written just now, in a private folder, by this trial: not hashed again before scoring
+                specs = [dataclasses.replace(spec, run_record=None)
+                         for spec in discover_runs_dir(tmp, context.options)]
+                result = service.score_runs(specs, context.options, extra_records=context.real_records,
+                                            workers=1).result
     except UserError as exc:
         return TrialResult(number, dict(values or {}), None, None, None, {}, time.perf_counter() - start,
                            str(exc))
@@ -805,5 +810,5 @@ def write_outputs(result: TuneResult, out, overwrite: bool = False, marker: bool
         (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
         convergence_plot(result, tmp / "convergence.png")
         if marker:  # a later tune with this --out replaces it (an earlier tune output, recognised by it)
-            write_marker(tmp, COMMAND, {p.name: file_record(p) for p in sorted(tmp.iterdir())})
+            write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES})
     return Path(out)

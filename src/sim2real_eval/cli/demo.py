@@ -12,7 +12,8 @@ from . import integer, note
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): OUT must be new, empty or an earlier demo output: its "
            "marker OUT/.sim2real-eval.json lists every file the demo wrote, and only those are replaced (its "
            "runs are resumed; runs kept by --keep-runs stay, also after a plain demo); a file of yours among "
-           "the report's names is refused up front, other files in OUT are never touched.  Any other "
+           "the report's names is refused up front, other files in OUT are never touched.  A marker is "
+           "believed only for the demo's own file names with the SHA-256 they have.  Any other "
            "folder is refused unless --overwrite, which moves it aside and deletes it only once the new "
            "output is complete.  Nothing is written or deleted through a symbolic link.")
 

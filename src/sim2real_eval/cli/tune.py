@@ -8,7 +8,8 @@ from pathlib import Path
 from ..errors import UserError
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): --out must be new, empty or an earlier tune output (its "
-           "marker .sim2real-eval.json; replaced when the search is done); any other folder is refused "
+           "marker .sim2real-eval.json, and nothing but its five files with the SHA-256 it records; replaced "
+           "when the search is done); any other folder is refused "
            "unless --overwrite, which replaces it atomically; --storage must be a new file or an Optuna "
            "SQLite storage, outside --real and --out; nothing is written through a symbolic link.")
 
@@ -54,8 +55,8 @@ def run(args) -> int:
         raise UserError("tune needs optuna: pip install 'sim2real_eval[all]' (or: pip install optuna)"
                         ) from None
 
-    from ..calibrate.tune import COMMAND, real_runs_dir, tune, write_outputs
-    from ..outputs import check_paths, output_folder
+    from ..calibrate.tune import COMMAND, OUTPUT_FILES, real_runs_dir, tune, write_outputs
+    from ..outputs import OwnNames, check_paths, output_folder
     from ..resources import find_config
 
     out = Path(args.out)
@@ -65,7 +66,10 @@ def run(args) -> int:
     # in --out (replaced).
     check_paths({"--study": args.study, "--real": real_runs_dir(args.real, check=False) / "real"},
                 {"--out": out, "--storage": args.storage})
-    output_folder(out, "--out", args.overwrite, command=COMMAND)
+    # An earlier tune output is replaced as a whole: only when every file in it is tune's, as its marker
+    # records it (a marker is not taken on trust: outputs.own_output_problem).
+    output_folder(out, "--out", args.overwrite, command=COMMAND,
+                  own=OwnNames(COMMAND, OUTPUT_FILES, whole=True))
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
     result = tune(args.study, args.real, args.params, budget=args.budget, objective=args.objective,

@@ -19,7 +19,7 @@ import csv
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +55,10 @@ class RunSpec:
     window_ns: tuple | None = None  # bag runs: [start, end] stamps judged (None: the truth's span)
     warmup_s: float | None = None  # run.yaml's warmup_s (None: not recorded); see ``warmup_of_runs``
     incomplete: str | None = None   # why the run did not finish (run.yaml complete: false): refused
+    # A run directory's record to check its data files against before they are read (run.yaml's side,
+    # variant, scenario, k and files: ``runs.check_data_files``); None: not a run (a bag of a manifest
+    # without run.yaml, a CSV file), or already checked (a run the demo resumed).
+    run_record: dict | None = field(default=None, compare=False)
 
     def check_complete(self) -> None:
         """A run that did not finish is never scored: one line naming it and why."""
@@ -169,8 +173,16 @@ def discover_runs_dir(root, options: ScoreOptions) -> list:
             window_ns=None if info.window_ns is None else tuple(int(v) for v in info.window_ns),
             warmup_s=info.warmup_s,
             incomplete=info.incomplete,
+            run_record=_checked_keys(info.to_dict()),
         ))
     return specs
+
+
+def _checked_keys(record: dict) -> dict:
+    """What ``runs.check_data_files`` reads of a run.yaml mapping: the identity and ``files``."""
+    from ..runs import FILES_KEY
+
+    return {key: record.get(key) for key in ("side", "variant", "scenario", "k", FILES_KEY)}
 
 
 def warmup_of_runs(specs: list, given: float | None = None) -> float:
@@ -189,13 +201,16 @@ def warmup_of_runs(specs: list, given: float | None = None) -> float:
     return next(iter(recorded), 0.0)
 
 
-def _bag_incomplete(bag: Path) -> str | None:
-    """Why the run in ``bag`` is incomplete when the bag is a run directory marked so, else None."""
+def _bag_run(bag: Path) -> tuple:
+    """(why the run in ``bag`` is incomplete or None, its record to check or None) when the bag is a run
+    directory (run.yaml inside), else (None, None)."""
     from ..runs import RUN_FILE, incomplete_reason
 
     run_file = bag / RUN_FILE
     data = load_yaml(run_file) if run_file.is_file() else None
-    return incomplete_reason(data) if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None, None
+    return incomplete_reason(data), _checked_keys(data)
 
 
 def parse_window(text: str, where: str = "--window") -> tuple:
@@ -265,6 +280,7 @@ def read_manifest(path, options: ScoreOptions) -> list:
             if not (integers and len(window) == 2 and window[0] < window[1]):
                 raise run.error("window_ns", f"expected [start, end] stamps (integer ns), got {window!r}")
             window = (int(window[0]), int(window[1]))
+        incomplete, run_record = _bag_run(bag)
         specs.append(RunSpec(
             side, variant, scenario, k, str(bag), "bag",
             estimate_topic=topics.string(
@@ -273,7 +289,8 @@ def read_manifest(path, options: ScoreOptions) -> list:
                 "ground_truth", default_topics.string("ground_truth", DEFAULT_TOPICS["ground_truth"])),
             speed=resolve_speed(speed, side, f"{path}: runs[{index}].speed"),
             window_ns=window,
-            incomplete=_bag_incomplete(bag),
+            incomplete=incomplete,
+            run_record=run_record,
         ))
     return specs
 
@@ -378,6 +395,10 @@ def load_and_score(spec: RunSpec, options: ScoreOptions):
     """(RunRecord, RunSeries) or (None, error message) for a per-run defect."""
     try:
         spec.check_complete()
+        if spec.run_record is not None:  # its data files as written (each read once, here in the worker)
+            from ..runs import check_data_files
+
+            check_data_files(spec.source, spec.run_record)
         series = load_series(spec)
         score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options,
                           series.timeline_end)
