@@ -6,8 +6,9 @@ sensor_msgs/Imu topic (docs/calibration.md, "A receiver at standstill without tr
   be measured (the mean absorbs it) and the scatter is about the receiver's own mean.
 - Per axis (E, N, U): bias (surveyed only), std and RMS of the error, the Gauss–Markov σ/τ of the
   autocorrelation fit (``gps.fit_gauss_markov``) and of the Allan deviation (``imu.allan_deviation``
-  of the error series, fitted with the Gauss–Markov curve below); τ is called identified when the log
-  is at least ``MIN_TAUS`` τ long.
+  of the error series, fitted with the white + Gauss–Markov curve below; the preset takes this one,
+  whose τ is the steadier of the two); τ is called identified when the log is at least ``MIN_TAUS``
+  τ long.
 - The receiver's honesty: per fix the error divided by the σ the fix reports (√ of the covariance's
   diagonal); its RMS per axis is the ratio measured/reported (1 for an honest receiver).  > 1.2: the
   receiver understates its error by that factor; < 1/1.2: it overstates it; else it matches.
@@ -45,20 +46,29 @@ def gauss_markov_avar(taus, sigma: float, tau: float) -> np.ndarray:
     return 2.0 * average_variance(taus) - 2.0 * average_variance(2.0 * taus)
 
 
-def fit_allan_gauss_markov(taus, adev) -> tuple:
-    """(σ, τ) of the Gauss–Markov curve closest to a measured Allan deviation (least squares in log)."""
+def white_gauss_markov_avar(taus, sigma: float, tau: float, white: float, period: float) -> np.ndarray:
+    """Allan variance of white noise (σ_w per sample, sample period ``period``: σ_w²·period/T) plus a
+    Gauss–Markov process."""
+    return gauss_markov_avar(taus, sigma, tau) + white**2 * period / np.asarray(taus, dtype=float)
+
+
+def fit_allan_gauss_markov(taus, adev, period: float) -> tuple:
+    """(σ_b, τ, σ_w) of the white + Gauss–Markov curve closest to a measured Allan deviation (least
+    squares on log σ)."""
     from scipy.optimize import least_squares
 
     taus, adev = np.asarray(taus, dtype=float), np.asarray(adev, dtype=float)
     peak = float(taus[int(np.argmax(adev))])
 
     def residual(p):
-        return np.log(np.sqrt(gauss_markov_avar(taus, np.exp(p[0]), np.exp(p[1])))) - np.log(adev)
+        model = white_gauss_markov_avar(taus, np.exp(p[0]), np.exp(p[1]), np.exp(p[2]), period)
+        return 0.5 * np.log(model) - np.log(adev)
 
-    start = np.log([max(float(adev.max()) / 0.6, 1e-12), max(peak / 1.9, taus[0])])
-    bounds = (np.log([1e-12, taus[0] / 10]), np.log([1e6, taus[-1] * 100]))
+    top = float(adev.max())
+    start = np.log([top / 0.6, max(peak / 1.9, taus[0]), max(float(adev[0]) / 2.0, 1e-9)])
+    bounds = (np.log([1e-12, taus[0] / 10, 1e-12]), np.log([1e6, taus[-1] * 100, 1e6]))
     fit = least_squares(residual, start, bounds=bounds)
-    return float(np.exp(fit.x[0])), float(np.exp(fit.x[1]))
+    return tuple(float(v) for v in np.exp(fit.x))
 
 
 def bag_has_imu(path, imu_topic: str) -> bool:
@@ -138,6 +148,21 @@ def honesty(error: np.ndarray, covariance: np.ndarray) -> dict:
     return out
 
 
+def _allan_stats(stats: gps_math.GpsNoiseStats, allan: dict) -> gps_math.GpsNoiseStats:
+    """The statistics the preset is made of: the Gauss–Markov fits of the Allan deviation where every
+    axis has one (on tripod logs its τ scatters half as much as the autocorrelation fit's: the
+    acceptance test's docstring gives the numbers), else the autocorrelation fits."""
+    if not all("tau_s" in allan[axis] for axis in AXES):
+        return stats
+    fits = []
+    for axis in AXES:
+        sigma, white = allan[axis]["sigma_m"], allan[axis]["white_sigma_m"]
+        share = sigma**2 / (sigma**2 + white**2)
+        fits.append(gps_math.GaussMarkovFit(tau=allan[axis]["tau_s"], amplitude=share, sigma_bias=sigma,
+                                            sigma_white=white, lags=np.zeros(0), rho=np.zeros(0)))
+    return replace(stats, gauss_markov=tuple(fits))
+
+
 def _allan(error: np.ndarray, period: float) -> dict:
     from . import imu as imu_math
 
@@ -151,8 +176,9 @@ def _allan(error: np.ndarray, period: float) -> dict:
         if len(taus) < 4:
             out[axis] = {"note": "too few averaging times for a fit"}
             continue
-        sigma, tau = fit_allan_gauss_markov(taus, adev)
-        out[axis] = {"sigma_m": sigma, "tau_s": tau, "taus_s": taus.tolist(), "adev_m": adev.tolist()}
+        sigma, tau, white = fit_allan_gauss_markov(taus, adev, period)
+        out[axis] = {"sigma_m": sigma, "tau_s": tau, "white_sigma_m": white, "taus_s": taus.tolist(),
+                     "adev_m": adev.tolist()}
     return out
 
 
@@ -176,14 +202,14 @@ def calibrate_receiver(data: StandstillData, surveyed=None, epe=0.02,
         # a step between RTK fixed and float σ, not a convergence: report the median covariance instead
         fit = replace(fit, decaying=False)
         note += "; no decay (the reported sigma steps, e.g. RTK fixed/float): covariance = its median"
-    preset = gps_preset(stats, fit, data, datum)
+    allan = _allan(stats.error, stats.period)
+    preset = gps_preset(_allan_stats(stats, allan), fit, data, datum)
     preset["description"] = (f"Calibrated from the GNSS-only standstill {data.source} "
                              f"({stats.duration:.0f} s, {stats.count} fixes; truth: {truth} position) by "
                              "sim2real-eval calibrate")
-    identified = {a: bool(f.tau > 0 and stats.duration >= MIN_TAUS * f.tau)
+    identified = {a: bool(f.tau > 0 and stats.duration >= MIN_TAUS * max(f.tau, allan[a].get("tau_s", 0.0)))
                   for a, f in zip(AXES, stats.gauss_markov)}
     checks = honesty(error, g.covariance)
-    allan = _allan(stats.error, stats.period)
     truth_note = (f"truth: the surveyed point {', '.join(f'{v:.9g}' for v in datum)}"
                   if surveyed is not None else
                   "truth: the mean position (no --surveyed point): a constant bias cannot be measured, "
@@ -213,9 +239,11 @@ def calibrate_receiver(data: StandstillData, surveyed=None, epe=0.02,
         lines.append("bias " + ", ".join(f"{a} {v:+.4g}" for a, v in zip(AXES, enu.mean(axis=0))) + " m")
     lines.append("std " + ", ".join(f"{a} {v:.4g}" for a, v in zip(AXES, stats.std)) + " m")
     for axis, f in zip(AXES, stats.gauss_markov):
-        line = f"{axis}: Gauss-Markov sigma {f.sigma_bias:.4g} m, tau {f.tau:.3g} s"
+        line = f"{axis}: autocorrelation fit: Gauss-Markov sigma {f.sigma_bias:.4g} m, tau {f.tau:.3g} s"
         if "tau_s" in allan[axis]:
-            line += f" (Allan: sigma {allan[axis]['sigma_m']:.4g} m, tau {allan[axis]['tau_s']:.3g} s)"
+            line = (f"{axis}: Allan fit: Gauss-Markov sigma {allan[axis]['sigma_m']:.4g} m, tau "
+                    f"{allan[axis]['tau_s']:.3g} s, white {allan[axis]['white_sigma_m']:.3g} m ("
+                    + line.split(": ", 1)[1] + ")")
         short = f"; log shorter than {MIN_TAUS:g} tau: not identified"
         lines.append(line + ("" if identified[axis] else short))
     for axis in AXES:

@@ -299,6 +299,7 @@ def read_lines(path) -> LogLines:
         if getattr(current, name) is not None:
             log.reject(f"repeated {kind} in one epoch", number)
             continue
+        record["line"] = number
         setattr(current, name, record)
         if kind == "GGA":
             current.talker = talker
@@ -333,13 +334,14 @@ def day_zero(log: LogLines, epochs: list, date: Optional[dt.date]) -> dt.date:
         if found is None:
             found = (zero, epoch)
         elif zero != found[0]:
-            raise UserError(f"{log.path}: line {epoch.line}: RMC date {epoch.rmc['date']} does not follow "
-                            f"from the date at line {found[1].line} ({found[1].rmc['date']}) and the time of "
+            first = found[1].rmc
+            raise UserError(f"{log.path}: line {epoch.rmc['line']}: RMC date {epoch.rmc['date']} does not "
+                            f"follow from the date at line {first['line']} ({first['date']}) and the time of "
                             "day in between (a gap of a day or more in the log?)")
     if date is not None:
         if found is not None and found[0] != date:
-            raise UserError(f"--date {date}: the log's RMC at line {found[1].line} says the first epoch is "
-                            f"on {found[0]}")
+            raise UserError(f"--date {date}: the log's RMC at line {found[1].rmc['line']} says the first "
+                            f"epoch is on {found[0]}")
         return date
     if found is None:
         raise UserError(f"{log.path}: no RMC sentence with a date: give --date YYYY-MM-DD (the UTC date "
