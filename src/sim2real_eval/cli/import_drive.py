@@ -45,8 +45,8 @@ def add_arguments(parser) -> None:
                              "else the first truth position, nmea: the first fix)")
     parser.add_argument("--time-offset", type=float, default=0.0, metavar="SECONDS",
                         help="csv: added to every t (header stamps must be > 0)")
-    parser.add_argument("--date", default=None, metavar="YYYY-MM-DD",
-                        help="nmea: the UTC date of the log's first epoch (needed when the log has no RMC "
+    parser.add_argument("--date", default=None, metavar="DATE",
+                        help="nmea: the UTC date YYYY-MM-DD of the log's first epoch (needed when the log has no RMC "
                              "date; checked against it otherwise)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true",
