@@ -291,3 +291,18 @@ def test_library_call_windows(tmp_path):
     # fixes at 0..119 s: windows of 30 s that fit in the 119-s span
     assert [r.messages for r in result.runs] == [{"/fix": 31}] * 3
     assert [round(r.end_s - r.start_s) for r in result.runs] == [30] * 3
+
+
+def test_options_that_do_not_apply_are_refused(tmp_path, capsys):
+    known = rtk_tripod_log(tmp_path / "log.nmea", duration=30, seed=1, malformed=False)
+    for extra, message in ((["--imu-axes", "frd"], "--imu-axes: not for the nmea format"),
+                           (["--date", "2026-13-01"], "--date: expected YYYY-MM-DD"),
+                           (["--date", "2026-03-15"], "--date 2026-03-15: the log's RMC at line 3")):
+        assert main(["import", "nmea", str(known.path), "--out", str(tmp_path / "out"), *extra]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()
+    csv_folder = tmp_path / "csv"
+    csv_folder.mkdir()
+    out = str(tmp_path / "out")
+    assert main(["import", "csv", str(csv_folder), "--out", out, "--date", "2026-03-14"]) == 2
+    assert "--date: only for the nmea format" in capsys.readouterr().err

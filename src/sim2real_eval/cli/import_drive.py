@@ -46,8 +46,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--time-offset", type=float, default=0.0, metavar="SECONDS",
                         help="csv: added to every t (header stamps must be > 0)")
     parser.add_argument("--date", default=None, metavar="DATE",
-                        help="nmea: the UTC date YYYY-MM-DD of the log's first epoch (needed when the log has no RMC "
-                             "date; checked against it otherwise)")
+                        help="nmea: the UTC date YYYY-MM-DD of the log's first epoch (needed when the log "
+                             "has no RMC date; checked against it otherwise)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing non-empty DIR (atomically, once the new one is complete)")
