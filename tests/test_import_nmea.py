@@ -306,3 +306,48 @@ def test_options_that_do_not_apply_are_refused(tmp_path, capsys):
     out = str(tmp_path / "out")
     assert main(["import", "csv", str(csv_folder), "--out", out, "--date", "2026-03-14"]) == 2
     assert "--date: only for the nmea format" in capsys.readouterr().err
+
+
+def test_documented_numbers_are_the_shipped_logs(tmp_path, capsys):
+    """The numbers docs/import.md and docs/calibration.md quote for the worked example are what the
+    documented commands give on bags/nmea/tripod_rtk.nmea (the commands themselves run in
+    test_docs_examples.py)."""
+    log = REPO / "bags" / "nmea" / "tripod_rtk.nmea"
+    assert main(["import", "nmea", str(log), "--out", str(tmp_path / "tripod")]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    run = tmp_path / "tripod" / "tripod_rtk" / "run_00"
+    assert main(["calibrate", str(run), "--out", str(tmp_path / "cal.yaml")]) == 0
+    assert main(["calibrate", str(run), "--out", str(tmp_path / "surveyed.yaml"), "--surveyed",
+                 "48.137154", "11.576124", "569.4"]) == 0
+    measured = yaml.safe_load((tmp_path / "cal.yaml").read_text())["measured"]["gps"]
+    surveyed = yaml.safe_load((tmp_path / "surveyed.yaml").read_text())["measured"]["gps"]
+    preset = yaml.safe_load((tmp_path / "cal_gps.yaml").read_text())
+
+    def mm(values):
+        return " / ".join(f"{1e3 * v:.0f}" for v in values)
+
+    axes = receiver.AXES
+    allan = [measured["allan_gauss_markov"][a] for a in axes]
+    ratios = [measured["reported_vs_measured"][a]["ratio_measured_to_reported"] for a in axes]
+    assert "896 fixes" in printed and "4 RTK fixed 717, 5 RTK float 179" in printed
+    assert "covariance from gst 895, hdop 1" in printed
+    for reason in ("1 bad checksum (first at line 69)", "1 not a sentence (first at line 406)",
+                   "1 no checksum (a truncated line?) (first at line 1334)",
+                   "1 empty position in a fix (first at line 3110)"):
+        assert reason in printed
+    import_doc = " ".join((REPO / "docs" / "import.md").read_text().split())
+    calibration_doc = " ".join((REPO / "docs" / "calibration.md").read_text().split())
+    taus = f"{allan[0]['tau_s']:.0f} / {allan[1]['tau_s']:.2g} / {allan[2]['tau_s']:.3g} s"
+    quoted = {
+        f"std {mm(measured['std_m'][a] for a in axes)} mm": (import_doc, calibration_doc),
+        f"Allan fit τ {taus}": (import_doc,),
+        f"Allan fit σ {mm(a['sigma_m'] for a in allan)} mm, τ {taus}": (calibration_doc,),
+        f"preset τ {preset['position_noise']['tau']:.2g} s": (calibration_doc,),
+        "measured/reported " + " / ".join(f"{r:.2f}" for r in ratios): (calibration_doc,),
+        measured["reported_vs_measured"]["east"]["verdict"]: (import_doc, calibration_doc),
+        "bias " + " / ".join(f"{1e3 * surveyed['bias_m'][a]:+.1f}" for a in axes).replace("-", "−")
+        + " mm": (import_doc,),
+    }
+    for text, pages in quoted.items():
+        for page in pages:
+            assert text.replace("+", "") in page.replace("+", ""), text

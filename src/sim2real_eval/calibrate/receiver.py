@@ -297,6 +297,12 @@ def run(args, console) -> int:
 
     if args.truth_source != "auto" or args.static_tf:
         raise UserError("--truth-source/--static-tf: only with --truth")
+    imu_only = [name for name, given in (("--velocity-topic", args.velocity_topic is not None),
+                                         ("--min-duration", args.min_duration is not None),
+                                         ("--t-b", args.t_b != 0.1)) if given]
+    if imu_only:
+        raise UserError(f"{', '.join(imu_only)}: only for a standstill with an IMU; {args.bag} has no "
+                        f"sensor_msgs/Imu topic (a GNSS-only standstill)")
     if not args.max_speed > 0:
         raise UserError(f"--max-speed must be > 0, got {args.max_speed}")
     planned = output_files(args.out, args.plots)
