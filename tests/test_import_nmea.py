@@ -5,12 +5,15 @@ end-to-end acceptance on a seeded 1 Hz RTK tripod log with a known error (tests/
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from fixtures.nmea_logs import POINT, SHIPPED, rtk_tripod_log, shipped_log
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sim2real_eval import message_fields as F
 from sim2real_eval.bags import open_bag
@@ -351,3 +354,55 @@ def test_documented_numbers_are_the_shipped_logs(tmp_path, capsys):
     for text, pages in quoted.items():
         for page in pages:
             assert text.replace("+", "") in page.replace("+", ""), text
+
+
+def test_gnss_only_calibrate_refuses_imu_options(tripod, capsys):
+    _known, out, folder = tripod
+    run = out / "tripod" / "run_00"
+    for extra in (["--min-duration", "30"], ["--t-b", "0.5"], ["--velocity-topic", "/vel"]):
+        assert main(["calibrate", str(run), "--out", str(folder / "refused.yaml"), *extra]) == 2
+        assert "only for a standstill with an IMU" in capsys.readouterr().err
+        assert not (folder / "refused.yaml").exists()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(st.floats(-89.999999, 89.999999), st.floats(-179.999999, 179.999999))
+def test_coordinates_round_trip(lat, lon):
+    """What a receiver prints (7 decimals of minutes) reads back within 1e-7 minutes (0.2 mm)."""
+    from fixtures.nmea_logs import _angle
+
+    assert N.latitude(*_angle(lat, 2, "NS")) == pytest.approx(lat, abs=1e-7 / 60 * 1.0001)
+    assert N.longitude(*_angle(lon, 3, "EW")) == pytest.approx(lon, abs=1e-7 / 60 * 1.0001)
+
+
+@pytest.fixture(scope="module")
+def small_log(tmp_path_factory):
+    return rtk_tripod_log(tmp_path_factory.mktemp("small") / "small.nmea", duration=20, seed=2,
+                          malformed=False).path.read_bytes()
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_logs_import_or_refuse_in_one_line(small_log, tmp_path, data, capsys):
+    """Flipped bytes, cut lines and dropped lines anywhere: the import either succeeds with at most
+    the log's fixes, or refuses with exit 2 and one error line, writing nothing; never a traceback."""
+    raw = bytearray(small_log)
+    for _ in range(data.draw(st.integers(0, 12))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    lines = bytes(raw).split(b"\r\n")
+    keep = data.draw(st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)))
+    cut = data.draw(st.integers(0, 80))
+    damaged = b"\r\n".join(line if k else line[:cut] for line, k in zip(lines, keep))
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    log = folder / "damaged.nmea"
+    log.write_bytes(damaged)
+    code = main(["import", "nmea", str(log), "--out", str(folder / "out")])
+    err = capsys.readouterr().err
+    assert code in (0, 2)
+    if code == 2:
+        assert len([line for line in err.splitlines() if "error:" in line]) == 1
+        assert not (folder / "out").exists()
+    else:
+        summary = yaml.safe_load((folder / "out" / "import.yaml").read_text())
+        assert summary["drives"][0]["fixes"] <= 20
