@@ -114,6 +114,23 @@ def test_covariance_policy_by_hand():
     assert N.fix_sigma(4, float("nan"), None, None) is None
 
 
+def test_gst_sent_slower_than_gga_is_held_for_2_s(tmp_path):
+    lines = []
+    for k in range(6):
+        tod = f"1200{k:02d}.00"
+        lines.append(sentence(f"GNGGA,{tod},4807.038,N,01131.000,E,4,12,0.8,545.4,M,46.9,M,,"))
+        if k in (0, 5):
+            lines.append(sentence(f"GNGST,{tod},0.02,0,0,0,0.011,0.013,0.029"))
+    (tmp_path / "slow_gst.nmea").write_text("\n".join(lines) + "\n")
+    fixes = N.read_log(tmp_path / "slow_gst.nmea", dt.date(2026, 1, 1)).fixes
+    names = [N.COVARIANCE_SOURCES[i] for i in fixes.covariance_source]
+    assert names == ["gst", "gst_held", "gst_held", "hdop", "hdop", "gst"]
+    assert fixes.sigma[1].tolist() == [0.013, 0.011, 0.029]
+    assert fixes.sigma[3] == pytest.approx([0.016, 0.016, 0.064], rel=1e-12)
+    assert fixes.covariance_type.tolist() == [S.COVARIANCE_TYPE_DIAGONAL_KNOWN] * 3 + \
+        [S.COVARIANCE_TYPE_APPROXIMATED] * 2 + [S.COVARIANCE_TYPE_DIAGONAL_KNOWN]
+
+
 def _log(path: Path, epochs, talker="GP") -> Path:
     lines = []
     for tod, date in epochs:
@@ -193,7 +210,9 @@ def test_import_writes_fix_only_bags(tripod):
     assert bad == {"bad checksum": 1, "no checksum (a truncated line?)": 1, "empty position in a fix": 1,
                    "not a sentence": 1}
     assert summary["fix_quality"]["0 invalid"] == 1
-    assert summary["gnss"]["covariance_sources"] == {"fix_covariance": 0, "gst": known.fixes - 1, "hdop": 1}
+    # the epoch whose GST has empty σ fields keeps the GST of the second before
+    sources = {"fix_covariance": 0, "gst": known.fixes - 1, "gst_held": 1, "hdop": 0}
+    assert summary["gnss"]["covariance_sources"] == sources
 
 
 def test_calibrate_recovers_the_known_error(tripod):

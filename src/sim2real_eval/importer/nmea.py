@@ -23,8 +23,9 @@ Mappings (nmea_navsat_driver, ros2 branch, read for its behaviour; the differenc
 - NavSatStatus.service from the GGA talker: GP/QZ → GPS, GL → GLONASS, GA → GALILEO, BD/GB → COMPASS;
   GN (a combined solution) and any other talker → GPS, which is what the driver writes for every fix.
 - Covariance, first match per fix: ``--fix-covariance SIGMA`` (σ_e = σ_n = SIGMA, σ_u = 2·SIGMA,
-  APPROXIMATED); GST of the same epoch (σ_e = lon σ, σ_n = lat σ, σ_u = alt σ, DIAGONAL_KNOWN — the
-  driver instead multiplies the last GST σ by the HDOP and calls it APPROXIMATED); else the driver's
+  APPROXIMATED); GST of the same epoch, else the latest one at most 2 s old (σ_e = lon σ, σ_n = lat σ,
+  σ_u = alt σ, DIAGONAL_KNOWN — the driver instead multiplies the last GST σ, however old, by the
+  HDOP and calls it APPROXIMATED); else the driver's
   HDOP formula σ_e = σ_n = HDOP·epe(quality), σ_u = 2·HDOP·2·epe, APPROXIMATED, with its default epe
   per quality (1: 4 m, 2: 0.1 m, 4: 0.02 m, 5: 4 m, 9: 3 m); else an error naming the line.
 - Altitude: ellipsoidal height h = MSL altitude + N (GGA fields 9 and 11), as the driver computes it.
@@ -65,7 +66,10 @@ QUALITY = {
 TALKER_SERVICE = {"GP": S.SERVICE_GPS, "QZ": S.SERVICE_GPS, "GL": S.SERVICE_GLONASS,
                   "GA": S.SERVICE_GALILEO, "BD": S.SERVICE_COMPASS, "GB": S.SERVICE_COMPASS}
 ALTITUDE_FACTOR = 2.0   # --fix-covariance: σ_up = 2·σ_h (importer.covariance's policy)
-COVARIANCE_SOURCES = ("fix_covariance", "gst", "hdop")
+COVARIANCE_SOURCES = ("fix_covariance", "gst", "gst_held", "hdop")
+# A receiver may send GST slower than GGA (1 Hz GST, 10 Hz GGA): a fix without its own GST takes the
+# latest one at most this old (nmea_navsat_driver keeps the last GST for ever).
+GST_MAX_AGE_NS = 2 * 10**9
 KNOTS = 1852.0 / 3600.0   # m/s per knot
 
 
@@ -389,7 +393,11 @@ def fix_sigma(quality: int, hdop: float, gst: Optional[dict], fix_covariance: Op
 def _fix_rows(log: LogLines, epochs: list, midnight_ns: int, fix_covariance) -> tuple:
     """(rows of the usable fixes, {quality: count} of all GGA, count of fixes without geoid N)."""
     rows, qualities, no_geoid = [], {}, 0
+    held = None   # (epoch time ns, GST) of the latest GST with every σ > 0
     for epoch in epochs:
+        now = epoch.day * DAY_NS + epoch.tod_ns
+        if epoch.gst is not None and all(np.isfinite(s) and s > 0 for s in epoch.gst["sigma_enu"]):
+            held = (now, epoch.gst)
         gga = epoch.gga
         if gga is None:
             continue
@@ -397,7 +405,10 @@ def _fix_rows(log: LogLines, epochs: list, midnight_ns: int, fix_covariance) -> 
         status = QUALITY.get(gga["quality"], (S.STATUS_NO_FIX, "", None))[0]
         if status == S.STATUS_NO_FIX or gga["position"] is None:
             continue
-        sigma = fix_sigma(gga["quality"], gga["hdop"], epoch.gst, fix_covariance)
+        gst = held[1] if held is not None and now - held[0] <= GST_MAX_AGE_NS else None
+        sigma = fix_sigma(gga["quality"], gga["hdop"], gst, fix_covariance)
+        if sigma is not None and sigma[2] == "gst" and gst is not epoch.gst:
+            sigma = (sigma[0], sigma[1], "gst_held")
         if sigma is None:
             raise UserError(f"{log.path}: line {epoch.line}: no GST and no HDOP for this fix: give "
                             "--fix-covariance SIGMA (the receiver's 1-sigma horizontal accuracy, m)")
@@ -478,10 +489,10 @@ def _record(log: LogLines, fixes: NmeaFixes, qualities: dict, no_geoid: int, zer
                   "stamps": "UTC epoch ns of the fix (the log has no receive time)"},
         "altitude": "ellipsoidal: GGA altitude above mean sea level + geoid separation N",
         "frames": {"gps": "base_link (lever arm 0)", "world": "ENU at the datum"},
-        "gnss": {"policy": "+".join(name for name, n in sources.items() if n) or "none",
+        "gnss": {"policy": "+".join(name for name, n in sources.items() if n),
                  "covariance_sources": sources, "scale": float(scale),
-                 "description": "per fix: --fix-covariance, else GST sigma (diagonal_known), else "
-                                "nmea_navsat_driver's hdop*epe (approximated)",
+                 "description": "per fix: --fix-covariance, else GST sigma of the epoch or held <= 2 s "
+                                "(diagonal_known), else nmea_navsat_driver's hdop*epe (approximated)",
                  "sigma_m": {"median": [round(float(v), 4) for v in np.median(fixes.sigma, axis=0)],
                              "min": [round(float(v), 4) for v in np.min(fixes.sigma, axis=0)],
                              "max": [round(float(v), 4) for v in np.max(fixes.sigma, axis=0)]}},
