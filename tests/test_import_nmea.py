@@ -246,6 +246,7 @@ def test_calibrate_recovers_the_known_error(tripod):
         assert check["verdict"].endswith(f"x {axis}")
     assert "mean position" in measured["truth"]["note"] and "cannot be measured" in measured["truth"]["note"]
     assert (folder / "plots" / "gps_fit.png").stat().st_size > 0
+    assert (folder / "plots" / "receiver_sigma.png").stat().st_size > 0
 
 
 def test_calibrate_against_a_surveyed_point(tripod):

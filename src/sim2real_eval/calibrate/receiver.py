@@ -264,6 +264,7 @@ def output_files(out, plots_dir=None, with_hdop: bool = True) -> dict:
     files = {"gps": paths["gps"]}
     if plots_dir is not None:
         files["gps_plot"] = Path(plots_dir) / "gps_fit.png"
+        files["sigma_plot"] = Path(plots_dir) / "receiver_sigma.png"
         if with_hdop:
             files["hdop_plot"] = Path(plots_dir) / "hdop_fit.png"
     files["report"] = paths["report"]
@@ -285,6 +286,8 @@ def write_receiver_calibration(cal: ReceiverCalibration, out, plots_dir=None, ov
         temp["gps"].write_text(dump_yaml(cal.gps_preset), encoding="utf-8")
         if "gps_plot" in temp:
             plots.gps_plot(cal.gps, cal.data.gps.t, temp["gps_plot"])
+            plots.receiver_sigma_plot(cal.data.gps.t, cal.error, cal.data.gps.covariance,
+                                      cal.report["gps"]["reported_vs_measured"], temp["sigma_plot"])
         if "hdop_plot" in temp:
             plots.hdop_plot(cal.hdop, temp["hdop_plot"])
         temp["report"].write_text(dump_yaml(_plain(document)), encoding="utf-8")
