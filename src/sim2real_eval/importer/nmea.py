@@ -264,7 +264,7 @@ def _reason_key(error: SentenceError) -> str:
         return text.split(" (")[0]
     if text.startswith("empty"):
         return text
-    return "unparsable field: " + text
+    return "unparsable " + text.split(" '")[0].split(" (")[0]   # "unparsable time", not each value
 
 
 def read_lines(path) -> LogLines:
