@@ -129,3 +129,25 @@ def drive_gps_plot(fit, path) -> Path:
     axes[2].legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, Path(path))
+
+
+def receiver_sigma_plot(t, error, covariance, honesty, path) -> Path:
+    """A GNSS-only standstill per axis: the error over time inside ±1 reported σ (the receiver's
+    claim) and ±1 measured RMS (what it does), titled with the verdict."""
+    fig, axes = plt.subplots(3, 1, figsize=(12, 8), sharex=True)
+    rel = np.asarray(t) - t[0]
+    reported = np.sqrt(np.clip(np.asarray(covariance)[:, [0, 4, 8]], 0.0, None))
+    for i, (ax, name) in enumerate(zip(axes, ENU_NAMES)):
+        check = honesty[name]
+        ax.plot(rel, error[:, i], lw=0.6, color="C0", label="error")
+        ax.fill_between(rel, -reported[:, i], reported[:, i], color="C1", alpha=0.3, step="mid",
+                        label="±1 reported σ")
+        ax.axhline(check["error_rms_m"], color="C3", lw=1, ls="--", label="±1 measured RMS")
+        ax.axhline(-check["error_rms_m"], color="C3", lw=1, ls="--")
+        ax.set_ylabel(f"{name} (m)")
+        ax.set_title(check["verdict"], fontsize=9)
+    axes[0].legend(fontsize=8, loc="upper right")
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle("Reported σ against the measured scatter")
+    fig.tight_layout()
+    return _save(fig, Path(path))

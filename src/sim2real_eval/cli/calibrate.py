@@ -59,6 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="estimated position error (m) of the nmea_navsat_driver formula "
                              "var_h = (hdop*epe)^2 used to recover HDOP (default 0.02 = RTK fixed); "
                              "'status' = the driver's table by fix status")
+    parser.add_argument("--surveyed", type=float, nargs=3, default=None, metavar=("LAT", "LON", "ALT"),
+                        help="GNSS-only standstill (a bag without IMU, e.g. import nmea): the antenna's "
+                             "surveyed position (deg, deg, ellipsoidal m) as truth; default: the mean fix "
+                             "(a constant bias is then not measurable)")
     parser.add_argument("--t-b", type=float, default=0.1, dest="t_b",
                         help="Chrono drift correlation time t_b (s) for b0 = K*sqrt(t_b) (default 0.1)")
     parser.add_argument("--max-speed", type=float, default=0.1,
@@ -77,7 +81,15 @@ def run(args) -> int:
     from ..outputs import check_paths
 
     if args.truth:
+        if args.surveyed is not None:
+            raise UserError("--surveyed: only for a GNSS-only standstill (a bag without an IMU topic)")
         return run_drive(args)
+    from ..calibrate import receiver
+
+    if not receiver.bag_has_imu(args.bag, args.imu_topic):  # a receiver log alone: GPS-only calibration
+        return receiver.run(args, Console(stderr=True))
+    if args.surveyed is not None:
+        raise UserError(f"--surveyed: only for a GNSS-only standstill; {args.bag} has an IMU topic")
     if args.truth_source != "auto":
         raise UserError("--truth-source: only with --truth")
     if args.static_tf:

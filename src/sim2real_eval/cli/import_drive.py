@@ -1,21 +1,23 @@
 """``sim2real-eval import FORMAT SRC... --out DIR``: real recorded drives → ``DIR/<scenario>/run_<kk>/``
 rosbag2 bags (/fix, /imu, /ground_truth/odom) that ``replay``, ``score`` and the demo read.
 
-Formats: ``comma2k19`` (segment folders of the public comma2k19 data set) and ``csv`` (the generic
-layout of docs/import.md).  The work is ``sim2real_eval.importer``; the inputs are only read.
+Formats: ``comma2k19`` (segment folders of the public comma2k19 data set), ``csv`` (the generic
+layout of docs/import.md) and ``nmea`` (a GNSS receiver's NMEA 0183 log: /fix-only bags).
+The work is ``sim2real_eval.importer``; the inputs are only read.
 """
 from __future__ import annotations
 
 from . import REPLACED
 
-FORMATS = ("comma2k19", "csv")  # importer.FORMATS (not imported here: --help stays cheap)
+FORMATS = ("comma2k19", "csv", "nmea")  # importer.FORMATS (not imported here: --help stays cheap)
 OUTPUTS = REPLACED.format(what="--out DIR")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("format", choices=FORMATS, metavar="FORMAT",
-                        help="comma2k19 (segment folders: global_pose/ + processed_log/) or csv "
-                             "(folders with gnss.csv, imu.csv, truth.csv; docs/import.md)")
+                        help="comma2k19 (segment folders: global_pose/ + processed_log/), csv "
+                             "(folders with gnss.csv, imu.csv, truth.csv; docs/import.md) or nmea "
+                             "(NMEA 0183 log files: GGA, RMC, GST, VTG)")
     parser.add_argument("sources", nargs="+", metavar="SRC",
                         help="one or more drives (their runs are numbered in the order given)")
     parser.add_argument("--out", required=True, metavar="DIR",
@@ -39,8 +41,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--imu-axes", choices=("flu", "frd"), default="flu",
                         help="csv: axes of imu.csv, forward-left-up (REP-103) or forward-right-down")
     parser.add_argument("--datum", type=float, nargs=3, default=None, metavar=("LAT", "LON", "ALT"),
-                        help="csv: the ENU origin (needed for truth in east/north/up; else the first "
-                             "truth position)")
+                        help="csv, nmea: the ENU origin (csv: needed for truth in east/north/up; "
+                             "else the first truth position, nmea: the first fix)")
     parser.add_argument("--time-offset", type=float, default=0.0, metavar="SECONDS",
                         help="csv: added to every t (header stamps must be > 0)")
     parser.add_argument("--imu-orientation", choices=("none", "madgwick"), default="none",
@@ -50,6 +52,9 @@ def add_arguments(parser) -> None:
                              "the truth in import.yaml)")
     parser.add_argument("--madgwick-gain", type=float, default=None, metavar="BETA",
                         help="the Madgwick filter's gain (imu_filter_madgwick's 'gain', default 0.1)")
+    parser.add_argument("--date", default=None, metavar="DATE",
+                        help="nmea: the UTC date YYYY-MM-DD of the log's first epoch (needed when the log "
+                             "has no RMC date; checked against it otherwise)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing non-empty DIR (atomically, once the new one is complete)")
@@ -65,6 +70,10 @@ def run(args) -> int:
     from ..outputs import NEW, check_paths, output_folder
 
     check_paths({"SRC": list(args.sources)}, {"--out": args.out})
+    if args.format == "nmea":
+        return run_nmea(args)
+    if args.date is not None:
+        raise UserError("--date: only for the nmea format")
     replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
     options = dict(window=args.window, stride=args.stride, fix_covariance=args.fix_covariance,
                    fix_covariance_scale=args.fix_covariance_scale, estimate_mounting=args.estimate_mounting,
@@ -97,4 +106,35 @@ def run(args) -> int:
     print(f"{len(result.runs)} runs in {result.scenario_dir} ({result.summary['windows']})")
     print(f"sim2real-eval import: {truth_line(result.summary['truth'])}", file=sys.stderr)
     print(template_line(result.summary["vehicle"]))
+    return 0
+
+
+def run_nmea(args) -> int:
+    """import nmea: receiver logs → /fix-only bags; prints what each log held."""
+    import os
+
+    from ..errors import UserError
+    from ..importer import import_nmea
+    from ..outputs import NEW, output_folder
+
+    for name, default in (("estimate_mounting", False), ("time_offset", 0.0), ("imu_axes", "flu")):
+        if getattr(args, name) != default:
+            raise UserError(f"--{name.replace('_', '-')}: not for the nmea format "
+                            "(a receiver log has no IMU)")
+    replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
+    result = import_nmea(args.sources, args.out, window=args.window, stride=args.stride,
+                         scenario=args.scenario, date=args.date, fix_covariance=args.fix_covariance,
+                         fix_covariance_scale=args.fix_covariance_scale, datum=args.datum, overwrite=replace,
+                         storage=args.storage)
+    for log in result.summary["drives"]:
+        qualities = ", ".join(f"{name} {n}" for name, n in log["fix_quality"].items())
+        sources = ", ".join(f"{name} {n}" for name, n in log["gnss"]["covariance_sources"].items() if n)
+        bad = "; ".join(f"{entry['count']} {reason} (first at line {entry['first_line']})"
+                        for reason, entry in log["bad_lines"].items()) or "none"
+        print(f"{log['source']}: {log['fixes']} fixes at {log['rate_hz']} Hz, {log['clock']['date']}; GGA "
+              f"fix quality: {qualities}; covariance from {sources}; bad lines: {bad}")
+    for run_ in result.runs:
+        counts = ", ".join(f"{topic} {count}" for topic, count in sorted(run_.messages.items()))
+        print(f"{run_.path}: {run_.end_s - run_.start_s:.1f} s; {counts}")
+    print(f"{len(result.runs)} runs in {result.scenario_dir} ({result.summary['windows']})")
     return 0

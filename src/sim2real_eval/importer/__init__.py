@@ -5,6 +5,7 @@ Library calls behind ``sim2real-eval import``:
     import_comma2k19(segments, out, window=None, stride=None, scenario="highway", ...) -> ImportResult
     import_csv(folders, out, window=None, stride=None, scenario=None, ...) -> ImportResult
         (both: imu_orientation="madgwick" fills /imu's orientation with the offline imu_filter_madgwick)
+    import_nmea(logs, out, window=None, stride=None, scenario=None, date=None, ...) -> ImportResult
     sensitivity_imports(import_function, sources, out_root, scales=(0.5, 1.0, 2.0), **options)
         -> {scale: ImportResult}      # the same drive with the fix σ scaled (the report's sensitivity line)
     shipped_comma2k19() -> Path       # the real segment shipped in bags/real/comma2k19
@@ -16,7 +17,7 @@ from pathlib import Path
 from .covariance import SENSITIVITY_SCALES
 from .drive import SIDECAR, ImportResult, write_runs
 
-FORMATS = ("comma2k19", "csv")
+FORMATS = ("comma2k19", "csv", "nmea")
 IMU_ORIENTATIONS = ("none", "madgwick")
 # The real segment shipped with the package (bags/real/comma2k19, MIT licence; its README says what it is).
 SHIPPED_COMMA2K19 = ("real", "comma2k19", "b0c9d2329ad1606b_2018-08-02--08-34-47", "40")
@@ -69,6 +70,17 @@ def import_csv(folders, out, window: float | None = None, stride: float | None =
     return write_runs(drives, out, name, window, stride, overwrite, storage)
 
 
+def import_nmea(logs, out, window: float | None = None, stride: float | None = None,
+                scenario: str | None = None, date=None, fix_covariance: float | None = None,
+                fix_covariance_scale: float = 1.0, datum=None, overwrite: bool = False,
+                storage: str = "sqlite3") -> ImportResult:
+    """Import NMEA 0183 receiver log(s) (see ``importer.nmea``): /fix-only bags into ``out``."""
+    from .nmea import import_logs
+
+    return import_logs(logs, out, window, stride, scenario, date, fix_covariance, fix_covariance_scale, datum,
+                       overwrite, storage)
+
+
 def sensitivity_imports(import_function, sources, out_root, scales=SENSITIVITY_SCALES,
                         **options) -> dict:
     """The same drive(s) imported once per σ scale into ``out_root/fix_sigma_x<scale>/``:
@@ -108,4 +120,4 @@ def _check_scale(scale) -> None:
 
 
 __all__ = ["FORMATS", "SIDECAR", "SHIPPED_COMMA2K19", "ImportResult", "import_comma2k19", "import_csv",
-           "sensitivity_imports", "shipped_comma2k19"]
+           "import_nmea", "sensitivity_imports", "shipped_comma2k19"]
