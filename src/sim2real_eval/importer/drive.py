@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import geodesy
+from .. import geodesy, limits
 from ..errors import DataWarning, UserError
 from ..truth import GroundTruth
 from .covariance import FixCovariance
@@ -162,8 +162,44 @@ def windows(start: float, end: float, window: Optional[float], stride: Optional[
     if window > end - start + 1e-9:
         raise UserError(f"--window {window:g} s is longer than the drive ({end - start:.1f} s where truth, "
                         "GNSS and IMU overlap)")
-    count = int(np.floor((end - start - window) / stride + 1e-9)) + 1
-    return [(start + k * stride, start + k * stride + window) for k in range(count)]
+    count = window_count(start, end, window, stride)
+    if count > limits.IMPORT_RUNS.high:   # counted, not built: --stride 1e-6 would be 58 M windows
+        raise UserError(f"--window {window:g} s every --stride {stride:g} s make {count:.4g} runs of one "
+                        f"drive; at most {limits.IMPORT_RUNS.high:g} (choose a longer stride; "
+                        "docs/limits.md)")
+    return [(start + k * stride, start + k * stride + window) for k in range(int(count))]
+
+
+def window_count(start: float, end: float, window: float, stride: float) -> float:
+    """How many windows of ``window`` s every ``stride`` s fit in [start, end] (a float: it may be huge)."""
+    return float(np.floor((end - start - window) / stride + 1e-9)) + 1.0
+
+
+def check_stamps(where: str, t: np.ndarray, offset_s: float = 0.0, lines=None, offset_name: str = "") -> None:
+    """Header stamps ``t + offset_s`` (s) must be > 0, at most ``limits.HEADER_STAMP`` (int64 ns) and still
+    strictly increasing once the offset is added (a huge offset swamps the clock's resolution): else a
+    one-line error naming ``where`` (file and column) and the line (``lines[i]``) or row."""
+    stamps = np.asarray(t, dtype=float) + offset_s
+    shifted = f" + {offset_name} {offset_s:g} s" if offset_name and offset_s else ""
+
+    def at(i: int) -> str:
+        return f"line {lines[i]}" if lines is not None else f"row {i}"
+
+    if not stamps[0] > 0:
+        raise UserError(f"{where}: {stamps[0]:g} s at {at(0)}{' (t' + shifted + ')' if shifted else ''}: "
+                        "header stamps must be > 0 (shift the clock with --time-offset SECONDS)")
+    top = limits.HEADER_STAMP.high
+    above = stamps > top
+    if above.any():
+        i = int(np.argmax(above))
+        raise UserError(f"{where}: {stamps[i]:g} s at {at(i)}{' (t' + shifted + ')' if shifted else ''}: "
+                        f"header stamps must be at most {top:g} s (int64 nanoseconds since 1970, up to the "
+                        f"year 2261){'; check ' + offset_name if shifted else ''}")
+    steps = np.diff(stamps)
+    if (steps <= 0).any():
+        i = int(np.argmax(steps <= 0)) + 1
+        raise UserError(f"{where}: not strictly increasing at {at(i)} once{shifted} is added (the offset "
+                        "swamps the clock's resolution)")
 
 
 def _gps_samples(fixes: Fixes, offset_ns: int):
@@ -280,8 +316,10 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
         start, end = drive.overlap()
         for lo, hi in windows(start, end, window, stride):
             plan.append((drive, offset, lo, hi))
-    if len(plan) > 1000:
-        raise UserError(f"--window/--stride make {len(plan)} runs; at most 1000 (choose a longer stride)")
+        if len(plan) > limits.IMPORT_RUNS.high:
+            raise UserError(f"--window/--stride make more than {limits.IMPORT_RUNS.high:g} runs over the "
+                            f"drives; at most {limits.IMPORT_RUNS.high:g} (choose a longer stride; "
+                            "docs/limits.md)")
     for drive in drives:
         start, end = drive.overlap()
         sensors = max(drive.fixes.t[-1], drive.imu.t[-1]) - min(drive.fixes.t[0], drive.imu.t[0])
