@@ -107,7 +107,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     _show_data_warnings(known.command)
     _names_as_bytes()
     try:
-        code = int(module.run(args) or 0)
+        with _plain_numbers():
+            code = int(module.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not as "Exception ignored" at exit
         return code
     except UserError as exc:
@@ -177,6 +178,19 @@ def note(command: str):
         print(f"sim2real-eval {command}: note: {one_line(text)}", file=sys.stderr)
 
     return notice
+
+
+def _plain_numbers():
+    """While a command runs, numpy 2's scalars print as ``0.3``, not ``np.float64(0.3)``: in a message a
+    number reached through ``!r``, a tuple or a list reads as a number (the repr is for programmers).
+    numpy 1.x printed them plainly already."""
+    import contextlib
+
+    import numpy as np
+
+    if int(np.__version__.split(".")[0]) < 2:
+        return contextlib.nullcontext()
+    return np.printoptions(legacy="1.25")
 
 
 def _show_data_warnings(command: str) -> None:

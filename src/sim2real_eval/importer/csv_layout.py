@@ -268,7 +268,7 @@ def read_folder(src, fix_covariance: float | None = None, fix_covariance_scale: 
         bad = ~np.isin(values, (-1, 0, 1, 2))
         if bad.any():
             i = int(np.argmax(bad))
-            raise UserError(f"{where_gnss}: column status: {values[i]!r} at line {gnss['_lines'][i]} "
+            raise UserError(f"{where_gnss}: column status: {float(values[i]):g} at line {gnss['_lines'][i]} "
                             "(expected -1 no fix, 0 fix, 1 SBAS, 2 GBAS)")
         status = values.astype(np.int8)
     fixes = Fixes(gnss["t"] + time_offset, gnss["lat"], gnss["lon"], gnss["alt"], status, policy)
