@@ -191,6 +191,8 @@ def test_calibrate_given_a_folder_of_runs_names_one_of_them(repo_root, tmp_path,
     err = refused(capsys, "calibrate", "a folder of 3 bag(s) (run_00, run_01, run_02)", "give one of them",
                   str(folder / "run_00"))
     assert "reindex" not in err and not (tmp_path / "p.yaml").exists()
+    assert main(["calibrate", str(folder.parent), "--out", str(tmp_path / "p.yaml")]) == 2
+    refused(capsys, "calibrate", "a folder of scenario folders with 9 bag(s)", str(folder.parent / "circle"))
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["calibrate", str(empty), "--out", str(tmp_path / "p.yaml")]) == 2

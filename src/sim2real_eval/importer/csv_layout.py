@@ -237,6 +237,7 @@ def read_folder(src, fix_covariance: float | None = None, fix_covariance_scale: 
     t_imu = imu_table["t"] + time_offset
     accel = np.column_stack([imu_table[c] for c in ("ax", "ay", "az")])
     gyro = np.column_stack([imu_table[c] for c in ("wx", "wy", "wz")])
+    del imu_table, table   # its columns are in accel, gyro now (a long drive's imu.csv: 128 MB less)
     if imu_axes == "frd":
         accel, gyro = frames.frd_to_flu(accel), frames.frd_to_flu(gyro)
     mounting = frames.IDENTITY
