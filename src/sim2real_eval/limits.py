@@ -114,7 +114,7 @@ NPY_ROWS = Bound(
     "importer.comma2k19.read_array")
 CSV_FILE = Bound(
     "size of one imported CSV file (gnss.csv, imu.csv, truth.csv)", None, 512 * MIB, "bytes",
-    "read as a stream (0.8x the file); a whole import peaks at ~5x its CSV files (1.0 GB for 201 MB, "
+    "read as a stream (0.8x the file); a whole import peaks at 2.8x its CSV files (595 MB for 201 MB, "
     "benchmarks/bench_csv_import.py); 512 MiB of imu.csv at 100 Hz is ~15 h of driving",
     "importer.csv_layout.read_table")
 

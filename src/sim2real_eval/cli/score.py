@@ -188,12 +188,12 @@ def run(args) -> int:
 
         specs = with_window(specs, parse_window(args.window))
     specs = select_variants(specs, args.variant, args.exclude_variant)
-    check_real_side(specs, kind, args)
     from ..metrics.inputs import warmup_of_runs
 
     options = dataclasses.replace(options, warmup_s=warmup_of_runs(specs, args.warmup)).validate()
     label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
     check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out})
+    check_real_side(specs, kind, args)
 
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
