@@ -349,3 +349,27 @@ def test_messages_print_numbers_plainly(drive, tmp_path, capsys):
     assert any("(1000.07 then 1000.03)" in m for m in messages), messages
     for message in messages:
         assert "np.float64(" not in message and "np.int64(" not in message, message
+
+
+def test_library_messages_print_numbers_plainly_without_the_cli(drive, tmp_path):
+    """The library's own texts (called without ``cli.main``, which also prints numpy 2 scalars plainly)."""
+    from sim2real_eval.errors import UserError
+    from sim2real_eval.importer import import_comma2k19
+    from sim2real_eval.importer import import_csv as library_import
+
+    messages = []
+    folder = copy(drive, tmp_path, "status")
+    lines = (folder / "gnss.csv").read_text().splitlines()
+    (folder / "gnss.csv").write_text("\n".join([lines[0] + ",status"] + [line + ",7" for line in lines[1:]]))
+    segment = copy(shipped_comma2k19(), tmp_path, "seg")
+    t = np.load(segment / "processed_log/IMU/gyro/t")
+    t[5] = t[4]
+    np.save(open(segment / "processed_log/IMU/gyro/t", "wb"), t)
+    for call in (lambda: library_import(folder, tmp_path / "o1", fix_covariance=0.3),
+                 lambda: import_comma2k19(segment, tmp_path / "o2")):
+        with pytest.raises(UserError) as error:
+            call()
+        messages.append(str(error.value))
+    assert "column status: 7 at line 2" in messages[0]
+    assert f"({float(t[4])!r} then {float(t[5])!r})" in messages[1]
+    assert not [m for m in messages if "np.float64(" in m or "np.int64(" in m], messages

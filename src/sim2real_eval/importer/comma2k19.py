@@ -119,7 +119,8 @@ def _check_time(path: Path, t: np.ndarray, length: int) -> None:
     steps = np.diff(t)
     if (steps <= 0).any():
         i = int(np.argmax(steps <= 0)) + 1
-        raise UserError(f"{path}: column t: not strictly increasing at row {i} ({t[i - 1]!r} then {t[i]!r})")
+        raise UserError(f"{path}: column t: not strictly increasing at row {i} "
+                        f"({float(t[i - 1])!r} then {float(t[i])!r})")
 
 
 def _check_finite(path: Path, values: np.ndarray, columns) -> None:
