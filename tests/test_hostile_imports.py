@@ -122,6 +122,39 @@ def test_a_datum_altitude_outside_the_range_is_refused(drive, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+# ------------------------------------------------------------------------ item 3: IMU values
+@pytest.mark.parametrize("column, value, words", [
+    (1, "1e308", ["imu.csv: column ax: 1e+308 m/s² at line 51", "±1000 m/s²"]),
+    (6, "-250", ["imu.csv: column wz: -250 rad/s at line 51", "±100 rad/s"]),
+])
+def test_an_absurd_imu_value_is_refused_at_import(drive, tmp_path, capsys, column, value, words):
+    """ax = 1e308 in imu.csv was imported: the accelerometer covariance became inf (two numpy overflow
+    RuntimeWarnings on stderr) and the judge would have integrated it."""
+    folder = copy(drive, tmp_path)
+    lines = (folder / "imu.csv").read_text().splitlines()
+    fields = lines[50].split(",")
+    fields[column] = value
+    lines[50] = ",".join(fields)
+    (folder / "imu.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert import_csv(folder, out) == 2
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    refused(capsys, "import", *words)
+    assert not out.exists()
+
+
+def test_comma2k19_absurd_gyro_is_refused(tmp_path, capsys):
+    segment = copy(shipped_comma2k19(), tmp_path, "seg")
+    path = segment / "processed_log/IMU/gyro/value"
+    gyro = np.load(path)
+    gyro[9, 2] = 1e308
+    np.save(open(path, "wb"), gyro)
+    assert main(["import", "comma2k19", str(segment), "--out", str(tmp_path / "out")]) == 2
+    refused(capsys, "import", "gyro/value: column 2: 1e+308 rad/s at row 9")
+
+
 # ----------------------------------------------------------------------- item 3: comma2k19 arrays
 def _forge(path: Path, descr: str, shape: tuple, data: bytes = b"") -> None:
     with open(path, "wb") as stream:

@@ -108,6 +108,13 @@ IMPORT_RUNS = Bound(
     "runs of one import (--window/--stride over all drives)", 1, 1000, "runs",
     "counted before any window is built; 1000 windows of 10 s are 2.8 h of driving (a longer stride "
     "covers more)", "importer.drive.windows")
+IMU_ACCELERATION = Bound(
+    "imported IMU specific force, each axis (imu.csv ax, ay, az; comma2k19 accelerometer)", -1000.0, 1000.0,
+    "m/s²", "about 100 g: vehicle IMUs saturate at 2-50 g; beyond it a value is a logging fault (1e308 "
+    "made the covariance inf)", "importer.drive.check_imu_values")
+IMU_RATE_VALUE = Bound(
+    "imported IMU angular rate, each axis (imu.csv wx, wy, wz; comma2k19 gyro)", -100.0, 100.0, "rad/s",
+    "MEMS gyroscopes' widest full scale is 4000 °/s = 70 rad/s", "importer.drive.check_imu_values")
 NPY_ROWS = Bound(
     "rows of one comma2k19 array (read from the .npy header before loading)", None, 10_000_000, "rows",
     "a segment is one minute (6 000 IMU rows at 104 Hz); 1e7 rows is a day at 100 Hz",
@@ -120,7 +127,7 @@ CSV_FILE = Bound(
 
 BOUNDS = (CONFIG_FILE, YAML_VALUES, GROUND_TRUTH_RATE, SCENARIO_RATE, SCENARIO_DURATION, GPS_RATE,
           IMU_RATE, JUDGE_FREQUENCY, TICK_LATENCY, SCORE_RATE, RESAMPLES, REPEATS, HEADER_STAMP, ALTITUDE,
-          IMPORT_RUNS, NPY_ROWS, CSV_FILE)
+          IMPORT_RUNS, IMU_ACCELERATION, IMU_RATE_VALUE, NPY_ROWS, CSV_FILE)
 
 
 def check_repeats(value: int, what: str) -> int:

@@ -33,7 +33,7 @@ from ..geodesy import check_altitude
 from ..models import samples as S
 from . import covariance as cov
 from . import frames
-from .drive import Drive, Fixes, Inertial, check_stamps, imu_residual_variance
+from .drive import Drive, Fixes, Inertial, check_imu_values, check_stamps, imu_residual_variance
 
 GPS_EPOCH_UNIX_S = 315964800      # 1980-01-06T00:00:00Z
 GPS_MINUS_UTC_S = 18              # leap seconds since 2017-01-01 (comma2k19 was recorded in 2018)
@@ -155,6 +155,9 @@ def read_segment(src, fix_covariance: float | None = None, fix_covariance_scale:
         _check_finite(root / FILES[key], a[key], range(SHAPES[key]))
     _check_finite(root / FILES["fix"], a["fix"], (0, 1, 4))
     check_altitude(a["fix"][:, 4], f"{root / FILES['fix']}: column 4 (altitude)")
+    axes = ("0", "1", "2") * 2
+    check_imu_values(str(root / FILES["accel"]), a["accel"][:, :3], np.zeros((1, 3)), names=axes)
+    check_imu_values(str(root / FILES["gyro"]), np.zeros((1, 3)), a["gyro"][:, :3], names=axes)
 
     # Clock: boot time → UTC epoch through the pose's GPS times.
     week, time_of_week = a["pose_gps_t"][:, 0], a["pose_gps_t"][:, 1]

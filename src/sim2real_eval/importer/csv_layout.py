@@ -35,7 +35,7 @@ from ..geodesy import check_altitude
 from ..models import samples as S
 from . import covariance as cov
 from . import frames
-from .drive import Drive, Fixes, Inertial, check_stamps, imu_residual_variance
+from .drive import Drive, Fixes, Inertial, check_imu_values, check_stamps, imu_residual_variance
 
 FILES = ("gnss.csv", "imu.csv", "truth.csv")
 GNSS_COLUMNS = ("t", "lat", "lon", "alt")
@@ -237,6 +237,7 @@ def read_folder(src, fix_covariance: float | None = None, fix_covariance_scale: 
     t_imu = imu_table["t"] + time_offset
     accel = np.column_stack([imu_table[c] for c in ("ax", "ay", "az")])
     gyro = np.column_stack([imu_table[c] for c in ("wx", "wy", "wz")])
+    check_imu_values(str(paths["imu.csv"]), accel, gyro, imu_table["_lines"])
     del imu_table, table   # its columns are in accel, gyro now (a long drive's imu.csv: 128 MB less)
     if imu_axes == "frd":
         accel, gyro = frames.frd_to_flu(accel), frames.frd_to_flu(gyro)

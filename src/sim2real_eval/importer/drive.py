@@ -190,6 +190,22 @@ def window_count(start: float, end: float, window: float, stride: float) -> floa
     return float(np.floor((end - start - window) / stride + 1e-9)) + 1.0
 
 
+def check_imu_values(where: str, accel: np.ndarray, gyro: np.ndarray, lines=None,
+                     names=("ax", "ay", "az", "wx", "wy", "wz")) -> None:
+    """Specific force and rates within ``limits.IMU_ACCELERATION`` / ``IMU_RATE_VALUE`` (a logging fault such
+    as 1e308 would make the covariance inf and the judge's input meaningless): else a one-line error naming
+    ``where``, the column and the line (``lines[i]``) or row."""
+    for values, bound, columns in ((accel, limits.IMU_ACCELERATION, names[:3]),
+                                   (gyro, limits.IMU_RATE_VALUE, names[3:])):
+        bad = ~(np.abs(values) <= bound.high)
+        if bad.any():
+            i, axis = (int(v) for v in np.unravel_index(int(np.argmax(bad)), bad.shape))
+            at = f"line {lines[i]}" if lines is not None else f"row {i}"
+            value = float(values[i, axis])
+            raise UserError(f"{where}: column {columns[axis]}: {value:g} {bound.unit} at {at} is outside "
+                            f"±{bound.high:g} {bound.unit} ({bound.why}; docs/limits.md)")
+
+
 def check_stamps(where: str, t: np.ndarray, offset_s: float = 0.0, lines=None, offset_name: str = "") -> None:
     """Header stamps ``t + offset_s`` (s) must be > 0, at most ``limits.HEADER_STAMP`` (int64 ns) and still
     strictly increasing once the offset is added (a huge offset swamps the clock's resolution): else a
