@@ -72,5 +72,9 @@ def test_demo_real_names_its_layout(tmp_path, capsys):
         (flat / run).symlink_to(REPO / "bags" / "reference" / "line" / run)
     assert main(["demo", "--real", str(flat), "--out", str(tmp_path / "o"), "--k", "2"]) == 2
     err = capsys.readouterr().err
-    assert "holds bags directly (run_00, run_01)" in err and "DIR/<scenario>/<run>/" in err
-    assert f"{flat / 'line' / 'run_00'}" in err and not (tmp_path / "o").exists()
+    assert "holds the runs of one scenario (run_00, run_01)" in err and "DIR/<scenario>/<run>/" in err
+    assert f"--real {tmp_path} (scenarios there: flat)" in err and not (tmp_path / "o").exists()
+    spaced = tmp_path / "my runs"   # a folder name that cannot name a scenario: say how to make one
+    flat.rename(spaced)
+    assert main(["demo", "--real", str(spaced), "--out", str(tmp_path / "o"), "--k", "2"]) == 2
+    assert "move its runs into NEW/<scenario>/ (a scenario name)" in capsys.readouterr().err

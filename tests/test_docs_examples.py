@@ -457,6 +457,32 @@ def test_cli_examples_run(block, world, tmp_path):
                 assert done.stdout.splitlines() == example.expected, f"{example.where}: other output"
 
 
+def test_each_page_runs_in_order_as_written():
+    """A reader runs a page's code blocks top to bottom in one folder: no command may write an output
+    an earlier block of the page wrote unless it says --overwrite (docs/import.md's second block reused
+    `--out csv_import`: exit 2).  Synopses (placeholders in capitals) and prose are not steps."""
+    clashes = []
+    for doc in DOCS:
+        written: dict = {}
+        steps = sorted((e for e in CLI if e.path == doc and not e.block.endswith(":inline")),
+                       key=lambda e: (e.line, e.column))
+        for example in steps:
+            for command in example.text.split("&&"):
+                words = shlex.split(command)
+                if any(word.startswith("[") or PLACEHOLDER.match(word) for word in words[2:]):
+                    continue  # a synopsis, not a step
+                for option in ("--out", "--output"):
+                    if option not in words[:-1]:
+                        continue
+                    target = words[words.index(option) + 1]
+                    if PLACEHOLDER.match(target) or target.startswith("$"):
+                        continue
+                    if target in written and "--overwrite" not in words and written[target] != example.block:
+                        clashes.append(f"{example.where}: {option} {target} was written at {written[target]}")
+                    written.setdefault(target, example.block)
+    assert not clashes, clashes
+
+
 def test_ray_blocks_are_the_ones_the_cluster_tests_run():
     """The Ray cluster blocks are run for real on a loopback cluster: two nodes (start a head and a
     worker, run a command with --ray, stop) by tests/test_ray_cluster.py, one node (a new OUT, then

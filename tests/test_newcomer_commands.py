@@ -179,3 +179,49 @@ def test_replay_progress_counts_every_bag(art_bags, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "judging 3 real bags" in out and "3/3" in out and "2/2" not in out
     assert done.report.written == 3 and len(done.runs) == 6 and not any(run.skipped for run in done.runs)
+
+
+# ------------------------------------------------------------------- issue 30 item 6: the next step
+def test_calibrate_given_a_folder_of_runs_names_one_of_them(repo_root, tmp_path, capsys):
+    """A scenario folder of runs was "not a rosbag2 directory (… `ros2 bag reindex` can rebuild it)"."""
+    from fixtures.hostile import refused
+
+    folder = repo_root / "bags" / "reference" / "line"
+    assert main(["calibrate", str(folder), "--out", str(tmp_path / "p.yaml")]) == 2
+    err = refused(capsys, "calibrate", "a folder of 3 bag(s) (run_00, run_01, run_02)", "give one of them",
+                  str(folder / "run_00"))
+    assert "reindex" not in err and not (tmp_path / "p.yaml").exists()
+    assert main(["calibrate", str(folder.parent), "--out", str(tmp_path / "p.yaml")]) == 2
+    refused(capsys, "calibrate", "a folder of scenario folders with 9 bag(s)", str(folder.parent / "circle"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["calibrate", str(empty), "--out", str(tmp_path / "p.yaml")]) == 2
+    refused(capsys, "calibrate", "no metadata.yaml and no .db3/.mcap storage file")
+    (empty / "x_0.db3").write_bytes(b"SQLite format 3\x00")
+    assert main(["calibrate", str(empty), "--out", str(tmp_path / "p.yaml")]) == 2
+    refused(capsys, "calibrate", "`ros2 bag reindex` can rebuild it")
+
+
+def test_score_of_simulated_runs_alone_gives_the_next_step_and_it_works(repo_root, tmp_path, capsys,
+                                                                       monkeypatch):
+    """`score simulated` (a `simulate` output: no real side) ended without a next step.  The step it
+    names — replay the shipped reference runs into the same tree — then scores; `score` takes
+    --no-progress like every command that shows progress."""
+    from fixtures.hostile import refused
+
+    monkeypatch.chdir(repo_root)
+    runs = tmp_path / "runs"
+    assert main(["simulate", "config/studies/tiny.yaml", "--out", str(runs), "--workers", "1",
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+    report = tmp_path / "report"
+    score = ["score", str(runs), "--out", str(report), "--no-progress", "--bootstrap", "0",
+             "--permutations", "0", "--no-noise-floor"]
+    assert main(score) == 2
+    err = refused(capsys, "score", "only simulated runs (scenarios line)", "no real runs")
+    step = err[err.index("`") + 1:err.index("`", err.index("`") + 1)].split()
+    assert step[:2] == ["sim2real-eval", "replay"] and step[-1] == str(runs)
+    assert main(step[1:] + ["--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(score) == 0
+    assert (report / "tables.md").is_file()

@@ -93,6 +93,20 @@ def test_failures_are_collected_and_others_complete(tmp_path, workers):
         report.raise_on_failure()
 
 
+def test_when_every_run_fails_the_message_says_so(tmp_path):
+    """The demo said "10 of 10 runs failed (the others are complete)"."""
+    tasks = [PayloadTask(f"bad{i}", i, fail=True) for i in range(3)]
+    report = run_batch(tasks, tmp_path, workers=1, progress=False)
+    with pytest.raises(UserError, match=r"^all 3 runs failed; first: sim/bad0: bad0: bad input$"):
+        report.raise_on_failure()
+    report = run_batch([PayloadTask("bad9", 9, fail=True)], tmp_path, workers=1, progress=False)
+    with pytest.raises(UserError, match=r"^the run failed; first: sim/bad9"):
+        report.raise_on_failure()
+    tasks = [PayloadTask("ok5", 5), PayloadTask("bad6", 6, fail=True)]
+    with pytest.raises(UserError, match=r"^1 of 2 runs failed \(the other 1 is complete\)"):
+        run_batch(tasks, tmp_path, workers=1, progress=False).raise_on_failure()
+
+
 def test_crash_leaves_no_half_directory(tmp_path):
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_batch([PayloadTask("t0", 0, crash_after_write=True)], tmp_path, workers=1, progress=False)

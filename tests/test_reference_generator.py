@@ -272,6 +272,24 @@ def test_shipped_reference_is_small_labelled_and_complete():
             assert ref.made_by(ref.run_path(shipped, scenario, k), setup), (scenario, k)
 
 
+def test_make_reference_on_the_shipped_folder_rewrites_nothing(tmp_path, capsys):
+    """`make-reference --out bags/reference` rewrote the tracked README.md ("bag" -> "run"): the tracked
+    files are what the generator writes, so a rerun on the shipped folder leaves every byte as it is."""
+    import shutil
+
+    shipped = REPO / "bags" / "reference"
+    copy = tmp_path / "reference"
+    shutil.copytree(shipped, copy)
+    before = {p.relative_to(copy): hashlib.sha256(p.read_bytes()).hexdigest() for p in copy.rglob("*")
+              if p.is_file()}
+    assert main(["make-reference", "--out", str(copy), "--no-progress", "--workers", "1"]) == 0
+    assert "0 runs written, 9 kept" in capsys.readouterr().out
+    after = {p.relative_to(copy): hashlib.sha256(p.read_bytes()).hexdigest() for p in copy.rglob("*")
+             if p.is_file()}
+    assert after == before
+    assert (copy / "README.md").read_bytes() == (shipped / "README.md").read_bytes()
+
+
 def shipped_records(path) -> list:
     """(recv_ns, topic, msgtype, CDR bytes) of a bag, in order."""
     from sim2real_eval.bags import open_bag

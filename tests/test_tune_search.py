@@ -93,6 +93,23 @@ def test_tune_lowers_vepd_and_resumes(setup):
     assert again[:3] == rows
 
 
+def test_the_runs_warnings_are_one_summary_line_without_temporary_folders(setup, tmp_path, capsys):
+    """The README's tune printed 214 divergence warnings naming deleted /tmp/sim2real-tune-* folders:
+    a σ of 0.5-1 m at 1 m/s makes the judge follow the GPS noise in every run; now one line sums them."""
+    root, study_path, real = setup
+    out = tmp_path / "out"
+    assert main(["tune", "--study", str(study_path), "--real", str(real), "--params", "gps.sigma=0.5:1.0",
+                 "--out", str(out), "--no-progress", "--budget", "1"]) == 0
+    err = capsys.readouterr().err
+    warnings_ = [line for line in err.splitlines() if ": warning: " in line]
+    assert len(warnings_) == 1, err
+    expected = ("sim2real-eval tune: warning: 4 warning(s) from the judged runs of 2 of the 2 trials run "
+                "here (the untuned variant included); the first, the untuned variant: sim/tuned/line/0: "
+                "/odometry/filtered's speed")
+    assert warnings_[0].startswith(expected), warnings_[0]
+    assert "sim2real-tune-" not in err and "/tmp" not in warnings_[0]
+
+
 def test_bad_parameter_names_list_the_valid_ones(setup, capsys):
     root = setup[0]
     code = main(["tune", "--study", str(setup[1]), "--real", str(setup[2]), "--params", "gps.v_max=0.1:0.2",

@@ -201,13 +201,28 @@ def find_real_bags(directory, k: int) -> dict:
         raise UserError(f"--real {root}: not a directory (expected {REAL_LAYOUT})")
     direct = bags_in(root)
     if direct:  # a scenario folder given as DIR: its bags would all be scenario DIR
-        raise UserError(f"--real {root}: holds bags directly ({', '.join(Path(b).name for b in direct[:3])}"
-                        f"{', …' if len(direct) > 3 else ''}); expected {REAL_LAYOUT}, e.g. "
-                        f"{root / 'line' / Path(direct[0]).name}")
+        names = ", ".join(Path(b).name for b in direct[:3]) + (", …" if len(direct) > 3 else "")
+        raise UserError(f"--real {root}: holds the runs of one scenario ({names}); --real takes the folder "
+                        f"of scenario folders (DIR/<scenario>/<run>/): {_parent_hint(root)}")
     found: dict = {}
     for bag in named_bags([root], limit=k, what="--real"):
         found.setdefault(bag.scenario, []).append(Path(bag.path))
     return found
+
+
+def _parent_hint(root: Path) -> str:
+    """What to give ``--real`` instead of the scenario folder ``root``: its parent (naming the scenarios
+    there), or, when ``root`` has no usable parent, how to make one."""
+    from .runs import bags_in, is_name
+
+    here = Path(os.path.abspath(root))
+    parent = here.parent
+    if is_name(here.name) and parent != here:   # its name can name a scenario: the folder above is DIR
+        scenarios = sorted(d.name for d in parent.iterdir()
+                           if d.is_dir() and not d.name.startswith(".") and bags_in(d))
+        shown = os.path.relpath(parent) if not Path(root).is_absolute() else str(parent)
+        return f"--real {shown} (scenarios there: {', '.join(scenarios)})"
+    return "move its runs into NEW/<scenario>/ (a scenario name) and give --real NEW"
 
 
 def reference_runs(setup, k: int, out: Path, shipped: Path) -> tuple:

@@ -21,6 +21,7 @@ from typing import NamedTuple, Tuple
 import numpy as np
 
 from .errors import UserError
+from .limits import ALTITUDE
 
 WGS84_A = 6378137.0  # semi-major axis, m
 WGS84_F = 1.0 / 298.257223563  # flattening
@@ -61,7 +62,20 @@ def as_datum(value, source: str = "datum") -> Datum:
         raise UserError(f"{source}: expected three finite numbers [lat, lon, alt], got {value!r}")
     if not (-90.0 <= items[0] <= 90.0 and -180.0 <= items[1] <= 360.0):
         raise UserError(f"{source}: latitude/longitude out of range: {value!r}")
+    check_altitude(items[2], f"{source}: altitude")
     return Datum(*items)
+
+
+def check_altitude(alt, where: str, lines=None) -> None:
+    """Ellipsoidal heights within ``limits.ALTITUDE`` (-1 km .. 100 km), else a one-line UserError naming
+    ``where`` and the first bad value (at ``lines[i]`` when given)."""
+    values = np.atleast_1d(np.asarray(alt, dtype=float))
+    bad = ~((values >= ALTITUDE.low) & (values <= ALTITUDE.high))
+    if bad.any():
+        i = int(np.argmax(bad))
+        at = f" at line {lines[i]}" if lines is not None else (f" at row {i}" if values.size > 1 else "")
+        raise UserError(f"{where}: {values[i]:g} m{at} is outside {ALTITUDE.low:g} .. {ALTITUDE.high:g} "
+                        "m, the range of ellipsoidal heights accepted (docs/limits.md)")
 
 
 def _check_model(model: str) -> None:

@@ -92,8 +92,42 @@ REPEATS = Bound(
     "repeats K (study repeats, demo --k, make-reference --k)", 1, 1000, "runs",
     "the paper uses K = 10; each run is a bag of a few MB", "limits.check_repeats")
 
+# Imported drives (sim2real-eval import, docs/import.md).
+HEADER_STAMP = Bound(
+    "header stamps of imported data (csv t + --time-offset; comma2k19 boot time + its UTC offset)", 0,
+    9.2e9, "s",
+    "stamps are int64 nanoseconds since 1970 (rosbag2): they overflow at 9.22e9 s (year 2262); "
+    "robot_localization drops stamp 0",
+    "importer.drive.check_stamps")
+ALTITUDE = Bound(
+    "altitude (gnss.csv and truth.csv alt, --datum ALT, datum alt, comma2k19 fixes)", -1000.0, 100_000.0,
+    "m", "ellipsoidal height: the lowest dry land (Dead Sea shore, -430 m) and the lowest geoid (-106 m) lie "
+    "above -1 km; 100 km is the edge of space (balloons reach 50 km, civil receivers stop at 18 km)",
+    "geodesy.check_altitude")
+IMPORT_RUNS = Bound(
+    "runs of one import (--window/--stride over all drives)", 1, 1000, "runs",
+    "counted before any window is built; 1000 windows of 10 s are 2.8 h of driving (a longer stride "
+    "covers more)", "importer.drive.windows")
+IMU_ACCELERATION = Bound(
+    "imported IMU specific force, each axis (imu.csv ax, ay, az; comma2k19 accelerometer)", -1000.0, 1000.0,
+    "m/s²", "about 100 g: vehicle IMUs saturate at 2-50 g; beyond it a value is a logging fault (1e308 "
+    "made the covariance inf)", "importer.drive.check_imu_values")
+IMU_RATE_VALUE = Bound(
+    "imported IMU angular rate, each axis (imu.csv wx, wy, wz; comma2k19 gyro)", -100.0, 100.0, "rad/s",
+    "MEMS gyroscopes' widest full scale is 4000 °/s = 70 rad/s", "importer.drive.check_imu_values")
+NPY_ROWS = Bound(
+    "rows of one comma2k19 array (read from the .npy header before loading)", None, 10_000_000, "rows",
+    "a segment is one minute (6 000 IMU rows at 104 Hz); 1e7 rows is a day at 100 Hz",
+    "importer.comma2k19.read_array")
+CSV_FILE = Bound(
+    "size of one imported CSV file (gnss.csv, imu.csv, truth.csv)", None, 512 * MIB, "bytes",
+    "read as a stream (0.8x the file); a whole import peaks at 2.8x its CSV files (595 MB for 201 MB, "
+    "benchmarks/bench_csv_import.py); 512 MiB of imu.csv at 100 Hz is ~15 h of driving",
+    "importer.csv_layout.read_table")
+
 BOUNDS = (CONFIG_FILE, YAML_VALUES, GROUND_TRUTH_RATE, SCENARIO_RATE, SCENARIO_DURATION, GPS_RATE,
-          IMU_RATE, JUDGE_FREQUENCY, TICK_LATENCY, SCORE_RATE, RESAMPLES, REPEATS)
+          IMU_RATE, JUDGE_FREQUENCY, TICK_LATENCY, SCORE_RATE, RESAMPLES, REPEATS, HEADER_STAMP, ALTITUDE,
+          IMPORT_RUNS, IMU_ACCELERATION, IMU_RATE_VALUE, NPY_ROWS, CSV_FILE)
 
 
 def check_repeats(value: int, what: str) -> int:

@@ -179,7 +179,7 @@ def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notic
     of ``ekf_params`` in ``bag``, with ``static_tfs`` (None: the bag's default, ``default_static_tfs``);
     ``unresolved``: also the IMU frames no TF connects (their covariances cannot be checked)."""
     from .bags import open_bag
-    from .bags.layout import default_static_tfs, first_messages
+    from .bags.layout import check_types, default_static_tfs, first_messages
     from .judge import Judge, parse_static_tf
     from .judge.lint import IMU_PARTS, imu_covariance_findings
 
@@ -187,6 +187,7 @@ def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notic
     topics = [probe.topic(sensor.topic) for sensor in ekf_params.sensors if sensor.kind == "imu"]
     findings: list = []
     with open_bag(bag) as reader:
+        check_types(reader, bag, [(topic, "sensor_msgs/msg/Imu") for topic in topics])
         first, frames = first_messages(reader, topics)
         tfs = (default_static_tfs(reader, frames, ekf_params.base_link_frame, list(first), str(bag), notice)
                if static_tfs is None else static_tfs)

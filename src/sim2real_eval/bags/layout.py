@@ -39,7 +39,11 @@ def mean_specific_force(reader, topic: str, count: int = 200):
             values.append(vector)
         if len(values) >= count:
             break
-    return np.mean(values, axis=0) if values else None
+    if not values:
+        return None
+    values = np.asarray(values, dtype=float)
+    scale = float(np.abs(values).max())   # scaled: a hostile 1e308 must not overflow the sum
+    return np.mean(values / scale, axis=0) * scale if scale > 0 else np.zeros(3)
 
 
 def art_mount_problem(specific_force) -> str:
@@ -51,15 +55,18 @@ def art_mount_problem(specific_force) -> str:
 
     if specific_force is None:
         return ""  # no accelerometer data: nothing contradicts the frames
-    norm = float(np.linalg.norm(specific_force))
-    if not norm > 0:
+    specific_force = np.asarray(specific_force, dtype=float)
+    scale = float(np.abs(specific_force).max())
+    if not (scale > 0 and np.isfinite(scale)):
         return ""
-    angle = float(np.degrees(np.arccos(np.clip(np.dot(specific_force, ART_IMU_UP) / norm, -1.0, 1.0))))
+    unit = specific_force / scale        # scaled first: the norm of (1e308, 0, 0) would overflow
+    unit = unit / np.linalg.norm(unit)
+    angle = float(np.degrees(np.arccos(np.clip(np.dot(unit, ART_IMU_UP), -1.0, 1.0))))
     if angle <= ART_MOUNT_TOLERANCE_DEG:
         return ""
     axis = "xyz"[int(np.argmax(np.abs(specific_force)))]
     sign = "+" if specific_force["xyz".index(axis)] > 0 else "-"
-    shown = ", ".join(f"{v:.2f}" for v in specific_force)
+    shown = ", ".join(f"{v:.2f}" if abs(v) < 1e6 else f"{v:.3g}" for v in specific_force)
     return (f"its IMU's mean specific force ({shown}) m/s² points along {sign}{axis}, {angle:.0f}° from the "
             f"+x axis that the ART mount (base_link->imu yaw π, pitch −π/2) turns up")
 
@@ -109,10 +116,21 @@ def peek_real_bag(path, imu_topic: str, gps_topic: str, base_link_frame: str, ms
     from .reader import open_bag
 
     with open_bag(path, msg_path=msg_path) as reader:
+        check_types(reader, path, [(imu_topic, "sensor_msgs/msg/Imu"),
+                                   (gps_topic, "sensor_msgs/msg/NavSatFix")])
         first, frames = first_messages(reader, (imu_topic, gps_topic))
         tfs = (default_static_tfs(reader, frames, base_link_frame, [imu_topic], str(path), notice, override)
                if by_layout else ())
     return tfs, first.get(imu_topic)
+
+
+def check_types(reader, path, expected) -> None:
+    """A one-line UserError when a topic of ``expected`` ([(topic, msgtype)]) is in the open bag ``reader``
+    with another type (``--imu-topic /fix`` must not reach code that reads an Imu's fields)."""
+    for topic, msgtype in expected:
+        info = reader.topics.get(topic)
+        if info is not None and info.msgtype != msgtype:
+            raise UserError(f"{path}: topic {topic} has type {info.msgtype}, expected {msgtype}")
 
 
 def first_messages(reader, topics) -> tuple:

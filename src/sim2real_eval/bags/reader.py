@@ -72,6 +72,27 @@ MAGIC = {".db3": b"SQLite format 3\x00", ".mcap": b"\x89MCAP0\r\n", ".bag": b"#R
 FORMATS = {".db3": "SQLite (rosbag2 sqlite3)", ".mcap": "MCAP", ".bag": "ROS 1 bag (v2.0)"}
 
 
+def _not_a_bag_folder(path: Path) -> str:
+    """Why the folder ``path`` (no metadata.yaml) is not a bag, and what to give instead: a folder of bags
+    (a scenario's runs) names one of them; storage files without metadata.yaml can be reindexed."""
+    def bags_in(folder: Path) -> list:
+        entries = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+        return [p for p in entries if (p.is_dir() and (p / "metadata.yaml").is_file()) or p.suffix == ".bag"]
+
+    entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
+    bags = bags_in(path)
+    if bags:
+        names = ", ".join(p.name for p in bags[:3]) + (", …" if len(bags) > 3 else "")
+        return f"a folder of {len(bags)} bag(s) ({names}), not a bag: give one of them, e.g. {bags[0]}"
+    if any(p.suffix in (".db3", ".mcap") for p in entries):
+        return "not a rosbag2 directory (metadata.yaml is missing; `ros2 bag reindex` can rebuild it)"
+    deeper = [bag for folder in entries if folder.is_dir() for bag in bags_in(folder)]
+    if deeper:   # DIR/<scenario>/<run>/, as make-reference and import write
+        return (f"a folder of scenario folders with {len(deeper)} bag(s), not a bag: give one of them, "
+                f"e.g. {deeper[0]}")
+    return "not a rosbag2 directory (no metadata.yaml and no .db3/.mcap storage file in it)"
+
+
 def _check_magic(path: Path) -> None:
     magic = MAGIC[path.suffix]
     try:
@@ -188,8 +209,7 @@ class BagReader:
         try:
             if path.is_dir():
                 if not (path / "metadata.yaml").is_file():
-                    raise UserError(f"{path}: not a rosbag2 directory (metadata.yaml is missing; "
-                                    "`ros2 bag reindex` can rebuild it)")
+                    raise UserError(f"{path}: {_not_a_bag_folder(path)}")
                 _check_storage_files(path)
                 read_path = self._checkpointed_copy(path)
             elif path.suffix in (".db3", ".mcap"):

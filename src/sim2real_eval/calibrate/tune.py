@@ -174,6 +174,7 @@ class TrialResult:
     per_scenario: dict = field(default_factory=dict)   # scenario -> VEPD
     seconds: float = 0.0
     error: str | None = None
+    warnings: tuple = ()     # the DataWarnings of its runs (run labels without the trial's temporary folder)
 
 
 @dataclass(frozen=True)
@@ -223,13 +224,40 @@ def evaluate(context: TrialContext, models: dict, number: int = -1,
 
     Runs are written to a private temporary directory (removed afterwards), so a trial needs no
     shared filesystem and can run on any Ray node.  A UserError (e.g. parameters a model refuses)
-    becomes a failed trial, not a crash.
+    becomes a failed trial, not a crash.  The runs' DataWarnings come back in ``warnings``.
     """
+    start = time.perf_counter()
+    with _trial_warnings() as caught:
+        result = _evaluate(context, models, number, values, start)
+    return dataclasses.replace(result, warnings=tuple(caught))
+
+
+@contextlib.contextmanager
+def _trial_warnings():
+    """The DataWarnings raised while a trial runs, collected (not printed: one per judged run, hundreds in
+    a search, naming temporary folders that are gone by then) — ``search`` sums them up in one line.
+    Other warnings are shown as usual."""
+    import re
+    import warnings
+
+    from ..errors import DataWarning
+
+    texts: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataWarning)
+        yield texts
+    for item in caught:
+        if issubclass(item.category, DataWarning):
+            texts.append(re.sub(r"\S*sim2real-tune-[^/\s]*/", "", str(item.message)))
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+
+
+def _evaluate(context: TrialContext, models: dict, number: int, values: dict | None, start: float):
     from .. import service
     from ..metrics.inputs import discover_runs_dir
     from ..pipeline.study import Variant
 
-    start = time.perf_counter()
     study = context.study
     try:
         if isinstance(study, ReplayTrials):
@@ -554,13 +582,17 @@ def search(context: TrialContext, study_name: str, variant_name: str, budget: in
     try:
         baseline = _stored_baseline(optuna_study)
         finished = len(optuna_study.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL)))
+        ran: list = []
         with _Progress(progress, budget, finished) as advance:
             if baseline is None:  # the untuned variant: what the search has to beat
                 baseline = _untuned_baseline(optuna_study, context, models, variant_name)
-            _run_trials(optuna_study, executor, _distributions(ranges), max(0, budget - finished), advance)
+                ran.append(baseline)
+            _run_trials(optuna_study, executor, _distributions(ranges), max(0, budget - finished),
+                        lambda result: (ran.append(result), advance(result)))
     finally:
         executor.close()
     wall = time.perf_counter() - start
+    summarise_warnings(ran)
 
     finished_trials = optuna_study.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL))
     trials = [_result_of(t) for t in finished_trials]
@@ -573,6 +605,25 @@ def search(context: TrialContext, study_name: str, variant_name: str, budget: in
     else:
         best_models = apply_params(models, ranges, best.values)
     return TuneResult(study_name, ranges, baseline, trials, best, best_models, wall, executor.capacity, kind)
+
+
+def summarise_warnings(results: list) -> None:
+    """One DataWarning for the warnings of all the trials that ran (the untuned variant is trial -1):
+    how many runs in how many trials, and the first one's text."""
+    import warnings
+
+    from ..errors import DataWarning
+
+    warned = [r for r in results if r.warnings]
+    if not warned:
+        return
+    runs = sum(len(r.warnings) for r in warned)
+    first = warned[0]
+    which = "the untuned variant" if first.number < 0 else f"trial {first.number}"
+    values = ", ".join(f"{k}={v:.4g}" for k, v in sorted(first.values.items()))
+    warnings.warn(f"{runs} warning(s) from the judged runs of {len(warned)} of the {len(results)} trials run "
+                  f"here (the untuned variant included); the first, {which}"
+                  f"{f' ({values})' if values else ''}: {first.warnings[0]}", DataWarning, stacklevel=2)
 
 
 def _objective_scenarios(study, options, objective: str) -> list:

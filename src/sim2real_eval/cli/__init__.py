@@ -57,8 +57,17 @@ def integer(text: str) -> int:
     return int(text)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with the project's one-line errors: ``PROG: error: MESSAGE (PROG --help …)``, exit 2, and
+    no usage block before it (1-14 lines that hid the one line that matters).  Sub-parsers made by
+    ``add_subparsers`` are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sim2real-eval",
         description="Measure the sim-to-real gap of simulated GPS and IMU, judged by robot_localization.",
     )
@@ -80,7 +89,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     module_name, help_text = COMMANDS[known.command]
     module = importlib.import_module(f"{__name__}.{module_name}")
-    command_parser = argparse.ArgumentParser(prog=f"sim2real-eval {known.command}", description=help_text)
+    command_parser = OneLineParser(prog=f"sim2real-eval {known.command}", description=help_text)
     command_parser.add_argument("--debug", action="store_true", default=known.debug,
                                 help="show tracebacks instead of one-line errors")
     module.add_arguments(command_parser)
@@ -98,7 +107,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     _show_data_warnings(known.command)
     _names_as_bytes()
     try:
-        code = int(module.run(args) or 0)
+        with _plain_numbers():
+            code = int(module.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not as "Exception ignored" at exit
         return code
     except UserError as exc:
@@ -168,6 +178,19 @@ def note(command: str):
         print(f"sim2real-eval {command}: note: {one_line(text)}", file=sys.stderr)
 
     return notice
+
+
+def _plain_numbers():
+    """While a command runs, numpy 2's scalars print as ``0.3``, not ``np.float64(0.3)``: in a message a
+    number reached through ``!r``, a tuple or a list reads as a number (the repr is for programmers).
+    numpy 1.x printed them plainly already."""
+    import contextlib
+
+    import numpy as np
+
+    if int(np.__version__.split(".")[0]) < 2:
+        return contextlib.nullcontext()
+    return np.printoptions(legacy="1.25")
 
 
 def _show_data_warnings(command: str) -> None:

@@ -61,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="runs whose velocity traces are plotted (default: first run of each scenario)")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes reading runs (default: CPU count)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--warmup", type=float, default=None, metavar="SECONDS",
                         help="seconds at the start of every run left out of the scores (the judge's "
                              "start-up; the noise floor skips them too); default: the warmup_s the runs' "
@@ -137,6 +138,26 @@ def _check_one_scenario_set(specs: list) -> None:
                         "missing runs")
 
 
+def check_real_side(specs, kind: str, args) -> None:
+    """Simulated runs alone (``score`` of a ``simulate`` output): the one-line error says how to add the
+    real side they are compared with."""
+    from ..errors import UserError
+    from ..metrics.inputs import REAL
+
+    if not specs or any(spec.side == REAL for spec in specs):
+        return
+    scenarios = ", ".join(sorted({spec.scenario for spec in specs}))
+    if kind == "runs_dir":
+        step = (f"replay real bags of those scenarios into the same tree first, e.g. `sim2real-eval replay "
+                f"bags/reference/line --replace imu=chrono_paper_demo --out {args.runs_dir}` (the shipped "
+                "reference runs of scenario line), or run `sim2real-eval demo`, which makes both sides")
+    elif kind == "manifest":
+        step = f"list real runs of those scenarios in {args.manifest} (side: real)"
+    else:
+        step = f"put the real runs in {args.csv_dir}/Real/<scenario>_<k>.csv"
+    raise UserError(f"only simulated runs (scenarios {scenarios}), no real runs to compare them with: {step}")
+
+
 def run(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -172,11 +193,13 @@ def run(args) -> int:
     options = dataclasses.replace(options, warmup_s=warmup_of_runs(specs, args.warmup)).validate()
     label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
     check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out})
+    check_real_side(specs, kind, args)
 
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # auto_refresh=False: no refresh thread while worker processes are forked.
-    with Progress(*columns, console=console, auto_refresh=False, disable=not console.is_terminal,
+    with Progress(*columns, console=console, auto_refresh=False,
+                  disable=args.no_progress or not console.is_terminal,
                   transient=not console.is_terminal) as progress:
         tasks: dict = {}
 

@@ -27,11 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import limits
 from ..errors import UserError
+from ..geodesy import check_altitude
 from ..models import samples as S
 from . import covariance as cov
 from . import frames
-from .drive import Drive, Fixes, Inertial, imu_residual_variance
+from .drive import Drive, Fixes, Inertial, check_imu_values, check_stamps, imu_residual_variance
 
 GPS_EPOCH_UNIX_S = 315964800      # 1980-01-06T00:00:00Z
 GPS_MINUS_UTC_S = 18              # leap seconds since 2017-01-01 (comma2k19 was recorded in 2018)
@@ -64,17 +66,48 @@ def _load(root: Path, key: str, required: bool = True):
         if not required:
             return None
         raise UserError(f"{path}: missing (a comma2k19 segment folder holds global_pose/ and processed_log/)")
+    width = SHAPES.get(key)
+    expected = "(N,)" if width is None else f"(N, {width})"
+    array = read_array(path, 1 if width is None else 2, expected)
+    wrong = array.ndim != 1 if width is None else (array.ndim != 2 or array.shape[1] < width)
+    if wrong:
+        raise UserError(f"{path}: shape {array.shape}, expected {expected}")
+    return array
+
+
+def read_array(path: Path, ndim: int, expected: str) -> np.ndarray:
+    """The float64 contents of a .npy file, checked from its header before anything is loaded: a numeric
+    dtype (not text or objects), ``ndim`` dimensions, at most ``limits.NPY_ROWS`` rows, and a file long
+    enough for what the header claims (a forged header cannot make numpy allocate terabytes)."""
+    from numpy.lib import format as npy
+
+    try:
+        with open(path, "rb") as stream:
+            version = npy.read_magic(stream)
+            read_header = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}.get(version)
+            if read_header is None:
+                raise UserError(f"{path}: .npy format version {version[0]}.{version[1]}, expected 1.0 or 2.0 "
+                                "(numeric arrays)")
+            shape, _fortran_order, dtype = read_header(stream)
+            data_bytes = path.stat().st_size - stream.tell()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({limits.describe_os_error(exc)})") from None
+    except ValueError as exc:
+        raise UserError(f"{path}: not a numpy .npy array ({str(exc).splitlines()[0]})") from None
+    if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
+        raise UserError(f"{path}: dtype {dtype.str!r}, expected numbers (float or integer)")
+    if len(shape) != ndim:
+        raise UserError(f"{path}: shape {shape}, expected {expected}")
+    limits.NPY_ROWS.check(shape[0], f"{path}: rows")
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if claimed > data_bytes:
+        raise UserError(f"{path}: the header claims shape {shape} of {dtype.str} ({claimed} bytes) but "
+                        f"the file holds {data_bytes} bytes of data (truncated or not a comma2k19 array)")
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: not a numpy array ({exc})") from None
-    array = np.asarray(array, dtype=float)
-    width = SHAPES.get(key)
-    wrong = array.ndim != 1 if width is None else (array.ndim != 2 or array.shape[1] < width)
-    if wrong:
-        expected = "(N,)" if width is None else f"(N, {width})"
-        raise UserError(f"{path}: shape {array.shape}, expected {expected}")
-    return array
+        raise UserError(f"{path}: not a numpy array ({str(exc).splitlines()[0]})") from None
+    return np.asarray(array, dtype=float)
 
 
 def _check_time(path: Path, t: np.ndarray, length: int) -> None:
@@ -86,7 +119,8 @@ def _check_time(path: Path, t: np.ndarray, length: int) -> None:
     steps = np.diff(t)
     if (steps <= 0).any():
         i = int(np.argmax(steps <= 0)) + 1
-        raise UserError(f"{path}: column t: not strictly increasing at row {i} ({t[i - 1]!r} then {t[i]!r})")
+        raise UserError(f"{path}: column t: not strictly increasing at row {i} "
+                        f"({float(t[i - 1])!r} then {float(t[i])!r})")
 
 
 def _check_finite(path: Path, values: np.ndarray, columns) -> None:
@@ -120,6 +154,10 @@ def read_segment(src, fix_covariance: float | None = None, fix_covariance_scale:
     for key in ("pose_gps_t", "pose_position", "pose_velocity", "pose_orientation", "accel", "gyro"):
         _check_finite(root / FILES[key], a[key], range(SHAPES[key]))
     _check_finite(root / FILES["fix"], a["fix"], (0, 1, 4))
+    check_altitude(a["fix"][:, 4], f"{root / FILES['fix']}: column 4 (altitude)")
+    axes = ("0", "1", "2") * 2
+    check_imu_values(str(root / FILES["accel"]), a["accel"][:, :3], np.zeros((1, 3)), names=axes)
+    check_imu_values(str(root / FILES["gyro"]), np.zeros((1, 3)), a["gyro"][:, :3], names=axes)
 
     # Clock: boot time → UTC epoch through the pose's GPS times.
     week, time_of_week = a["pose_gps_t"][:, 0], a["pose_gps_t"][:, 1]
@@ -128,7 +166,10 @@ def read_segment(src, fix_covariance: float | None = None, fix_covariance_scale:
     if np.ptp(offsets) > 0.01:
         raise UserError(f"{root / FILES['pose_gps_t']}: boot time and GPS time drift apart by "
                         f"{np.ptp(offsets) * 1e3:.1f} ms within the segment; cannot align the clocks")
-    offset_ns = int(round(float(np.median(offsets)) * 1e9))
+    offset_s = float(np.median(offsets))
+    for key in ("pose_t", "fix_t", "accel_t", "gyro_t"):
+        check_stamps(f"{root / FILES[key]} + the UTC offset from {FILES['pose_gps_t']}", a[key], offset_s)
+    offset_ns = int(round(offset_s * 1e9))
 
     # Truth (device FRD attitude → FLU).
     q_wxyz = a["pose_orientation"][:, :4]
@@ -138,6 +179,7 @@ def read_segment(src, fix_covariance: float | None = None, fix_covariance_scale:
     truth, datum = frames.truth_from_ecef(a["pose_t"], a["pose_position"], a["pose_velocity"],
                                           frames.attitude_frd_to_flu(q_ecef_frd), None, None, where_truth,
                                           measured=measured)
+    check_altitude(datum.alt, f"{where_truth}: the datum (the first pose)")
 
     # IMU (FRD → FLU), gyro on the accelerometer's stamps.
     t_imu = a["accel_t"]

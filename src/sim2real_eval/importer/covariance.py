@@ -71,7 +71,7 @@ def reported_sigma(sigma_h, sigma_v=None, where: str = "gnss") -> FixCovariance:
         bad = ~(np.isfinite(values) & (values > 0))
         if bad.any():
             raise UserError(f"{where}: column {name}: expected a standard deviation > 0 m, got "
-                            f"{values[int(np.argmax(bad))]!r} at fix {int(np.argmax(bad))}")
+                            f"{float(values[int(np.argmax(bad))])!r} at fix {int(np.argmax(bad))}")
     return FixCovariance(np.column_stack([sigma_h, sigma_h, sigma_v]), S.COVARIANCE_TYPE_DIAGONAL_KNOWN,
                          "reported", "the receiver's reported accuracy (sigma_h, sigma_v columns)")
 

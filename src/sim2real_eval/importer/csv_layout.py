@@ -30,11 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import limits
 from ..errors import UserError
+from ..geodesy import check_altitude
 from ..models import samples as S
 from . import covariance as cov
 from . import frames
-from .drive import Drive, Fixes, Inertial, imu_residual_variance
+from .drive import Drive, Fixes, Inertial, check_imu_values, check_stamps, imu_residual_variance
 from .vehicle import POSE_CUTOFF_HZ
 
 FILES = ("gnss.csv", "imu.csv", "truth.csv")
@@ -54,80 +56,105 @@ IMU_AXES = ("flu", "frd")
 
 def read_table(path: Path, required, optional=()) -> dict:
     """{column: float64 array} of the ``required`` and present ``optional`` columns of one CSV file,
-    checked: every value a finite number, ``t`` strictly increasing (errors name file, column, line)."""
-    numbered = _content_lines(path, required)
-    header_line, header = numbered[0]
-    names = [name.strip() for name in header]
-    duplicated = sorted({n for n in names if names.count(n) > 1 and n})
-    if duplicated:
-        raise UserError(f"{path}: line {header_line}: column(s) {', '.join(duplicated)} appear twice")
-    missing = [name for name in required if name not in names]
-    if missing:
-        raise UserError(f"{path}: missing column(s) {', '.join(missing)} (header has: {', '.join(names)})")
-    rows = numbered[1:]
-    if len(rows) < 2:
-        raise UserError(f"{path}: needs at least 2 data lines, got {len(rows)}")
-    wanted = list(required) + [name for name in optional if name in names]
-    out = _numbers(path, rows, names, wanted)
+    checked: every value a finite number, ``t`` strictly increasing (errors name file, column, line).
+    Read as a stream (a row at a time into typed arrays: memory ~ the numbers, not the text) from a
+    regular file of at most ``limits.CSV_FILE``; a UTF-8 byte-order mark (spreadsheet exports) is
+    accepted."""
+    with _open_csv(path) as stream:
+        rows = _content_rows(csv.reader(stream))
+        try:
+            header_line, header = next(rows)
+        except StopIteration:
+            raise UserError(f"{path}: empty (expected a header line with {', '.join(required)})") from None
+        names = [name.strip() for name in header]
+        duplicated = sorted({n for n in names if names.count(n) > 1 and n})
+        if duplicated:
+            raise UserError(f"{path}: line {header_line}: column(s) {', '.join(duplicated)} appear twice")
+        missing = [name for name in required if name not in names]
+        if missing:
+            raise UserError(f"{path}: missing column(s) {', '.join(missing)} "
+                            f"(header has: {', '.join(names)})")
+        wanted = list(required) + [name for name in optional if name in names]
+        out = _numbers(path, rows, names, wanted)
+    if len(out["t"]) < 2:
+        raise UserError(f"{path}: needs at least 2 data lines, got {len(out['t'])}")
     steps = np.diff(out["t"])
     if (steps <= 0).any():
         i = int(np.argmax(steps <= 0)) + 1
-        raise UserError(f"{path}: column t: not strictly increasing at line {rows[i][0]} "
-                        f"({out['t'][i - 1]!r} then {out['t'][i]!r})")
-    out["_lines"] = np.array([line for line, _row in rows])
+        raise UserError(f"{path}: column t: not strictly increasing at line {out['_lines'][i]} "
+                        f"({float(out['t'][i - 1])!r} then {float(out['t'][i])!r})")
     return out
 
 
-def _content_lines(path: Path, required) -> list:
-    """[(line number, fields)] of a CSV file's lines that are neither blank nor comments (the header
-    first); a missing, unreadable or empty file is a UserError."""
+def _open_csv(path: Path):
+    """The open text stream of a CSV file: a regular file within ``limits.CSV_FILE`` (a FIFO or device
+    is refused, not read), decoded as UTF-8 with an optional byte-order mark."""
     if not path.is_file():
         raise UserError(f"{path}: missing (the CSV layout needs {', '.join(FILES)} in one folder)")
+    size = path.stat().st_size
+    if size > limits.CSV_FILE.high:
+        raise UserError(f"{path}: {size / limits.MIB:.0f} MiB, above the limit of "
+                        f"{limits.CSV_FILE.high / limits.MIB:.0f} MiB for an imported CSV file (split the "
+                        "drive into several folders; docs/limits.md)")
     try:
-        with open(path, newline="", encoding="utf-8") as stream:
-            numbered = [(i + 1, row) for i, row in enumerate(csv.reader(stream))]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"{path}: cannot read ({exc})") from None
-    numbered = [(n, row) for n, row in numbered if row and "".join(row).strip()
-                and not row[0].lstrip().startswith("#")]
-    if not numbered:
-        raise UserError(f"{path}: empty (expected a header line with {', '.join(required)})")
-    return numbered
+        return open(path, newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({limits.describe_os_error(exc)})") from None
 
 
-def _numbers(path: Path, rows: list, names: list, wanted: list) -> dict:
-    """{column: float64 array} of the ``wanted`` columns of the data ``rows``: every line as many fields
-    as the header, every value a finite number."""
+def _content_rows(reader):
+    """(line number, fields) of the CSV rows that are neither blank nor comments (lazily)."""
+    for row in reader:
+        if row and "".join(row).strip() and not row[0].lstrip().startswith("#"):
+            yield reader.line_num, row
+
+
+def _numbers(path: Path, rows, names: list, wanted: list) -> dict:
+    """{column: float64 array} of the ``wanted`` columns of the data ``rows`` (+ "_lines", their line
+    numbers): every line as many fields as the header, every value a finite number."""
+    from array import array
+
     index = {name: names.index(name) for name in wanted}
-    out = {name: np.empty(len(rows)) for name in wanted}
-    for r, (line, row) in enumerate(rows):
-        if len(row) != len(names):
-            raise UserError(f"{path}: line {line}: {len(row)} fields, the header has {len(names)}")
-        for name, i in index.items():
-            text = row[i].strip()
-            try:
-                value = float(text)
-            except ValueError:
-                raise UserError(f"{path}: column {name}: not a number at line {line}: {text!r}") from None
-            if not np.isfinite(value):
-                raise UserError(f"{path}: column {name}: {text!r} at line {line} (expected a finite number)")
-            out[name][r] = value
+    columns = {name: array("d") for name in wanted}
+    numbers = array("q")
+    line = 0
+    try:
+        for line, row in rows:
+            if len(row) != len(names):
+                raise UserError(f"{path}: line {line}: {len(row)} fields, the header has {len(names)}")
+            for name, i in index.items():
+                text = row[i].strip()
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise UserError(f"{path}: column {name}: not a number at line {line}: {text!r}") from None
+                if value - value != 0.0:   # inf or nan
+                    raise UserError(f"{path}: column {name}: {text!r} at line {line} (expected a finite "
+                                    "number)")
+                columns[name].append(value)
+            numbers.append(line)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{path}: cannot read after line {line} ({exc})") from None
+    out = {name: np.frombuffer(values, dtype=float) if len(values) else np.empty(0)
+           for name, values in columns.items()}
+    out["_lines"] = np.frombuffer(numbers, dtype=np.int64) if len(numbers) else np.empty(0, dtype=np.int64)
     return out
 
 
 def _truth_family(path: Path) -> str:
     """Which position family truth.csv uses (from its header)."""
-    with open(path, newline="", encoding="utf-8") as stream:
-        for row in csv.reader(stream):
-            if row and "".join(row).strip() and not row[0].lstrip().startswith("#"):
-                names = {name.strip() for name in row}
-                found = [family for family, key in TRUTH_FAMILY_KEYS.items() if key in names]
-                if len(found) == 1:
-                    return found[0]
-                if len(found) > 1:
-                    raise UserError(f"{path}: positions given in several frames ({', '.join(found)}); "
-                                    "keep one of x_ecef…, lat/lon/alt, east/north/up")
-                break
+    with _open_csv(path) as stream:
+        try:
+            header = next(_content_rows(csv.reader(stream)), (0, []))[1]
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise UserError(f"{path}: cannot read ({exc})") from None
+    names = {name.strip() for name in header}
+    found = [family for family, key in TRUTH_FAMILY_KEYS.items() if key in names]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise UserError(f"{path}: positions given in several frames ({', '.join(found)}); "
+                        "keep one of x_ecef…, lat/lon/alt, east/north/up")
     raise UserError(f"{path}: missing position columns: x_ecef, y_ecef, z_ecef (ECEF), lat, lon, alt (LLA) "
                     "or east, north, up (ENU, with --datum)")
 
@@ -147,6 +174,7 @@ def read_truth(path: Path, datum, time_offset: float):
     family = _truth_family(path) if path.is_file() else "ecef"
     columns = TRUTH_FAMILIES[family]
     table = read_table(path, ("t",) + columns[:3], columns[3:] + ATTITUDE + RATES)
+    check_stamps(f"{path}: column t", table["t"], time_offset, table["_lines"], "--time-offset")
     t = table["t"] + time_offset
     position = np.column_stack([table[c] for c in columns[:3]])
     velocity = _optional_group(table, columns[3:], path)  # None: from the smoothed poses
@@ -168,6 +196,7 @@ def read_truth(path: Path, datum, time_offset: float):
         if bad.any():
             i = int(np.argmax(bad))
             raise UserError(f"{path}: columns lat, lon: out of range at line {table['_lines'][i]}")
+        check_altitude(position[:, 2], f"{path}: column alt", table["_lines"])
     measured: dict = {}
     if family == "ecef":
         truth, datum = frames.truth_from_ecef(t, position, velocity, attitude, rates, datum, source,
@@ -178,6 +207,7 @@ def read_truth(path: Path, datum, time_offset: float):
     else:
         truth, datum = frames.truth_from_enu(t, position, velocity, attitude, rates, datum, source,
                                              measured=measured)
+    check_altitude(datum.alt, f"{path}: the datum (the first truth position)")
     given = list(columns) if velocity is not None else list(columns[:3])
     described = {"frame": family, "columns": given, "measured": measured,
                  "velocity": "given" if velocity is not None else
@@ -208,19 +238,15 @@ def read_folder(src, fix_covariance: float | None = None, fix_covariance_scale: 
     paths = {name: folder / name for name in FILES}
     gnss = read_table(paths["gnss.csv"], GNSS_COLUMNS, GNSS_OPTIONAL)
     imu_table = read_table(paths["imu.csv"], IMU_COLUMNS)
-    truth, datum, truth_record = read_truth(paths["truth.csv"], datum, float(time_offset))
     for name, table in (("gnss.csv", gnss), ("imu.csv", imu_table)):
-        if table["t"][0] + time_offset <= 0:
-            raise UserError(f"{paths[name]}: column t: {table['t'][0] + time_offset!r} s at line "
-                            f"{table['_lines'][0]}: header stamps must be > 0 (shift the clock with "
-                            "--time-offset SECONDS)")
-    if truth.t[0] <= 0:
-        raise UserError(f"{paths['truth.csv']}: column t: {truth.t[0]!r} s: header stamps must be > 0 "
-                        "(shift the clock with --time-offset SECONDS)")
+        check_stamps(f"{paths[name]}: column t", table["t"], time_offset, table["_lines"], "--time-offset")
+    truth, datum, truth_record = read_truth(paths["truth.csv"], datum, float(time_offset))
 
     t_imu = imu_table["t"] + time_offset
     accel = np.column_stack([imu_table[c] for c in ("ax", "ay", "az")])
     gyro = np.column_stack([imu_table[c] for c in ("wx", "wy", "wz")])
+    check_imu_values(str(paths["imu.csv"]), accel, gyro, imu_table["_lines"])
+    del imu_table, table   # its columns are in accel, gyro now (a long drive's imu.csv: 128 MB less)
     if imu_axes == "frd":
         accel, gyro = frames.frd_to_flu(accel), frames.frd_to_flu(gyro)
     mounting = frames.IDENTITY
@@ -235,6 +261,7 @@ def read_folder(src, fix_covariance: float | None = None, fix_covariance_scale: 
     if bad.any():
         i = int(np.argmax(bad))
         raise UserError(f"{paths['gnss.csv']}: columns lat, lon: out of range at line {gnss['_lines'][i]}")
+    check_altitude(gnss["alt"], f"{paths['gnss.csv']}: column alt", gnss["_lines"])
     where_gnss = str(paths["gnss.csv"])
     if fix_covariance is not None:
         policy = cov.given_sigma(n, fix_covariance)
@@ -251,7 +278,7 @@ def read_folder(src, fix_covariance: float | None = None, fix_covariance_scale: 
         bad = ~np.isin(values, (-1, 0, 1, 2))
         if bad.any():
             i = int(np.argmax(bad))
-            raise UserError(f"{where_gnss}: column status: {values[i]!r} at line {gnss['_lines'][i]} "
+            raise UserError(f"{where_gnss}: column status: {float(values[i]):g} at line {gnss['_lines'][i]} "
                             "(expected -1 no fix, 0 fix, 1 SBAS, 2 GBAS)")
         status = values.astype(np.int8)
     fixes = Fixes(gnss["t"] + time_offset, gnss["lat"], gnss["lon"], gnss["alt"], status, policy)

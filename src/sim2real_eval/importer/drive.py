@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import geodesy, rotations
+from .. import geodesy, limits, rotations
 from ..errors import DataWarning, UserError
 from ..truth import GroundTruth
 from .covariance import FixCovariance
@@ -114,11 +114,24 @@ def imu_residual_variance(truth: GroundTruth, imu: Inertial) -> tuple:
     """(accel variance (3,), gyro variance (3,)): per axis variance of IMU − truth at the IMU instants
     (mean removed: a bias is not noise).  What the filter should expect of one sample: sensor noise,
     vibration and the truth's own smoothing (5 Hz) together."""
-    inside = (imu.t >= truth.t[0]) & (imu.t <= truth.t[-1])
-    reference = truth.interpolate(imu.t[inside])
-    accel = np.var(imu.accel[inside] - reference.specific_force, axis=0, ddof=1)
-    gyro = np.var(imu.gyro[inside] - reference.angular_velocity, axis=0, ddof=1)
-    return accel, gyro
+    inside = np.flatnonzero((imu.t >= truth.t[0]) & (imu.t <= truth.t[-1]))
+    accel = np.empty((inside.size, 3))
+    gyro = np.empty((inside.size, 3))
+    for part, reference in _truth_at_imu(truth, imu, inside):
+        accel[part] = imu.accel[inside[part]] - reference.specific_force
+        gyro[part] = imu.gyro[inside[part]] - reference.angular_velocity
+    return np.var(accel, axis=0, ddof=1), np.var(gyro, axis=0, ddof=1)
+
+
+CHUNK_SAMPLES = 100_000   # the truth interpolated at this many IMU samples at a time (17 columns: 14 MB)
+
+
+def _truth_at_imu(truth: GroundTruth, imu: Inertial, rows: np.ndarray):
+    """(slice of ``rows``, the truth at the IMU samples ``rows[slice]``) in chunks: the whole drive's truth
+    at every IMU sample would hold 17 floats per sample (272 MB for 5.5 h at 100 Hz)."""
+    for start in range(0, rows.size, CHUNK_SAMPLES):
+        part = slice(start, min(start + CHUNK_SAMPLES, rows.size))
+        yield part, truth.interpolate(imu.t[rows[part]])
 
 
 def add_madgwick_orientation(drive: Drive, gain: float, orientation_stddev: float, zeta: float = 0.0) -> None:
@@ -158,8 +171,8 @@ def check_mounting_hint(truth: GroundTruth, imu: Inertial, where: str) -> Option
     (both > 1°): the mean direction of travel off base_link x, the mean up off z, or the IMU's mean
     specific force off the truth's.  A tilted base_link leaves gravity in the judge's horizontal
     acceleration (two_d_mode removes it along its own z)."""
-    inside = (imu.t >= truth.t[0]) & (imu.t <= truth.t[-1])
-    if inside.sum() < 10:
+    inside = np.flatnonzero((imu.t >= truth.t[0]) & (imu.t <= truth.t[-1]))
+    if inside.size < 10:
         return None
     hint = "consider --estimate-mounting"
     moving = np.linalg.norm(truth.velocity, axis=1) > 2.0
@@ -173,7 +186,9 @@ def check_mounting_hint(truth: GroundTruth, imu: Inertial, where: str) -> Option
                     f"{off_x:.1f} deg off its x axis and the mean up {off_z:.1f} deg off its z axis (a "
                     f"tilted base_link leaves gravity in the judge's horizontal acceleration); {hint}")
     mean_imu = imu.accel[inside].mean(axis=0)
-    mean_truth = truth.interpolate(imu.t[inside]).specific_force.mean(axis=0)
+    chunks = _truth_at_imu(truth, imu, inside)
+    total = sum(reference.specific_force.sum(axis=0) for _rows, reference in chunks)
+    mean_truth = total / inside.size
     angle = _angle_deg(mean_imu, mean_truth)
     if angle <= 1.0:
         return None
@@ -196,8 +211,60 @@ def windows(start: float, end: float, window: Optional[float], stride: Optional[
     if window > end - start + 1e-9:
         raise UserError(f"--window {window:g} s is longer than the drive ({end - start:.1f} s where truth, "
                         "GNSS and IMU overlap)")
-    count = int(np.floor((end - start - window) / stride + 1e-9)) + 1
-    return [(start + k * stride, start + k * stride + window) for k in range(count)]
+    count = window_count(start, end, window, stride)
+    if count > limits.IMPORT_RUNS.high:   # counted, not built: --stride 1e-6 would be 58 M windows
+        raise UserError(f"--window {window:g} s every --stride {stride:g} s make {count:.4g} runs of one "
+                        f"drive; at most {limits.IMPORT_RUNS.high:g} (choose a longer stride; "
+                        "docs/limits.md)")
+    return [(start + k * stride, start + k * stride + window) for k in range(int(count))]
+
+
+def window_count(start: float, end: float, window: float, stride: float) -> float:
+    """How many windows of ``window`` s every ``stride`` s fit in [start, end] (a float: it may be huge)."""
+    return float(np.floor((end - start - window) / stride + 1e-9)) + 1.0
+
+
+def check_imu_values(where: str, accel: np.ndarray, gyro: np.ndarray, lines=None,
+                     names=("ax", "ay", "az", "wx", "wy", "wz")) -> None:
+    """Specific force and rates within ``limits.IMU_ACCELERATION`` / ``IMU_RATE_VALUE`` (a logging fault such
+    as 1e308 would make the covariance inf and the judge's input meaningless): else a one-line error naming
+    ``where``, the column and the line (``lines[i]``) or row."""
+    for values, bound, columns in ((accel, limits.IMU_ACCELERATION, names[:3]),
+                                   (gyro, limits.IMU_RATE_VALUE, names[3:])):
+        bad = ~(np.abs(values) <= bound.high)
+        if bad.any():
+            i, axis = (int(v) for v in np.unravel_index(int(np.argmax(bad)), bad.shape))
+            at = f"line {lines[i]}" if lines is not None else f"row {i}"
+            value = float(values[i, axis])
+            raise UserError(f"{where}: column {columns[axis]}: {value:g} {bound.unit} at {at} is outside "
+                            f"±{bound.high:g} {bound.unit} ({bound.why}; docs/limits.md)")
+
+
+def check_stamps(where: str, t: np.ndarray, offset_s: float = 0.0, lines=None, offset_name: str = "") -> None:
+    """Header stamps ``t + offset_s`` (s) must be > 0, at most ``limits.HEADER_STAMP`` (int64 ns) and still
+    strictly increasing once the offset is added (a huge offset swamps the clock's resolution): else a
+    one-line error naming ``where`` (file and column) and the line (``lines[i]``) or row."""
+    stamps = np.asarray(t, dtype=float) + offset_s
+    shifted = f" + {offset_name} {offset_s:g} s" if offset_name and offset_s else ""
+
+    def at(i: int) -> str:
+        return f"line {lines[i]}" if lines is not None else f"row {i}"
+
+    if not stamps[0] > 0:
+        raise UserError(f"{where}: {stamps[0]:g} s at {at(0)}{' (t' + shifted + ')' if shifted else ''}: "
+                        "header stamps must be > 0 (shift the clock with --time-offset SECONDS)")
+    top = limits.HEADER_STAMP.high
+    above = stamps > top
+    if above.any():
+        i = int(np.argmax(above))
+        raise UserError(f"{where}: {stamps[i]:g} s at {at(i)}{' (t' + shifted + ')' if shifted else ''}: "
+                        f"header stamps must be at most {top:g} s (int64 nanoseconds since 1970, up to the "
+                        f"year 2261){'; check ' + offset_name if shifted else ''}")
+    steps = np.diff(stamps)
+    if (steps <= 0).any():
+        i = int(np.argmax(steps <= 0)) + 1
+        raise UserError(f"{where}: not strictly increasing at {at(i)} once{shifted} is added (the offset "
+                        "swamps the clock's resolution)")
 
 
 def _gps_samples(fixes: Fixes, offset_ns: int):
@@ -322,8 +389,10 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
         start, end = drive.overlap()
         for lo, hi in windows(start, end, window, stride):
             plan.append((drive, offset, lo, hi))
-    if len(plan) > 1000:
-        raise UserError(f"--window/--stride make {len(plan)} runs; at most 1000 (choose a longer stride)")
+        if len(plan) > limits.IMPORT_RUNS.high:
+            raise UserError(f"--window/--stride make more than {limits.IMPORT_RUNS.high:g} runs over the "
+                            f"drives; at most {limits.IMPORT_RUNS.high:g} (choose a longer stride; "
+                            "docs/limits.md)")
     for drive in drives:
         start, end = drive.overlap()
         sensors = max(drive.fixes.t[-1], drive.imu.t[-1]) - min(drive.fixes.t[0], drive.imu.t[0])

@@ -88,9 +88,23 @@ class RunSeries:
 # The reference CSV layout: DIR/Real/<scenario>_<k>.csv, DIR/Sim/<variant>/<scenario>_<k>.csv
 
 
+def check_label(value: str, where: str, what: str) -> str:
+    """``value`` (a variant or scenario name) if it holds no control character, else a one-line UserError:
+    names are shown in tables.md rows, figure labels and report.html, where a newline or carriage return
+    splits a row or becomes a missing glyph."""
+    import unicodedata
+
+    bad = [c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+    if bad:
+        raise UserError(f"{where}: {what} {value!r} contains the control character {bad[0]!r}; names are "
+                        "shown in tables and figures: use printable characters")
+    return value
+
+
 def _csv_specs(directory: Path, side: str, variant: str, exclude) -> list:
     specs = []
     for path in sorted(directory.glob("*.csv")):
+        check_label(path.name, repr(str(directory)), "file name")
         match = CSV_NAME.fullmatch(path.name)
         if not match:
             raise UserError(f"{path}: file name does not match <scenario>_<k>.csv")
@@ -109,6 +123,7 @@ def discover_csv_dir(root, options: ScoreOptions) -> list:
             raise UserError(f"{needed}: missing folder (--csv-dir expects Real/ and Sim/<variant>/)")
     specs = _csv_specs(real_dir, REAL, REAL, options.exclude_scenarios)
     for variant_dir in sorted(p for p in sim_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        check_label(variant_dir.name, str(sim_dir), "variant folder")
         specs += _csv_specs(variant_dir, "sim", variant_dir.name, options.exclude_scenarios)
     return specs
 
@@ -262,8 +277,9 @@ def read_manifest(path, options: ScoreOptions) -> list:
         run = Section(entry, str(path), f"runs[{index}]")
         run.unknown_keys(RUN_KEYS)
         side = run.string("side", required=True, choices=SIDES)
-        variant = run.string("variant", REAL if side == REAL else None, required=side != REAL)
-        scenario = run.string("scenario", required=True)
+        variant = check_label(run.string("variant", REAL if side == REAL else None, required=side != REAL),
+                              f"{path}: runs[{index}]", "variant")
+        scenario = check_label(run.string("scenario", required=True), f"{path}: runs[{index}]", "scenario")
         if scenario in options.exclude_scenarios:
             continue
         bag = Path(run.string("path", required=True))

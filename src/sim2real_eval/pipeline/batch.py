@@ -50,10 +50,14 @@ class BatchReport:
     def raise_on_failure(self) -> None:
         if self.failures:
             first = self.failures[0]
-            raise UserError(
-                f"{len(self.failures)} of {len(self.outcomes)} runs failed (the others are complete); "
-                f"first: {first.label}: {first.message}"
-            )
+            failed, total = len(self.failures), len(self.outcomes)
+            if failed == total:
+                what = "the run failed" if total == 1 else f"all {total} runs failed"
+            else:
+                other = total - failed
+                what = (f"{failed} of {total} runs failed (the other {other} "
+                        f"{'is' if other == 1 else 'are'} complete)")
+            raise UserError(f"{what}; first: {first.label}: {first.message}")
 
 
 def available_cores() -> int:

@@ -83,7 +83,7 @@ class GroundTruth:
             i = int(np.argmax(steps <= 0)) + 1
             raise UserError(
                 f"{source}: time is not strictly increasing at index {i} "
-                f"(t[{i - 1}]={self.t[i - 1]!r}, t[{i}]={self.t[i]!r})"
+                f"(t[{i - 1}]={float(self.t[i - 1])!r}, t[{i}]={float(self.t[i])!r})"
             )
         norms = np.linalg.norm(self.orientation, axis=1)
         if (np.abs(norms - 1.0) > 1e-3).any():
