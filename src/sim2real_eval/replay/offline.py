@@ -642,8 +642,13 @@ class BagReplay:
             if self.scoring is not None:
                 source = str(path) if self.write else f"{self.spec.bag} [{info.run.label}, not written]"
                 series = estimate_series(self.spec, streams, self.scoring, result.filtered, info.run, source)
-                scored.append(ScoredRun(_record(series, self.scoring), series,
-                                        info.with_outcome(result).to_dict()))
+                record = _record(series, self.scoring)
+                if sim is None:  # the real run: does the judge track the real vehicle? (replay.health)
+                    from .health import health_of_replay
+
+                    record = dataclasses.replace(record, health=health_of_replay(
+                        self.spec, streams, result, series, record.score, self.scoring))
+                scored.append(ScoredRun(record, series, info.with_outcome(result).to_dict()))
         counts: dict = {}
         for outcome in outcomes:
             for topic, count in outcome.messages.items():
@@ -667,7 +672,13 @@ class BagReplay:
         record, series = load_and_score(spec, self.scoring)
         if record is None:
             raise UserError(series)
-        return ScoredRun(record, series, read_run_info(path, run).to_dict())
+        stored = read_run_info(path, run)
+        if run.side == "real":
+            from .health import health_of_run_bag
+
+            record = dataclasses.replace(record, health=health_of_run_bag(path, stored, series, record.score,
+                                                                          self.scoring))
+        return ScoredRun(record, series, stored.to_dict())
 
 
 def _record(series, options):
