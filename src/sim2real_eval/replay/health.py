@@ -21,7 +21,7 @@ health"):
 
 Every input is an array; ``health_of_replay`` (the replay's real run, in memory) and
 ``health_of_run_bag`` (a real run's bag, for ``score``) gather them.  The report renders the dicts
-(``report.health``).
+(``report.health``: the tables, the page, the warning with its next step).
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class HealthInputs:
     truth: Any = None            # truth.GroundTruth, t in s (the stamps' clock)
     filtered: Any = None         # judge.series.OdometrySeries of /odometry/filtered
     gps_odometry: Any = None     # /odometry/gps (navsat's output the EKF fuses)
-    imu: dict | None = None      # columns of /imu: stamp_ns, angular_velocity, linear_acceleration, *_covariance
+    imu: dict | None = None      # /imu columns: stamp_ns, angular_velocity, linear_acceleration, covariances
     imu_rotation: Any = None     # 3×3 base_link ← IMU frame (None: unknown mount)
     fix: tuple | None = None     # (t s, ENU (N, 3) at the truth's datum) of /fix
     ekf: Any = None              # judge.params.EkfParams
@@ -293,7 +293,8 @@ def measure_causes(inputs: HealthInputs, error) -> dict:
         grown = float(np.mean(variance[-third:]) / max(float(np.mean(variance[:third])), 1e-300))
         divergence["covariance_growth"] = grown
         if grown < COVARIANCE_GROWTH:
-            divergence["value"] = min(growth, GROWTH_THRESHOLD * 0.999)  # error grew, the filter did not say so
+            # the error grew but the filter's covariance did not: no divergence
+            divergence["value"] = min(growth, GROWTH_THRESHOLD * 0.999)
     causes["divergence"] = divergence
     for cause in causes.values():
         cause["present"] = bool(cause["value"] >= cause["threshold"])
@@ -302,7 +303,8 @@ def measure_causes(inputs: HealthInputs, error) -> dict:
 
 def pointed_cause(causes: dict) -> str | None:
     """The present cause with the largest measure / threshold (None: none present)."""
-    present = [(cause["value"] / cause["threshold"], name) for name, cause in causes.items() if cause["present"]]
+    present = [(cause["value"] / cause["threshold"], name)
+               for name, cause in causes.items() if cause["present"]]
     return max(present)[1] if present else None
 
 
@@ -338,7 +340,8 @@ def assess(inputs: HealthInputs) -> dict:
             axes = [a for a in range(2 if ekf.two_d_mode else 3) if sensor.config[a]]
             found = gps_nis(inputs.filtered, inputs.gps_odometry, axes, sensor.differential)
             if found is not None:
-                nis[f"{sensor.kind}{sensor.index} position" + (" (differential)" * sensor.differential)] = found
+                name = f"{sensor.kind}{sensor.index} position" + (" (differential)" * sensor.differential)
+                nis[name] = found
         if sensor.kind == "imu" and sensor.config[11] and inputs.imu is not None:
             found = gyro_nis(inputs.filtered, inputs.imu, inputs.imu_rotation)
             if found is not None:
@@ -356,77 +359,9 @@ def assess(inputs: HealthInputs) -> dict:
                                if inputs.rmse > 0 else 1.0)}
     return {"tracked": bool(tracked),
             "speed": {"rmse": float(inputs.rmse), "scale": scale, "ratio": ratio,
-                      "threshold": NOT_TRACKED_RATIO},
+                      "threshold": NOT_TRACKED_RATIO, "floor": SPEED_FLOOR},
             "nis": nis, "causes": causes, "cause": None if tracked else pointed_cause(causes),
             "truth_velocity_noise": truth_noise}
-
-
-# ------------------------------------------------------------------------------------- the messages
-NEXT_STEPS = {
-    "gravity": ("the judge runs two_d_mode and fuses the IMU's accelerations: on slopes gravity leaks into "
-                "its horizontal acceleration; use the terrain template (--config demo_terrain.yaml), or "
-                "leave the accelerations out of imu0_config"),
-    "accelerometer_bias": ("calibrate the IMU against the truth (sim2real-eval calibrate --truth) and "
-                           "remove the bias from the data, or leave the accelerations out of imu0_config"),
-    "gps_lag": ("correct the GPS stamps by the lag (sim2real-eval calibrate --truth measures it) before "
-                "importing the drive"),
-    "mount": ("the IMU's static TF does not match its mount: import the drive again with "
-              "--estimate-mounting, or give the right --static-tf"),
-    "divergence": ("the filter diverges: check its configuration and the IMU covariances with "
-                   "sim2real-eval judge --check (docs/judge.md, 'Divergence')"),
-    None: ("none of the measured causes (gravity in a 2-D judge, accelerometer bias, GPS stamp lag, IMU "
-           "mount, divergence) reaches its threshold: check the judge configuration "
-           "(sim2real-eval judge --check) and the truth"),
-}
-
-
-def describe_cause(name: str | None, cause: dict | None) -> str:
-    """"gravity leaking into a 2-D judge (RMS 1.12 m/s² on x, threshold 0.1)"-like text."""
-    if name is None or cause is None:
-        return "no measured cause"
-    value, unit = cause["value"], cause["unit"]
-    if name == "gravity":
-        return (f"gravity leaking into the 2-D judge (truth attitude × g: RMS {value:.3g} {unit} on the fused "
-                f"axes {', '.join(cause['axes'])}, threshold {cause['threshold']:g})")
-    if name == "accelerometer_bias":
-        return f"an accelerometer bias (mean IMU − truth specific force {value:.3g} {unit})"
-    if name == "gps_lag":
-        return (f"a GPS stamp lag of {cause['lag_s']:.3f} s (it removes {100 * cause['variance_removed']:.0f} % "
-                "of the fixes' error variance)")
-    if name == "mount":
-        return f"a wrong IMU mount (its mean specific force is {value:.1f}° off the truth's)"
-    return (f"a diverging filter (speed error grows {value:.1f}× from the first to the last third, its "
-            f"velocity variance {cause.get('covariance_growth', float('nan')):.3g}×)")
-
-
-def run_label(health_of: dict) -> str:
-    return ", ".join(health_of)
-
-
-def warning_line(records) -> str | None:
-    """One warning for the real runs of ``records`` (metrics.RunRecord with ``health``) that are not
-    tracked: how many, the worst E / s, the cause most of them point to, measured, and a next step."""
-    judged = [r for r in records if getattr(r, "health", None)]
-    failing = [r for r in judged if not r.health["tracked"]]
-    if not failing:
-        return None
-    from collections import Counter
-
-    counts = Counter(r.health["cause"] for r in failing)
-    cause = counts.most_common(1)[0][0]
-    worst = max(failing, key=lambda r: r.health["speed"]["ratio"])
-    with_cause = [r for r in failing if r.health["cause"] == cause]
-    example = max(with_cause, key=lambda r: r.health["speed"]["ratio"])
-    speed = worst.health["speed"]
-    where = f"{worst.scenario}/{worst.k}"
-    text = (f"the judge does not track the real vehicle in {len(failing)} of {len(judged)} real run(s): "
-            f"speed RMSE up to {speed['rmse']:.3g} m/s against a truth speed scale of {speed['scale']:.3g} m/s "
-            f"({where}; not tracked above {NOT_TRACKED_RATIO:g}×), so the VEPD compares a failing estimator "
-            f"with the simulated side; the data point to "
-            f"{describe_cause(cause, example.health['causes'].get(cause) if cause else None)}"
-            f" ({counts[cause]} of {len(failing)} run(s)); next step: {NEXT_STEPS[cause]} "
-            "(docs/scoring.md, 'Judge health')")
-    return text
 
 
 # ---------------------------------------------------------------------------------------- gathering
@@ -444,7 +379,8 @@ def import_truth_noise(bag_path) -> tuple | None:
         return None
     truth = data.get("truth") if isinstance(data, dict) else None
     value = truth.get("velocity_noise_mps") if isinstance(truth, dict) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and math.isfinite(value) and value >= 0:
         return float(value), f"{sidecar}: truth.velocity_noise_mps"
     return None
 
@@ -466,8 +402,8 @@ def imu_frame_rotation(records, judge) -> np.ndarray | None:
     """base_link ← the IMU's frame (its first message's) from the judge's static TFs; None when no TF
     connects it."""
     from .. import rotations
-    from ..pipeline.run import IMU as IMU_TYPE
     from ..bags import get_typestore
+    from ..pipeline.run import IMU as IMU_TYPE
     from ..pipeline.run import _judge_parts
     from ..static_tf import mounting_rpy
 
@@ -491,7 +427,8 @@ def fix_enu(records, datum) -> tuple | None:
     columns = decode_messages(get_typestore(), message_fields.NAVSATFIX, [r.data for r in records],
                               ["stamp_ns", "latitude", "longitude", "altitude"])
     good = np.isfinite(columns["latitude"]) & np.isfinite(columns["longitude"])
-    enu = geodetic_to_enu(columns["latitude"][good], columns["longitude"][good], columns["altitude"][good], datum)
+    enu = geodetic_to_enu(columns["latitude"][good], columns["longitude"][good], columns["altitude"][good],
+                          datum)
     return np.asarray(columns["stamp_ns"][good], dtype=np.int64) * 1e-9, enu
 
 

@@ -638,17 +638,22 @@ class BagReplay:
                 sensors = sensor_blocks(self.spec, streams, sim) or sensor_streams(self.spec, streams, sim)
                 result = judge_sensors(self.spec, sensors, str(path), streams, sim)
                 outcome = RunOutcome(info.run.label, str(path), False, {}, streams.truth.duration)
-            outcomes.append(outcome)
+            source = str(path) if self.write else f"{self.spec.bag} [{info.run.label}, not written]"
             if self.scoring is not None:
-                source = str(path) if self.write else f"{self.spec.bag} [{info.run.label}, not written]"
                 series = estimate_series(self.spec, streams, self.scoring, result.filtered, info.run, source)
                 record = _record(series, self.scoring)
                 if sim is None:  # the real run: does the judge track the real vehicle? (replay.health)
-                    from .health import health_of_replay
-
-                    record = dataclasses.replace(record, health=health_of_replay(
-                        self.spec, streams, result, series, record.score, self.scoring))
+                    record = dataclasses.replace(record, health=_health(self.spec, streams, result, series,
+                                                                        record, self.scoring))
+                    outcome = dataclasses.replace(outcome, health=record.health)
                 scored.append(ScoredRun(record, series, info.with_outcome(result).to_dict()))
+            elif sim is None:  # the replay command: the real run's health with the default scoring
+                options = _default_scoring(self.spec)
+                series = estimate_series(self.spec, streams, options, result.filtered, info.run, source)
+                record = _record(series, options)
+                outcome = dataclasses.replace(outcome, health=_health(self.spec, streams, result, series,
+                                                                      record, options))
+            outcomes.append(outcome)
         counts: dict = {}
         for outcome in outcomes:
             for topic, count in outcome.messages.items():
@@ -679,6 +684,19 @@ class BagReplay:
             record = dataclasses.replace(record, health=health_of_run_bag(path, stored, series, record.score,
                                                                           self.scoring))
         return ScoredRun(record, series, stored.to_dict())
+
+
+def _health(spec: ReplaySpec, streams: RealStreams, result, series, record, options) -> dict:
+    from .health import health_of_replay
+
+    return health_of_replay(spec, streams, result, series, record.score, options)
+
+
+def _default_scoring(spec: ReplaySpec):
+    """The scorer's default options with the judge's warm-up: how ``score`` will score the run."""
+    from ..metrics.options import ScoreOptions
+
+    return ScoreOptions(warmup_s=float(spec.judge.warmup_s or 0.0))
 
 
 def _record(series, options):
