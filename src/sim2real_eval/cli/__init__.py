@@ -25,7 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # name -> (module, one-line help).  Order is the order shown in --help.
 COMMANDS = {
     "demo": ("demo", "run the paper's study end to end on the embedded defaults and write a report"),
-    "scenario": ("scenario", "generate a ground-truth manoeuvre (line, sine, circle) from the bicycle model"),
+    "scenario": ("scenario", "a ground-truth manoeuvre (line, sine, circle, terrain...) or its CSV logs"),
     "sensors": ("sensors", "simulate GPS/IMU from a scenario and write the series (and a plot)"),
     "judge": ("judge", "run the embedded robot_localization (ekf + navsat) on a bag"),
     "simulate": ("simulate", "run a study: ground truth -> sensors -> judge -> one bag per run"),
