@@ -138,7 +138,7 @@ def gps_nis(filtered, gps, axes, differential: bool) -> dict | None:
     """NIS of /odometry/gps: absolute positions against the prior position carried to the stamp, S =
     P_xy + R_xy; differential (robot_localization turns position deltas into velocities): the delta over
     Δt against the prior's world velocity, S = P_v(world) + (R_k + R_k−1)/Δt²."""
-    if gps is None or len(gps) < 3 or filtered is None or len(filtered) < 2 or not axes:
+    if gps is None or len(gps) < 2 or filtered is None or len(filtered) < 2 or not axes:
         return None
     axes = list(axes)
     stamps = np.asarray(gps.stamp_ns)
@@ -235,6 +235,20 @@ def mount_angle(truth, stamps_s, accel_base) -> float:
     return math.degrees(math.acos(min(1.0, max(-1.0, cosine))))
 
 
+def offset_or_rotation(truth, stamps_s, accel_base) -> tuple:
+    """(RMS residual of IMU − truth specific force once its mean is removed, RMS residual once the IMU's
+    vectors are turned by the best rotation onto the truth's: ``importer.frames.wahba``), m/s²."""
+    from ..importer.frames import wahba
+
+    imu = np.asarray(accel_base, float)
+    body = truth.interpolate(stamps_s).specific_force
+    residual = imu - body
+    offset = residual - residual.mean(axis=0)
+    rotated = imu @ wahba(imu, body).T - body
+    return (float(np.sqrt(np.mean(np.sum(offset ** 2, axis=1)))),
+            float(np.sqrt(np.mean(np.sum(rotated ** 2, axis=1)))))
+
+
 def gps_lag(fix, truth) -> dict | None:
     """The GPS stamp lag L (``calibrate.drive.fit_lag``: fixes against the truth), and the fraction of
     the fixes' horizontal error variance it removes; None when it cannot be measured."""
@@ -275,11 +289,17 @@ def measure_causes(inputs: HealthInputs, error) -> dict:
                                      "axes": [("x", "y", "z")[a] for a in axes]}
             bias_axes = axes or [0, 1]
             bias = accelerometer_bias(truth, stamps, accel, bias_axes)
+            offset_rms, rotated_rms = offset_or_rotation(truth, stamps, accel)
             causes["accelerometer_bias"] = {"value": float(np.linalg.norm(bias)), "threshold": BIAS_THRESHOLD,
                                             "unit": "m/s²", "axes": [("x", "y", "z")[a] for a in bias_axes],
-                                            "mean": [float(b) for b in bias]}
+                                            "mean": [float(b) for b in bias], "residual_rms": offset_rms}
             causes["mount"] = {"value": mount_angle(truth, stamps, accel), "threshold": MOUNT_THRESHOLD,
-                               "unit": "deg"}
+                               "unit": "deg", "residual_rms": rotated_rms}
+            # A constant offset and a rotation both move the mean; the one whose correction leaves the
+            # smaller residual is what the data show (they differ once the attitude or the
+            # accelerations change).  The other is not counted as present.
+            loser = "mount" if offset_rms <= rotated_rms else "accelerometer_bias"
+            causes[loser]["explained_by"] = "accelerometer_bias" if loser == "mount" else "mount"
     lag = gps_lag(inputs.fix, truth)
     if lag is not None:
         value = abs(lag["lag_s"]) if lag["variance_removed"] >= LAG_GAIN else 0.0
@@ -297,7 +317,7 @@ def measure_causes(inputs: HealthInputs, error) -> dict:
             divergence["value"] = min(growth, GROWTH_THRESHOLD * 0.999)
     causes["divergence"] = divergence
     for cause in causes.values():
-        cause["present"] = bool(cause["value"] >= cause["threshold"])
+        cause["present"] = bool(cause["value"] >= cause["threshold"]) and "explained_by" not in cause
     return causes
 
 
@@ -462,7 +482,7 @@ def _odometry_outputs(reader, topics) -> dict:
     from ..message_fields import ODOMETRY
 
     wanted = [t for t in topics if t in reader.topics and reader.topics[t].count]
-    columns = read_topics(reader, {t: ODOMETRY for t in wanted}, list(ODOMETRY_COLUMNS))
+    columns = read_topics(reader, {t: ODOMETRY for t in wanted}, {t: list(ODOMETRY_COLUMNS) for t in wanted})
     return {topic: OdometrySeries(np.asarray(values["stamp_ns"], np.int64), "", "",
                                   *(np.asarray(values[n], float) for n in ODOMETRY_COLUMNS[1:]))
             for topic, values in columns.items()}

@@ -103,7 +103,7 @@ def truth_noise_line(records) -> str | None:
     shares = [r.health["truth_velocity_noise"]["explained_fraction"] for r in noted]
     sources = sorted({r.health["truth_velocity_noise"]["source"].split(":")[-1].strip() for r in noted})
     return (f"Truth velocity noise σ {min(sigmas):.3g}–{max(sigmas):.3g} m/s ({'; '.join(sources)}): it "
-            f"could explain {100 * min(shares):.1f}–{100 * max(shares):.1f} % of the real runs' mean squared "
+            f"could explain {100 * min(shares):.2g}–{100 * max(shares):.2g} % of the real runs' mean squared "
             "speed error (σ² / E²).")
 
 
@@ -134,7 +134,7 @@ def _rows(result: StudyResult) -> list:
                      "–" if h["tracked"] else describe_cause(h["cause"], h["causes"].get(h["cause"])),
                      _nis_text(h),
                      "–" if noise is None else
-                     f"{noise['sigma_mps']:.3g} ({100 * noise['explained_fraction']:.1f} %)"])
+                     f"{noise['sigma_mps']:.3g} ({100 * noise['explained_fraction']:.2g} %)"])
     return rows
 
 
