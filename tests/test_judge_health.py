@@ -97,6 +97,14 @@ def test_nis_summary_against_the_chi2_band():
     assert H.nis_summary([np.nan], 2) is None
 
 
+def test_the_tabulated_chi2_bands_are_scipys():
+    from scipy.stats import chi2
+
+    for dof, band in H.CHI2_BANDS.items():
+        assert band == pytest.approx((chi2.ppf(0.025, dof), chi2.ppf(0.975, dof)), rel=1e-12)
+    assert H.nis_band(4) == pytest.approx((chi2.ppf(0.025, 4), chi2.ppf(0.975, 4)), rel=1e-9)
+
+
 def test_gps_nis_absolute_by_hand():
     """Prior at 0 s: position (0, 0), 1 m/s east, P = 0.1·I; fix at 0.5 s at (0.8, 0.4), R = 0.15·I →
     ν = (0.3, 0.4), S = 0.25·I, NIS = (0.09 + 0.16) / 0.25 = 1."""

@@ -97,16 +97,29 @@ def error_growth(error) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ NIS
+# The 2.5 % and 97.5 % quantiles of χ² with 1, 2, 3 degrees of freedom (the dimensions fused here),
+# tabulated so that a demo's worker processes need not import scipy.stats (~1 s each); tested against it.
+CHI2_BANDS = {1: (0.0009820691171752555, 5.023886187314888), 2: (0.05063561596857975, 7.377758908227871),
+              3: (0.21579528262389785, 9.348403604496148)}
+
+
+def nis_band(dof: int) -> tuple:
+    """(low, high): the central ``NIS_BAND`` interval of one NIS with ``dof`` degrees of freedom."""
+    if dof in CHI2_BANDS and NIS_BAND == 0.95:
+        return CHI2_BANDS[dof]
+    from scipy.special import gammaincinv
+
+    tail = (1 - NIS_BAND) / 2
+    return 2 * float(gammaincinv(dof / 2, tail)), 2 * float(gammaincinv(dof / 2, 1 - tail))
+
+
 def nis_summary(values, dof: int) -> dict | None:
     """{count, dof, mean, band (the 95 % band of one NIS), outside (fraction outside it), consistent}."""
-    from scipy.stats import chi2
-
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return None
-    tail = (1 - NIS_BAND) / 2
-    low, high = float(chi2.ppf(tail, dof)), float(chi2.ppf(1 - tail, dof))
+    low, high = nis_band(dof)
     outside = float(np.mean((values < low) | (values > high)))
     return {"count": int(values.size), "dof": int(dof), "mean": float(np.mean(values)), "band": [low, high],
             "outside": outside, "consistent": outside <= 2 * (1 - NIS_BAND)}
@@ -114,13 +127,16 @@ def nis_summary(values, dof: int) -> dict | None:
 
 def _quadratic(nu: np.ndarray, s: np.ndarray) -> np.ndarray:
     """νᵀS⁻¹ν per row (NaN where S is singular)."""
-    out = np.full(len(nu), np.nan)
-    for i in range(len(nu)):
-        try:
-            out[i] = float(nu[i] @ np.linalg.solve(s[i], nu[i]))
-        except np.linalg.LinAlgError:
-            pass
-    return out
+    try:
+        return np.einsum("ni,ni->n", nu, np.linalg.solve(s, nu[..., None])[..., 0])
+    except np.linalg.LinAlgError:  # a singular S somewhere: row by row
+        out = np.full(len(nu), np.nan)
+        for i in range(len(nu)):
+            try:
+                out[i] = float(nu[i] @ np.linalg.solve(s[i], nu[i]))
+            except np.linalg.LinAlgError:
+                pass
+        return out
 
 
 def _prior_index(filtered, stamps_ns) -> np.ndarray:
@@ -183,7 +199,7 @@ def gyro_nis(filtered, imu: dict, rotation) -> dict | None:
     rotation = np.asarray(rotation, dtype=float)
     measured = (np.asarray(imu["angular_velocity"], float)[keep] @ rotation.T)[:, 2]
     cov = np.asarray(imu["angular_velocity_covariance"], float).reshape(-1, 3, 3)[keep]
-    r = np.einsum("ij,njk,lk->nil", rotation, cov, rotation)[:, 2, 2]
+    r = np.einsum("j,njk,k->n", rotation[2], cov, rotation[2])  # (R·C·Rᵀ)_zz
     p = filtered.twist_covariance.reshape(-1, 6, 6)[i, 5, 5]
     nu = measured - filtered.angular_velocity[i, 2]
     s = p + r
@@ -366,8 +382,10 @@ def assess(inputs: HealthInputs) -> dict:
             found = gyro_nis(inputs.filtered, inputs.imu, inputs.imu_rotation)
             if found is not None:
                 nis[f"{sensor.kind}{sensor.index} yaw rate"] = found
-    causes = measure_causes(inputs, error)
     tracked = ratio <= NOT_TRACKED_RATIO
+    # The causes explain a run that is not tracked; measuring them (the GPS lag's search above all) would
+    # cost a tracked run more than judging it.
+    causes = {} if tracked else measure_causes(inputs, error)
     noise = inputs.truth_noise
     if noise is None:
         sigma = truth_velocity_noise(inputs.truth)
