@@ -322,6 +322,8 @@ def test_score_reads_back_the_health_the_replay_measured(rover, tmp_path):
     replayed = replay_bags(tasks, tmp_path / "runs", workers=1, progress=False, warn_health=False)
     real = next(run for run in replayed.scored if run.record.side == REAL)
     path = real.record.source
-    again = H.health_of_run_bag(path, read_run_info(path), real.series, real.record.score, options)
+    from sim2real_eval.replay.offline import health_of_run_bag
+
+    again = health_of_run_bag(path, read_run_info(path), real.series, real.record.score, options)
     assert again == real.record.health
     assert again["tracked"] is False and again["cause"] == "gravity"

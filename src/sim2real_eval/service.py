@@ -650,7 +650,7 @@ def assess_real_runs(records: Sequence, series: dict, specs: Sequence, options) 
     said in a DataWarning and left unassessed."""
     import dataclasses
 
-    from .replay.health import health_of_run_bag
+    from .replay.offline import health_of_run_bag
     from .runs import read_run_info
 
     by_key = {spec.key: spec for spec in specs}
@@ -679,8 +679,7 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
     """
     from .errors import UserError as _UserError
     from .pipeline.batch import run_batch
-    from .pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
-    from .replay.offline import BagReplay, ReplaySpec
+    from .replay.offline import BagReplay, replay_spec_of_run
     from .runs import read_run_info
 
     real = [spec for spec in specs if spec.side == "real"]
@@ -692,21 +691,12 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
             info = read_run_info(spec.source)
         except _UserError:
             return None, f"{spec.source}: no run.yaml naming the real bag it was judged from"
-        judge = info.judge or {}
-        files = [info.source, judge.get("ekf"), judge.get("navsat")]
-        if info.window_ns is None or not all(f and Path(f).exists() for f in files):
+        replay = replay_spec_of_run(info, spec.scenario, spec.k)
+        if replay is None:
+            judge = info.judge or {}
             return None, (f"{spec.source}: its run.yaml names no replayed real bag and judge files that "
                           f"exist here (source {info.source}, judge {judge.get('ekf')}, window_ns "
                           f"{info.window_ns})")
-        topics = info.input_topics or {}
-        start = "truth" if (info.initial_state or {}).get("source") == "truth" else "config"  # moving starts
-        replay = ReplaySpec(bag=str(info.source), judge=JudgeConfig(str(judge["ekf"]), str(judge["navsat"]),
-                                                                   tuple(judge.get("static_tfs") or ()),
-                                                                   initial_state=start),
-                            scenario=spec.scenario, k=spec.k, seed=info.seed or 0,
-                            ground_truth_rate=info.ground_truth_rate or DEFAULT_GROUND_TRUTH_RATE,
-                            truth_source=info.ground_truth_source or "auto",
-                            imu_topic=topics.get("imu", "/imu"), gps_topic=topics.get("gps", "/fix"))
         tasks.append(BagReplay(replay, (), real=False, scoring=options, write=False, floor_draws=draws))
     if not tasks:
         return None, "no real runs"

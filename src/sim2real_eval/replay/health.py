@@ -20,8 +20,8 @@ health"):
 - **the truth's own velocity noise** (``truth_velocity_noise``) and how much of E² it could explain.
 
 Every input is an array; ``health_of_replay`` (the replay's real run, in memory) and
-``health_of_run_bag`` (a real run's bag, for ``score``) gather them.  The report renders the dicts
-(``report.health``: the tables, the page, the warning with its next step).
+``replay.offline.health_of_run_bag`` (a real run's bag, for ``score``) gather them.  The report renders
+the dicts (``report.health``: the tables, the page, the warning with its next step).
 """
 from __future__ import annotations
 
@@ -473,10 +473,12 @@ def fix_enu(records, datum) -> tuple | None:
 def health_of_replay(spec, streams, result, series, score, options) -> dict:
     """The health of a replay's real run (``replay.offline``: its ReplaySpec, RealStreams, JudgeResult,
     scored RunSeries and RunScore)."""
-    return _assess_streams(spec, streams, result.filtered, result.gps_odometry, series, score, options)
+    return assess_streams(spec, streams, result.filtered, result.gps_odometry, series, score, options)
 
 
-def _assess_streams(spec, streams, filtered, gps_odometry, series, score, options) -> dict:
+def assess_streams(spec, streams, filtered, gps_odometry, series, score, options) -> dict:
+    """The health of a real run judged from ``streams`` (replay.offline.RealStreams) by ``spec``'s judge,
+    whose outputs are ``filtered`` and ``gps_odometry``."""
     from ..pipeline.run import _judge_parts
 
     ekf = _judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0]
@@ -493,7 +495,7 @@ ODOMETRY_COLUMNS = ("stamp_ns", "position", "orientation", "pose_covariance", "l
                     "angular_velocity", "twist_covariance")
 
 
-def _odometry_outputs(reader, topics) -> dict:
+def odometry_outputs(reader, topics) -> dict:
     """{topic: OdometrySeries} of the Odometry ``topics`` a run bag holds."""
     from ..bags.columns import read_topics
     from ..judge.series import OdometrySeries
@@ -504,53 +506,3 @@ def _odometry_outputs(reader, topics) -> dict:
     return {topic: OdometrySeries(np.asarray(values["stamp_ns"], np.int64), "", "",
                                   *(np.asarray(values[n], float) for n in ODOMETRY_COLUMNS[1:]))
             for topic, values in columns.items()}
-
-
-def replay_spec_of_run(info, scenario: str, k: int):
-    """The ``ReplaySpec`` a real run's run.yaml describes (its real bag, judge files and TFs, truth source,
-    topics), or None when it names no real bag or judge files that exist here."""
-    from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
-    from .offline import ReplaySpec
-
-    judge = info.judge or {}
-    files = [info.source, judge.get("ekf"), judge.get("navsat")]
-    if info.window_ns is None or not all(f and Path(str(f)).exists() for f in files):
-        return None
-    topics = info.input_topics or {}
-    start = "truth" if (info.initial_state or {}).get("source") == "truth" else "config"
-    return ReplaySpec(bag=str(info.source), judge=JudgeConfig(str(judge["ekf"]), str(judge["navsat"]),
-                                                              tuple(judge.get("static_tfs") or ()),
-                                                              initial_state=start),
-                      scenario=scenario, k=k, seed=info.seed or 0,
-                      ground_truth_rate=info.ground_truth_rate or DEFAULT_GROUND_TRUTH_RATE,
-                      truth_source=info.ground_truth_source or "auto",
-                      imu_topic=topics.get("imu", "/imu"), gps_topic=topics.get("gps", "/fix"))
-
-
-def health_of_run_bag(path, info, series, score, options) -> dict:
-    """The health of a real run read back from its bag (``score``).  A replayed run (its run.yaml names
-    the real bag and judge files, and they exist): the real bag's sensors, truth and datum read as the
-    replay reads them and the judge's outputs from the run bag — the numbers the replay gave.  Otherwise
-    (a ROS recording, moved files): what the run bag holds — the judge's outputs, /imu and the
-    /ground_truth/odom truth; the causes that need the judge files or the datum are then not measured."""
-    from ..art import GPS_ODOMETRY_TOPIC
-    from ..bags import open_bag
-    from ..truth.bag import truth_from_bag
-    from .offline import read_real_streams
-
-    estimate = info.topic("estimate")
-    spec = replay_spec_of_run(info, series.spec.scenario, series.spec.k)
-    with open_bag(path) as reader:
-        outputs = _odometry_outputs(reader, (estimate, GPS_ODOMETRY_TOPIC))
-        if spec is None:
-            imu_records = list(reader.raw_messages(topics=["/imu"])) if "/imu" in reader.topics else []
-            truth_topic = info.topic("ground_truth")
-            truth = truth_from_bag(reader, source="odometry", topics={"odometry": truth_topic})[0] \
-                if truth_topic in reader.topics else None
-    if spec is not None:
-        return _assess_streams(spec, read_real_streams(spec), outputs.get(estimate),
-                               outputs.get(GPS_ODOMETRY_TOPIC), series, score, options)
-    inputs = HealthInputs(series.t_est, series.v_est, series.t_gt, series.v_gt, series.timeline_end,
-                          score.rmse, options, truth=truth, filtered=outputs.get(estimate),
-                          gps_odometry=outputs.get(GPS_ODOMETRY_TOPIC), imu=imu_columns(imu_records))
-    return assess(inputs)

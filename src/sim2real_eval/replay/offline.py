@@ -679,11 +679,57 @@ class BagReplay:
             raise UserError(series)
         stored = read_run_info(path, run)
         if run.side == "real":
-            from .health import health_of_run_bag
-
             record = dataclasses.replace(record, health=health_of_run_bag(path, stored, series, record.score,
                                                                           self.scoring))
         return ScoredRun(record, series, stored.to_dict())
+
+
+def replay_spec_of_run(info, scenario: str, k: int):
+    """The ``ReplaySpec`` a real run's run.yaml describes (its real bag, judge files and TFs, truth source,
+    topics), or None when it names no real bag or judge files that exist here: what ``score`` judges
+    again (the noise floor) and reads the judge health from."""
+    judge = info.judge or {}
+    files = [info.source, judge.get("ekf"), judge.get("navsat")]
+    if info.window_ns is None or not all(f and Path(str(f)).exists() for f in files):
+        return None
+    topics = info.input_topics or {}
+    start = "truth" if (info.initial_state or {}).get("source") == "truth" else "config"
+    return ReplaySpec(bag=str(info.source), judge=JudgeConfig(str(judge["ekf"]), str(judge["navsat"]),
+                                                              tuple(judge.get("static_tfs") or ()),
+                                                              initial_state=start),
+                      scenario=scenario, k=k, seed=info.seed or 0,
+                      ground_truth_rate=info.ground_truth_rate or DEFAULT_GROUND_TRUTH_RATE,
+                      truth_source=info.ground_truth_source or "auto",
+                      imu_topic=topics.get("imu", "/imu"), gps_topic=topics.get("gps", "/fix"))
+
+
+def health_of_run_bag(path, info, series, score, options) -> dict:
+    """The health of a real run read back from its bag (``score``).  A replayed run (its run.yaml names
+    the real bag and judge files, and they exist): the real bag's sensors, truth and datum read as the
+    replay reads them and the judge's outputs from the run bag — the numbers the replay gave.  Otherwise
+    (a ROS recording, moved files): what the run bag holds — the judge's outputs, /imu and the
+    /ground_truth/odom truth; the causes that need the judge files or the datum are then not measured."""
+    from ..art import GPS_ODOMETRY_TOPIC
+    from ..bags import open_bag
+    from ..truth.bag import truth_from_bag
+    from .health import HealthInputs, assess, assess_streams, imu_columns, odometry_outputs
+
+    estimate = info.topic("estimate")
+    spec = replay_spec_of_run(info, series.spec.scenario, series.spec.k)
+    with open_bag(path) as reader:
+        outputs = odometry_outputs(reader, (estimate, GPS_ODOMETRY_TOPIC))
+        if spec is None:
+            imu_records = list(reader.raw_messages(topics=["/imu"])) if "/imu" in reader.topics else []
+            truth_topic = info.topic("ground_truth")
+            truth = truth_from_bag(reader, source="odometry", topics={"odometry": truth_topic})[0] \
+                if truth_topic in reader.topics else None
+    if spec is not None:
+        return assess_streams(spec, read_real_streams(spec), outputs.get(estimate),
+                               outputs.get(GPS_ODOMETRY_TOPIC), series, score, options)
+    inputs = HealthInputs(series.t_est, series.v_est, series.t_gt, series.v_gt, series.timeline_end,
+                          score.rmse, options, truth=truth, filtered=outputs.get(estimate),
+                          gps_odometry=outputs.get(GPS_ODOMETRY_TOPIC), imu=imu_columns(imu_records))
+    return assess(inputs)
 
 
 def _health(spec: ReplaySpec, streams: RealStreams, result, series, record, options) -> dict:
