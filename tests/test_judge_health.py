@@ -327,3 +327,41 @@ def test_score_reads_back_the_health_the_replay_measured(rover, tmp_path):
     again = health_of_run_bag(path, read_run_info(path), real.series, real.record.score, options)
     assert again == real.record.health
     assert again["tracked"] is False and again["cause"] == "gravity"
+
+
+def test_a_run_whose_real_bag_is_gone_is_assessed_on_its_own_bag(rover, tmp_path):
+    """A run bag whose run.yaml names no real bag that exists here (moved files; what a ROS recording away
+    from its bag looks like): the speed verdict, the NIS and the causes come from the run bag alone (its
+    /imu, its 50 Hz /ground_truth/odom truth) and the judge files — the same speed numbers, the same
+    cause; without the judge files, only the speed verdict."""
+    import shutil
+
+    from sim2real_eval.replay.offline import health_of_run_bag
+    from sim2real_eval.runs import read_run_info
+    from sim2real_eval.yamlio import dump_yaml, load_yaml
+
+    runs = sorted((rover / "runs" / "real").rglob("run.yaml"))
+    if not runs:
+        pytest.skip("needs test_replay_and_score_flag_it_too's runs (same module, run before)")
+    moved = tmp_path / "run"
+    shutil.copytree(runs[0].parent, moved)
+    record = load_yaml(moved / "run.yaml")
+    record["source"] = str(tmp_path / "gone")
+    (moved / "run.yaml").write_text(dump_yaml(record))
+    from sim2real_eval.metrics.inputs import RunSpec, load_and_score
+
+    info = read_run_info(moved)
+    options = ScoreOptions(bootstrap=0, permutations=0)
+    spec = RunSpec("real", "real", info.run.scenario, info.run.k, str(moved), "bag",
+                   window_ns=tuple(info.window_ns))
+    scored, series = load_and_score(spec, options)
+    alone = health_of_run_bag(moved, info, series, scored.score, options)
+    full = health_of_run_bag(runs[0].parent, read_run_info(runs[0].parent), series, scored.score, options)
+    assert alone["speed"] == full["speed"] and alone["tracked"] is False
+    assert set(alone["nis"]) == set(full["nis"]) == {"odom0 position", "imu0 yaw rate"}
+    assert alone["cause"] == full["cause"] == "gravity" and "gps_lag" not in alone["causes"]
+    assert alone["causes"]["gravity"]["value"] == pytest.approx(full["causes"]["gravity"]["value"], rel=0.05)
+    record["judge"] = {"ekf": str(tmp_path / "no.yaml"), "navsat": str(tmp_path / "no.yaml")}
+    (moved / "run.yaml").write_text(dump_yaml(record))
+    bare = health_of_run_bag(moved, read_run_info(moved), series, scored.score, options)
+    assert bare["speed"] == full["speed"] and bare["nis"] == {} and bare["cause"] is None

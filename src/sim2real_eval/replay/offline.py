@@ -707,12 +707,21 @@ def health_of_run_bag(path, info, series, score, options) -> dict:
     """The health of a real run read back from its bag (``score``).  A replayed run (its run.yaml names
     the real bag and judge files, and they exist): the real bag's sensors, truth and datum read as the
     replay reads them and the judge's outputs from the run bag — the numbers the replay gave.  Otherwise
-    (a ROS recording, moved files): what the run bag holds — the judge's outputs, /imu and the
-    /ground_truth/odom truth; the causes that need the judge files or the datum are then not measured."""
+    (a ROS recording away from its bag, moved files): what the run bag holds — the judge's outputs, /imu
+    and the /ground_truth/odom truth, with the judge files' parameters and TFs when they exist (the NIS,
+    gravity, bias and mount need them); the GPS lag (it needs the real bag's datum) is not measured."""
     from ..art import GPS_ODOMETRY_TOPIC
     from ..bags import open_bag
+    from ..pipeline.run import _judge_parts
     from ..truth.bag import truth_from_bag
-    from .health import HealthInputs, assess, assess_streams, imu_columns, odometry_outputs
+    from .health import (
+        HealthInputs,
+        assess,
+        assess_streams,
+        imu_columns,
+        imu_frame_rotation,
+        odometry_outputs,
+    )
 
     estimate = info.topic("estimate")
     spec = replay_spec_of_run(info, series.spec.scenario, series.spec.k)
@@ -726,9 +735,16 @@ def health_of_run_bag(path, info, series, score, options) -> dict:
     if spec is not None:
         return assess_streams(spec, read_real_streams(spec), outputs.get(estimate),
                                outputs.get(GPS_ODOMETRY_TOPIC), series, score, options)
+    files = info.judge or {}
+    exist = all(files.get(key) and Path(str(files[key])).is_file() for key in ("ekf", "navsat"))
+    judge = (JudgeConfig(str(files["ekf"]), str(files["navsat"]), tuple(files.get("static_tfs") or ()))
+             if exist else None)
+    ekf = None if judge is None else _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
     inputs = HealthInputs(series.t_est, series.v_est, series.t_gt, series.v_gt, series.timeline_end,
                           score.rmse, options, truth=truth, filtered=outputs.get(estimate),
-                          gps_odometry=outputs.get(GPS_ODOMETRY_TOPIC), imu=imu_columns(imu_records))
+                          gps_odometry=outputs.get(GPS_ODOMETRY_TOPIC), imu=imu_columns(imu_records),
+                          imu_rotation=None if judge is None else imu_frame_rotation(imu_records, judge),
+                          ekf=ekf)
     return assess(inputs)
 
 
