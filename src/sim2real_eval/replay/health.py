@@ -352,7 +352,10 @@ def truth_velocity_noise(truth, window_s: float = TRUTH_NOISE_WINDOW) -> float |
     if truth is None or len(truth) < 5:
         return None
     t = np.asarray(truth.t, float)
-    rate = 1.0 / float(np.median(np.diff(t)))
+    step = float(np.median(np.diff(t)))
+    if not step > 0:
+        return None
+    rate = 1.0 / step
     n = max(3, int(round(window_s * rate)) // 2 * 2 + 1)
     speed = np.hypot(truth.velocity[:, 0], truth.velocity[:, 1])
     if len(speed) < n + 2:
