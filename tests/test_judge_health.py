@@ -226,6 +226,30 @@ def test_a_wrong_mount_is_measured_as_an_angle():
     assert health["cause"] == "mount"
 
 
+def test_a_diverging_filter_grows_its_error_and_its_covariance():
+    """Speed error 0.5 m/s in the first third, 2 m/s in the last (growth 4 ≥ 3) on a 1 m/s truth; the
+    filter's velocity variance 0.01 → 1 (100× ≥ 10): divergence.  The same error with a flat variance
+    is no divergence (the filter did not say it was lost)."""
+    t = np.arange(0, 30, 1 / 15)
+    third = len(t) // 3
+    error = np.where(np.arange(len(t)) < third, 0.5, np.where(np.arange(len(t)) >= len(t) - third, 2.0, 1.0))
+    stamps = np.linspace(0, 30, 300)
+    variance = np.where(stamps < 10, 0.01, np.where(stamps >= 20, 1.0, 0.1))
+    growing = _odometry(stamps, np.zeros((300, 3)), [1.0, 0.0, 0.0], 0.0, 0.1, 0.01)
+    growing.twist_covariance[:, 0] = growing.twist_covariance[:, 7] = variance
+    rmse = float(np.sqrt(np.mean(error ** 2)))
+    inputs = H.HealthInputs(t, 1.0 + error, t, np.ones(len(t)), None, rmse, ScoreOptions(smoothing_window=1),
+                            filtered=growing)
+    health = H.assess(inputs)
+    divergence = health["causes"]["divergence"]
+    assert divergence["value"] == pytest.approx(4.0)
+    assert divergence["covariance_growth"] == pytest.approx(100.0)
+    assert health["cause"] == "divergence"
+    growing.twist_covariance[:, 0] = growing.twist_covariance[:, 7] = 0.01
+    flat = H.assess(inputs)
+    assert flat["causes"]["divergence"]["present"] is False and flat["cause"] is None
+
+
 def test_truth_velocity_noise_estimate_and_the_share_it_explains():
     rng = np.random.default_rng(7)
     truth = _truth(n=5000)
@@ -270,6 +294,7 @@ def rover(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_demo_with_the_car_template_flags_the_terrain_rover(rover, capsys):
     out = rover / "demo"
     assert main(["demo", "--real", str(rover / "rover"), "--config", "demo_car.yaml", "--imu-scenario",
@@ -289,6 +314,7 @@ def test_demo_with_the_car_template_flags_the_terrain_rover(rover, capsys):
     assert "(real side not tracked)" in (out / "tables.md").read_text()
 
 
+@pytest.mark.slow
 def test_replay_and_score_flag_it_too(rover, capsys):
     bags = sorted((rover / "rover" / "rover_logs").glob("run_*"))[:2]
     runs = rover / "runs"
@@ -305,6 +331,7 @@ def test_replay_and_score_flag_it_too(rover, capsys):
     assert [run["cause"] for run in doc["options"]["judge_health"]["runs"]] == ["gravity", "gravity"]
 
 
+@pytest.mark.slow
 def test_score_reads_back_the_health_the_replay_measured(rover, tmp_path):
     """A real run's health measured in memory by the replay equals the one ``score`` measures from its bag
     (same real streams, the judge's outputs stored as float64): one number, whichever command."""
