@@ -226,6 +226,27 @@ def test_a_wrong_mount_is_measured_as_an_angle():
     assert health["cause"] == "mount"
 
 
+def test_a_gps_stamp_lag_is_found_and_points_to_the_lag():
+    """Fixes at 10 Hz placed where the truth was 0.3 s before their stamps, on a drive whose speed swings
+    1–3 m/s: the lag found is 0.3 s (calibrate.drive.fit_lag) and it removes all the fixes' error
+    variance (the error −v·L varies with v; with the lag, none is left)."""
+    n, rate = 2001, 50.0
+    t = 10.0 + np.arange(n) / rate
+    speed = 2.0 + np.sin(2 * np.pi * (t - 10.0) / 8.0)
+    east = np.concatenate([[0.0], np.cumsum((speed[1:] + speed[:-1]) / 2 / rate)])
+    truth = GroundTruth.from_kinematics(t, np.column_stack([east, np.zeros(n), np.zeros(n)]),
+                                        np.tile([0.0, 0.0, 0.0, 1.0], (n, 1)),
+                                        np.column_stack([speed, np.zeros(n), np.zeros(n)]),
+                                        np.zeros((n, 3)), None)
+    stamps = np.arange(11.0, 49.0, 0.1)
+    fix = (stamps, truth.interpolate(stamps - 0.3).position)
+    lag = H.gps_lag(fix, truth)
+    assert lag["lag_s"] == pytest.approx(0.3, abs=0.003) and lag["variance_removed"] > 0.99
+    health = H.assess(_failing_inputs(truth, fix=fix, imu=None))
+    assert health["cause"] == "gps_lag" and health["causes"]["gps_lag"]["present"]
+    assert H.gps_lag((stamps[:5], fix[1][:5]), truth) is None  # too few fixes: not measured
+
+
 def test_a_diverging_filter_grows_its_error_and_its_covariance():
     """Speed error 0.5 m/s in the first third, 2 m/s in the last (growth 4 ≥ 3) on a 1 m/s truth; the
     filter's velocity variance 0.01 → 1 (100× ≥ 10): divergence.  The same error with a flat variance
