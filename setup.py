@@ -28,6 +28,7 @@ ROS_NODES = [
     "ground_truth_node = sim2real_eval.ros.ground_truth_node:main",
     "recorder_node = sim2real_eval.ros.recorder_node:main",
     "replay_node = sim2real_eval.ros.replay_node:main",
+    "madgwick_node = sim2real_eval.ros.madgwick_node:main",
 ]
 
 setup(

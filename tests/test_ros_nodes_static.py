@@ -92,7 +92,7 @@ def test_console_scripts_point_at_existing_main_functions():
     setup = (REPO / "setup.py").read_text(encoding="utf-8")
     entries = re.findall(r'"(\w+) = sim2real_eval\.ros\.(\w+):main"', setup)
     assert {name for name, _ in entries} == {"gps_noise_node", "imu_noise_node", "ground_truth_node",
-                                             "recorder_node", "replay_node"}
+                                             "recorder_node", "replay_node", "madgwick_node"}
     for _name, module in entries:
         assert "main" in defined_names(ROS_DIR / f"{module}.py"), module
 

@@ -177,3 +177,18 @@ def test_bad_terrain_yaml_names_the_key(tmp_path):
         path.write_text(yaml.safe_dump(data))
         with pytest.raises(UserError, match=re.escape(key)):
             scenarios.generate(path)
+
+
+def test_the_reference_generator_takes_the_terrain_scenario():
+    """`make-reference --scenario terrain`: the reference setup's sensors on the terrain drive (a run
+    outside the study, recorded before it on the epoch clock)."""
+    from sim2real_eval import reference
+
+    setup = reference.load_setup()
+    records, truth = reference.reference_messages(setup, "terrain", 0)
+    assert truth.t[0] < setup.start_time and 200 < truth.duration < 240
+    topics = {}
+    for record in records:
+        topics[record[1]] = topics.get(record[1], 0) + 1
+    assert topics["/fix"] > 2000 and topics["/imu"] > 20000
+    assert np.ptp(rotations.to_rpy(truth.orientation)[:, 1]) > math.radians(10)

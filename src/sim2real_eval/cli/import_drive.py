@@ -43,6 +43,13 @@ def add_arguments(parser) -> None:
                              "truth position)")
     parser.add_argument("--time-offset", type=float, default=0.0, metavar="SECONDS",
                         help="csv: added to every t (header stamps must be > 0)")
+    parser.add_argument("--imu-orientation", choices=("none", "madgwick"), default="none",
+                        help="the /imu orientation: none (not provided, the default) or madgwick (what "
+                             "imu_filter_madgwick publishes for a raw IMU: its 6-DoF filter run offline, "
+                             "ENU, covariance on the diagonal; recorded with its roll/pitch error against "
+                             "the truth in import.yaml)")
+    parser.add_argument("--madgwick-gain", type=float, default=None, metavar="BETA",
+                        help="the Madgwick filter's gain (imu_filter_madgwick's 'gain', default 0.1)")
     parser.add_argument("--storage", choices=("sqlite3", "mcap"), default="sqlite3")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing non-empty DIR (atomically, once the new one is complete)")
@@ -59,7 +66,8 @@ def run(args) -> int:
     replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
     options = dict(window=args.window, stride=args.stride, fix_covariance=args.fix_covariance,
                    fix_covariance_scale=args.fix_covariance_scale, estimate_mounting=args.estimate_mounting,
-                   overwrite=replace, storage=args.storage)
+                   overwrite=replace, storage=args.storage, imu_orientation=args.imu_orientation,
+                   madgwick_gain=args.madgwick_gain)
     if args.format == "comma2k19":
         for name in ("datum", "time_offset"):
             if getattr(args, name) not in (None, 0.0):

@@ -4,6 +4,7 @@ Library calls behind ``sim2real-eval import``:
 
     import_comma2k19(segments, out, window=None, stride=None, scenario="highway", ...) -> ImportResult
     import_csv(folders, out, window=None, stride=None, scenario=None, ...) -> ImportResult
+        (both: imu_orientation="madgwick" fills /imu's orientation with the offline imu_filter_madgwick)
     sensitivity_imports(import_function, sources, out_root, scales=(0.5, 1.0, 2.0), **options)
         -> {scale: ImportResult}      # the same drive with the fix σ scaled (the report's sensitivity line)
     shipped_comma2k19() -> Path       # the real segment shipped in bags/real/comma2k19
@@ -16,6 +17,7 @@ from .covariance import SENSITIVITY_SCALES
 from .drive import SIDECAR, ImportResult, write_runs
 
 FORMATS = ("comma2k19", "csv")
+IMU_ORIENTATIONS = ("none", "madgwick")
 # The real segment shipped with the package (bags/real/comma2k19, MIT licence; its README says what it is).
 SHIPPED_COMMA2K19 = ("real", "comma2k19", "b0c9d2329ad1606b_2018-08-02--08-34-47", "40")
 
@@ -36,13 +38,15 @@ def _sources(sources) -> list:
 def import_comma2k19(segments, out, window: float | None = None, stride: float | None = None,
                      scenario: str = "highway", fix_covariance: float | None = None,
                      fix_covariance_scale: float = 1.0, estimate_mounting: bool = False,
-                     overwrite: bool = False, storage: str = "sqlite3") -> ImportResult:
+                     overwrite: bool = False, storage: str = "sqlite3", imu_orientation: str = "none",
+                     madgwick_gain: float | None = None) -> ImportResult:
     """Import comma2k19 segment folder(s) (see ``importer.comma2k19``) into ``out``."""
     from .comma2k19 import read_segment
 
     _check_scale(fix_covariance_scale)
     read = [read_segment(src, fix_covariance, fix_covariance_scale, estimate_mounting)
             for src in _sources(segments)]
+    _orientation([d for d, _o in read], imu_orientation, madgwick_gain)
     return write_runs([d for d, _o in read], out, scenario, window, stride, overwrite, storage,
                       [o for _d, o in read])
 
@@ -51,7 +55,8 @@ def import_csv(folders, out, window: float | None = None, stride: float | None =
                scenario: str | None = None, fix_covariance: float | None = None,
                fix_covariance_scale: float = 1.0, estimate_mounting: bool = False, imu_axes: str = "flu",
                datum=None, time_offset: float = 0.0, overwrite: bool = False,
-               storage: str = "sqlite3") -> ImportResult:
+               storage: str = "sqlite3", imu_orientation: str = "none",
+               madgwick_gain: float | None = None) -> ImportResult:
     """Import folder(s) in the generic CSV layout (see ``importer.csv_layout``) into ``out``."""
     from .csv_layout import read_folder
 
@@ -59,6 +64,7 @@ def import_csv(folders, out, window: float | None = None, stride: float | None =
     sources = _sources(folders)
     drives = [read_folder(src, fix_covariance, fix_covariance_scale, estimate_mounting, imu_axes, datum,
                           time_offset) for src in sources]
+    _orientation(drives, imu_orientation, madgwick_gain)
     name = scenario if scenario is not None else Path(str(sources[0])).resolve().name
     return write_runs(drives, out, name, window, stride, overwrite, storage)
 
@@ -73,6 +79,25 @@ def sensitivity_imports(import_function, sources, out_root, scales=SENSITIVITY_S
         results[scale] = import_function(sources, Path(out_root) / f"fix_sigma_x{scale:g}",
                                          fix_covariance_scale=scale, **options)
     return results
+
+
+def _orientation(drives: list, imu_orientation: str, madgwick_gain: float | None) -> None:
+    """``--imu-orientation``: ``none`` (the /imu orientation is "not provided") or ``madgwick`` (the
+    offline imu_filter_madgwick, ``models.madgwick``, on each whole drive; ``--madgwick-gain``)."""
+    from ..errors import UserError
+    from ..models import madgwick
+    from .drive import add_madgwick_orientation
+
+    if imu_orientation not in IMU_ORIENTATIONS:
+        raise UserError(f"--imu-orientation: expected one of {', '.join(IMU_ORIENTATIONS)}, "
+                        f"got {imu_orientation!r}")
+    if imu_orientation == "none":
+        if madgwick_gain is not None:
+            raise UserError("--madgwick-gain: only with --imu-orientation madgwick")
+        return
+    for drive in drives:
+        add_madgwick_orientation(drive, madgwick.GAIN if madgwick_gain is None else madgwick_gain,
+                                 madgwick.ORIENTATION_STDDEV)
 
 
 def _check_scale(scale) -> None:

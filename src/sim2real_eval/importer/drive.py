@@ -7,7 +7,8 @@ overlap into windows and writes ``OUT/<scenario>/run_<kk>/`` rosbag2 bags:
 - ``/fix`` sensor_msgs/NavSatFix, frame ``base_link`` (the antenna at the truth's reference point;
   no static TF needed), covariance from the receiver-accuracy policy (``covariance``);
 - ``/imu`` sensor_msgs/Imu, frame ``base_link``: specific force and rates already rotated into the
-  body FLU frame (+g up at rest), orientation not provided (covariance[0] = −1), angular-velocity
+  body FLU frame (+g up at rest), orientation not provided (covariance[0] = −1) unless computed by
+  the Madgwick filter (``add_madgwick_orientation``: import --imu-orientation madgwick), angular-velocity
   and acceleration covariances = the variance of the IMU − truth residual per axis;
 - ``/ground_truth/odom`` nav_msgs/Odometry: pose in the ENU frame ``odom`` at the datum, twist in
   ``base_link`` (``truth.bag`` reads it with ``truth_source odometry``);
@@ -24,7 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import geodesy
+from .. import geodesy, rotations
 from ..errors import DataWarning, UserError
 from ..truth import GroundTruth
 from .covariance import FixCovariance
@@ -57,17 +58,22 @@ class Fixes:
 
 @dataclass
 class Inertial:
-    """IMU samples on the drive's clock, already in base_link FLU: specific force m/s², rates rad/s."""
+    """IMU samples on the drive's clock, already in base_link FLU: specific force m/s², rates rad/s;
+    ``orientation`` (N, 4) xyzw of base_link in ENU with its 1-σ per axis when one was computed
+    (``add_madgwick_orientation``; NaN rows: not published), else None (not provided)."""
 
     t: np.ndarray
     accel: np.ndarray
     gyro: np.ndarray
     accel_variance: np.ndarray = field(default_factory=lambda: np.zeros(3))
     gyro_variance: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    orientation: Optional[np.ndarray] = None
+    orientation_stddev: float = 0.0
 
     def select(self, rows) -> Inertial:
         return Inertial(self.t[rows], self.accel[rows], self.gyro[rows], self.accel_variance,
-                        self.gyro_variance)
+                        self.gyro_variance, None if self.orientation is None else self.orientation[rows],
+                        self.orientation_stddev)
 
 
 @dataclass
@@ -112,6 +118,33 @@ def imu_residual_variance(truth: GroundTruth, imu: Inertial) -> tuple:
     return accel, gyro
 
 
+def add_madgwick_orientation(drive: Drive, gain: float, orientation_stddev: float, zeta: float = 0.0) -> None:
+    """Give the drive's IMU (already in base_link) the orientation imu_filter_madgwick would publish
+    (``models.madgwick``), over the whole drive so every window starts converged, and record it with
+    its roll and pitch error against the truth's attitude (RMS, first 5 s left out: convergence)."""
+    from ..models.madgwick import check_parameters, madgwick_orientation
+
+
+    check_parameters(gain, zeta, "enu", orientation_stddev, "--imu-orientation madgwick")
+    imu = drive.imu
+    q = madgwick_orientation(imu.t, imu.accel, imu.gyro, gain=gain, zeta=zeta)
+    imu.orientation, imu.orientation_stddev = q, float(orientation_stddev)
+    inside = np.isfinite(q).all(axis=1) & (imu.t >= max(drive.truth.t[0], imu.t[0] + 5.0)) \
+        & (imu.t <= drive.truth.t[-1])
+    record = {"source": "madgwick: imu_filter_madgwick's 6-DoF filter (no magnetometer), offline",
+              "gain": float(gain), "zeta": float(zeta), "world_frame": "enu",
+              "orientation_stddev_rad": float(orientation_stddev),
+              "yaw": "not observable (no magnetometer): the gyro's integral from an arbitrary start"}
+    if inside.sum() >= 2:
+        truth_rp = rotations.to_rpy(drive.truth.interpolate(imu.t[inside]).orientation)[:, :2]
+        error = np.degrees(rotations.to_rpy(q[inside])[:, :2] - truth_rp)
+        error = (error + 180.0) % 360.0 - 180.0
+        rms = np.sqrt(np.mean(error ** 2, axis=0))
+        record["roll_pitch_minus_truth_rms_deg"] = [round(float(v), 3) for v in rms]
+        record["truth_attitude"] = drive.record.get("truth", {}).get("attitude", "given")
+    drive.record.setdefault("imu", {})["orientation"] = record
+
+
 def _angle_deg(a, b) -> float:
     cos = np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
     return float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
@@ -122,8 +155,6 @@ def check_mounting_hint(truth: GroundTruth, imu: Inertial, where: str) -> Option
     (both > 1°): the mean direction of travel off base_link x, the mean up off z, or the IMU's mean
     specific force off the truth's.  A tilted base_link leaves gravity in the judge's horizontal
     acceleration (two_d_mode removes it along its own z)."""
-    from .. import rotations
-
     inside = (imu.t >= truth.t[0]) & (imu.t <= truth.t[-1])
     if inside.sum() < 10:
         return None
@@ -190,8 +221,16 @@ def _imu_samples(imu: Inertial, offset_ns: int):
     accel_cov[:, [0, 4, 8]] = imu.accel_variance
     gyro_cov = np.zeros((n, 9))
     gyro_cov[:, [0, 4, 8]] = imu.gyro_variance
-    return ImuSamples(stamp_ns=stamps, receive_ns=stamps, orientation=np.tile([0.0, 0.0, 0.0, 1.0], (n, 1)),
-                      orientation_covariance=not_provided, angular_velocity=imu.gyro,
+    orientation = np.tile([0.0, 0.0, 0.0, 1.0], (n, 1))
+    orientation_cov = not_provided
+    if imu.orientation is not None:
+        from ..models.madgwick import orientation_covariance
+
+        published = np.isfinite(imu.orientation).all(axis=1)
+        orientation[published] = imu.orientation[published]
+        orientation_cov[published] = orientation_covariance(imu.orientation_stddev)
+    return ImuSamples(stamp_ns=stamps, receive_ns=stamps, orientation=orientation,
+                      orientation_covariance=orientation_cov, angular_velocity=imu.gyro,
                       angular_velocity_covariance=gyro_cov, linear_acceleration=imu.accel,
                       linear_acceleration_covariance=accel_cov, frame_id=BASE_FRAME)
 

@@ -76,6 +76,23 @@ JUDGE_ARGUMENTS: Dict[str, Tuple[str, str]] = {
     key: EVALUATE_ARGUMENTS[key] for key in ("ekf_config", "navsat_config")
 }
 JUDGE_ARGUMENTS["use_sim_time"] = ("true", "use /clock (bag replay or simulator)")
+JUDGE_ARGUMENTS["imu_orientation"] = (
+    "none", "an orientation for an IMU that publishes none: none (the judge reads /imu as it is) | madgwick "
+            "(imu_filter_madgwick between imu_raw_topic and /imu: ROS's standard chain to "
+            "robot_localization)")
+JUDGE_ARGUMENTS["imu_raw_topic"] = ("/imu/data_raw", "the raw IMU's topic (with imu_orientation:=madgwick)")
+JUDGE_ARGUMENTS["madgwick_node"] = (
+    "auto", "which Madgwick node: auto (imu_filter_madgwick's imu_filter_madgwick_node where that package is "
+            "installed, else ours) | imu_filter_madgwick | sim2real_eval (our madgwick_node: the same "
+            "filter as import --imu-orientation madgwick)")
+JUDGE_ARGUMENTS["madgwick_gain"] = ("0.1", "the filter's gain (imu_filter_madgwick's gain; its default 0.1)")
+JUDGE_ARGUMENTS["madgwick_zeta"] = ("0.0", "gyro drift gain (imu_filter_madgwick's zeta; no effect without "
+                                           "a magnetometer)")
+JUDGE_ARGUMENTS["orientation_stddev"] = (
+    "0.015", "1-sigma of the published orientation, rad (imu_filter_madgwick's orientation_stddev; 0.015 = "
+             "the roll/pitch error measured on the terrain scenario, docs/models.md)")
+IMU_ORIENTATIONS = ("none", "madgwick")
+MADGWICK_NODES = ("auto", "imu_filter_madgwick", "sim2real_eval")
 JUDGE_ARGUMENTS["static_tfs"] = ("", "static TFs published for the judge, ';'-separated 'PARENT CHILD x y z "
                                      "yaw pitch roll' strings, or none; default: the ART vehicle's (said "
                                      "on stderr)")
@@ -226,9 +243,69 @@ def default_config(name: str) -> str:
     return str(config_path(name))
 
 
-def judge_plan(args: Dict[str, str], notice: Optional[Callable[[str], None]] = None) -> List[ProcessSpec]:
-    """judge.launch.py: the robot_localization pair with our configs, and a static TF publisher per
-    static TF (``static_tfs``; default the ART vehicle's, ``notice(text)`` told)."""
+def ros_package_installed(name: str, environ: Optional[Dict[str, str]] = None) -> bool:
+    """True when a sourced ROS workspace has the package ``name``: its marker in the ament resource
+    index (``<prefix>/share/ament_index/resource_index/packages/<name>``) under a prefix of
+    AMENT_PREFIX_PATH — what ``ros2 pkg prefix`` looks up, without importing ROS."""
+    prefixes = (os.environ if environ is None else environ).get("AMENT_PREFIX_PATH", "")
+    return any((Path(prefix) / "share" / "ament_index" / "resource_index" / "packages" / name).is_file()
+               for prefix in prefixes.split(os.pathsep) if prefix)
+
+
+def _unit_interval(value: str, name: str, low: float = 0.0) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not low <= number <= 1.0:
+        raise UserError(f"launch argument {name}:={value!r}: expected a number in [{low:g}, 1]")
+    return number
+
+
+def madgwick_nodes(args: Dict[str, str], use_sim_time: bool = True,
+                   environ: Optional[Dict[str, str]] = None,
+                   notice: Optional[Callable[[str], None]] = None) -> List[ProcessSpec]:
+    """The Madgwick step of judge.launch.py (``imu_orientation:=madgwick``): imu_raw_topic → /imu with
+    an orientation, by imu_filter_madgwick_node (6-DoF: use_mag false, world_frame enu, publish_tf
+    false) where installed, else our madgwick_node (same parameters, same filter as the offline
+    import); none with ``imu_orientation:=none``."""
+    get = {name: str(args.get(name, JUDGE_ARGUMENTS[name][0])) for name in
+           ("imu_orientation", "imu_raw_topic", "madgwick_node", "madgwick_gain", "madgwick_zeta",
+            "orientation_stddev")}
+    if get["imu_orientation"] not in IMU_ORIENTATIONS:
+        raise UserError(f"launch argument imu_orientation:={get['imu_orientation']!r}: expected one of "
+                        f"{', '.join(IMU_ORIENTATIONS)}")
+    if get["madgwick_node"] not in MADGWICK_NODES:
+        raise UserError(f"launch argument madgwick_node:={get['madgwick_node']!r}: expected one of "
+                        f"{', '.join(MADGWICK_NODES)}")
+    if get["imu_orientation"] == "none":
+        return []
+    raw = get["imu_raw_topic"].strip()
+    if not raw or not (raw.startswith("/") or raw[0].isalpha()) or raw == TOPICS["imu"]:
+        raise UserError(f"launch argument imu_raw_topic:={raw!r}: expected the raw IMU's topic, not "
+                        f"{TOPICS['imu']} (the filter publishes there)")
+    parameters = {"use_sim_time": use_sim_time, "use_mag": False, "world_frame": "enu", "publish_tf": False,
+                  "gain": _unit_interval(get["madgwick_gain"], "madgwick_gain"),
+                  "zeta": _unit_interval(get["madgwick_zeta"], "madgwick_zeta", -1.0),
+                  "orientation_stddev": _unit_interval(get["orientation_stddev"], "orientation_stddev")}
+    which = get["madgwick_node"]
+    if which == "auto":
+        which = "imu_filter_madgwick" if ros_package_installed("imu_filter_madgwick", environ) else PACKAGE
+        (notice or _stderr)(f"judge.launch.py: madgwick_node:={which} (imu_filter_madgwick is "
+                            f"{'' if which != PACKAGE else 'not '}installed)")
+    executable = "imu_filter_madgwick_node" if which == "imu_filter_madgwick" else "madgwick_node"
+    return [ProcessSpec(name="imu_filter_madgwick" if which == "imu_filter_madgwick" else "madgwick_node",
+                        package=which if which == "imu_filter_madgwick" else PACKAGE, executable=executable,
+                        parameters=[parameters],
+                        remappings=[("imu/data_raw", raw), ("imu/data", TOPICS["imu"])], must_succeed=True)]
+
+
+def judge_plan(args: Dict[str, str], notice: Optional[Callable[[str], None]] = None,
+               environ: Optional[Dict[str, str]] = None) -> List[ProcessSpec]:
+    """judge.launch.py: the robot_localization pair with our configs, a static TF publisher per
+    static TF (``static_tfs``; default the ART vehicle's, ``notice(text)`` told), and with
+    ``imu_orientation:=madgwick`` the Madgwick node giving a raw IMU its orientation
+    (``madgwick_nodes``)."""
     ekf = args.get("ekf_config") or default_config(EKF_CONFIG)
     navsat = args.get("navsat_config") or default_config(NAVSAT_CONFIG)
     use_sim_time = _bool_text(args.get("use_sim_time", "true"), "use_sim_time")
@@ -237,7 +314,8 @@ def judge_plan(args: Dict[str, str], notice: Optional[Callable[[str], None]] = N
         static_tfs = ART_STATIC_TFS
         (notice or _stderr)(f"judge.launch.py: applied the ART static TFs {_quoted(ART_STATIC_TFS)} "
                             f"(static_tfs:= overrides)")
-    return judge_nodes(ekf, navsat, use_sim_time) + static_tf_nodes(static_tfs)
+    madgwick = madgwick_nodes(args, use_sim_time, environ, notice)
+    return madgwick + judge_nodes(ekf, navsat, use_sim_time) + static_tf_nodes(static_tfs)
 
 
 def _quoted(static_tfs: Sequence[str]) -> str:
