@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import UserError
 
 SPEED_FLOOR = 0.2          # m/s: the speed scale of a run that (nearly) stands still
-NOT_TRACKED_RATIO = 0.5    # E / s above it: the judge does not track the real vehicle (docs/scoring.md)
+NOT_TRACKED_RATIO = 1.0    # E / s above it: the judge does not track the real vehicle (docs/scoring.md)
 # A cause is "present" when its measure reaches its threshold; the one the data point to is the present
 # cause with the largest measure / threshold.
 GRAVITY_THRESHOLD = 0.3    # m/s²: RMS horizontal gravity a 2-D judge integrates (≈ 1.8° of tilt)
@@ -222,17 +222,40 @@ def fused_acceleration_axes(ekf) -> list:
     return [axis for axis in axes if axis != 2] if ekf.two_d_mode else axes
 
 
-def gravity_leak(truth, stamps_s, axes, gravity: float = 9.80665) -> float:
-    """RMS (m/s²) over ``stamps_s`` of gravity's component along the body ``axes`` the truth's attitude
-    gives: what a 2-D judge, which removes gravity along its own (level) z, integrates as acceleration.
-    For a pitch θ alone that is g·|sin θ| on x; for a roll φ alone g·|sin φ| on y."""
+def gravity_leak(truth, stamps_s, axes, gravity: float = 9.80665, orientation=None, mount=None) -> float:
+    """RMS (m/s²) over ``stamps_s`` of the gravity a 2-D judge leaves in its acceleration along the fused
+    body ``axes``.  ekf_node removes gravity along the IMU message's orientation, or — when the message
+    has none (orientation_covariance[0] = −1) — along its own attitude, level in two_d_mode: then what
+    is left is gravity's component along the body axes the truth's attitude gives (for a pitch θ alone
+    g·|sin θ| on x; for a roll φ alone g·|sin φ| on y).  With ``orientation`` (the messages' quaternions,
+    the IMU frame in the world; NaN rows: none) and ``mount`` (base_link ← IMU frame), what is left is
+    g·R_mount·(R_true − R_message)ᵀ·ẑ: the orientation's own error."""
     from .. import rotations
 
     if not axes or truth is None or len(stamps_s) == 0:
         return 0.0
     attitude = truth.interpolate(stamps_s).orientation
-    body = rotations.rotate_inverse(attitude, np.array([0.0, 0.0, gravity]))[:, axes]
-    return float(np.sqrt(np.mean(np.sum(np.square(body), axis=1))))
+    up = np.array([0.0, 0.0, gravity])
+    body = rotations.rotate_inverse(attitude, up)  # gravity's reaction in base_link per the truth
+    left = body - up                                 # a level attitude removes only its z
+    if orientation is not None and mount is not None:
+        given = np.all(np.isfinite(orientation), axis=1)
+        if given.any():
+            removed = rotations.rotate_inverse(orientation[given], up) @ np.asarray(mount, float).T
+            left[given] = body[given] - removed
+    left = left[:, axes]
+    return float(np.sqrt(np.mean(np.sum(np.square(left), axis=1))))
+
+
+def message_orientations(imu: dict, inside) -> np.ndarray | None:
+    """The IMU messages' orientations (N, 4) with NaN rows where a message gives none (covariance[0] = −1,
+    as ekf_node reads it), or None when the columns are absent."""
+    if "orientation" not in imu or "orientation_covariance" not in imu:
+        return None
+    q = np.array(imu["orientation"], dtype=float)[inside]
+    none = np.abs(np.asarray(imu["orientation_covariance"], float)[inside][:, 0] + 1.0) < 1e-9
+    q[none] = np.nan
+    return q
 
 
 def accelerometer_bias(truth, stamps_s, accel_base, axes) -> np.ndarray:
@@ -300,9 +323,14 @@ def measure_causes(inputs: HealthInputs, error) -> dict:
         axes = fused_acceleration_axes(ekf)
         if stamps.size >= 10:
             if ekf is not None and ekf.two_d_mode:
-                leak = gravity_leak(truth, stamps, axes, ekf.gravitational_acceleration)
+                orientation = message_orientations(inputs.imu, inside)
+                leak = gravity_leak(truth, stamps, axes, ekf.gravitational_acceleration, orientation,
+                                    inputs.imu_rotation)
+                given = orientation is not None and bool(np.isfinite(orientation).all(axis=1).any())
                 causes["gravity"] = {"value": leak, "threshold": GRAVITY_THRESHOLD, "unit": "m/s²",
-                                     "axes": [("x", "y", "z")[a] for a in axes]}
+                                     "axes": [("x", "y", "z")[a] for a in axes],
+                                     "removed_along": ("the IMU's orientation" if given
+                                                       else "a level attitude")}
             bias_axes = axes or [0, 1]
             bias = accelerometer_bias(truth, stamps, accel, bias_axes)
             offset_rms, rotated_rms = offset_or_rotation(truth, stamps, accel)
@@ -434,8 +462,8 @@ def imu_columns(records) -> dict | None:
 
     if not records:
         return None
-    names = ["stamp_ns", "angular_velocity", "linear_acceleration", "angular_velocity_covariance",
-             "linear_acceleration_covariance"]
+    names = ["stamp_ns", "orientation", "orientation_covariance", "angular_velocity", "linear_acceleration",
+             "angular_velocity_covariance", "linear_acceleration_covariance"]
     return decode_messages(get_typestore(), message_fields.IMU, [r.data for r in records], names)
 
 

@@ -21,7 +21,8 @@ SENTENCE = ("The VEPD compares the real side's judged speed errors with the simu
 NEXT_STEPS = {
     "gravity": ("the judge runs two_d_mode and fuses the IMU's accelerations: on slopes gravity leaks into "
                 "its horizontal acceleration; use the terrain template (--config demo_terrain.yaml; "
-                "docs/rover.md), or leave the accelerations out of imu0_config"),
+                "docs/rover.md), give the IMU an orientation (sim2real-eval import ... --imu-orientation "
+                "madgwick), or leave the accelerations out of imu0_config"),
     "accelerometer_bias": ("calibrate the IMU against the truth (sim2real-eval calibrate --truth) and "
                            "remove the bias from the data, or leave the accelerations out of imu0_config"),
     "gps_lag": ("correct the GPS stamps by the lag (sim2real-eval calibrate --truth measures it) and import "
@@ -59,8 +60,11 @@ def describe_cause(name: str | None, cause: dict | None) -> str:
         return "no measured cause"
     value, unit = cause["value"], cause["unit"]
     if name == "gravity":
-        return (f"gravity leaking into the 2-D judge (truth attitude × g: RMS {value:.3g} {unit} along the "
-                f"fused axes {', '.join(cause['axes'])}; threshold {cause['threshold']:g})")
+        how = ("removed along a level attitude: the IMU messages carry no orientation; truth attitude × g"
+               if cause.get("removed_along", "a level attitude") == "a level attitude" else
+               "removed along the IMU messages' orientation, which is off the truth's")
+        return (f"gravity leaking into the 2-D judge ({how}: RMS {value:.3g} {unit} along the fused axes "
+                f"{', '.join(cause['axes'])}; threshold {cause['threshold']:g})")
     if name == "accelerometer_bias":
         return f"an accelerometer bias (mean IMU − truth specific force {value:.3g} {unit})"
     if name == "gps_lag":
