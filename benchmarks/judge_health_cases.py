@@ -1,7 +1,8 @@
 """The judge-health threshold's evidence (docs/scoring.md, "Judge health"): E / s of every real run in
 three demos — the shipped synthetic reference (ART judge), the comma2k19 real sample (car template), and
 the terrain rover's synthetic CSV logs imported as docs/import.md says and judged with the car template
-(the failing case).
+(the failing case), and the same logs imported with ``--imu-orientation madgwick`` (an IMU orientation:
+the car judge then removes gravity along it and tracks the rover).
 
     python benchmarks/judge_health_cases.py            # runs the three demos into a temporary folder
     python benchmarks/judge_health_cases.py --keep DIR # ... into DIR (kept)
@@ -50,12 +51,20 @@ def main() -> int:
                 "--estimate-mounting", "--fix-covariance", "0.7")
         run("demo", "--real", str(rover), "--config", "demo_car.yaml", "--imu-scenario", "rover_logs",
             "--out", str(root / "terrain_car"), "--overwrite", "--no-progress")
+        oriented = root / "rover_madgwick"
+        if not oriented.exists():
+            run("import", "csv", str(logs), "--out", str(oriented), "--window", "30", "--imu-axes", "frd",
+                "--estimate-mounting", "--fix-covariance", "0.7", "--imu-orientation", "madgwick")
+        run("demo", "--real", str(oriented), "--config", "demo_car.yaml", "--imu-scenario", "rover_logs",
+            "--out", str(root / "terrain_car_madgwick"), "--overwrite", "--no-progress")
         print("| real side | judge | real runs | E / s | not tracked | causes |")
         print("|---|---|---|---|---|---|")
         print(row("synthetic reference (demo)", "ART", root / "reference"))
         print(row("comma2k19 real sample (demo --real-sample)", "car template", root / "real_sample"))
         print(row("terrain rover, CSV import (demo --real --config demo_car.yaml)", "car template",
                   root / "terrain_car"))
+        print(row("terrain rover, CSV import with --imu-orientation madgwick (same demo)", "car template",
+                  root / "terrain_car_madgwick"))
     return 0
 
 
