@@ -86,7 +86,8 @@ def test_vepd_json_schema(quick_demo):
     assert set(doc) == {"combined", "per_scenario", "options", "version"}
     assert sorted(doc["combined"]) == sorted(GPS_VARIANTS)
     for row in doc["combined"].values():
-        assert set(row) == {"W1", "W2", "VEPD", "VEPD_ci95", "n_real", "n_sim"}
+        assert set(row) == {"W1", "W2", "VEPD", "VEPD_ci95", "n_real", "n_sim", "real_tracked"}
+        assert row["real_tracked"] is True  # the reference set: the judge tracks every real run
         assert row["n_real"] == row["n_sim"] == 4  # 2 scenarios x K = 2
         assert math.isclose(row["VEPD"], (row["W1"] + row["W2"]) / 2)
         assert row["W1"] >= 0 and row["W2"] >= 0
@@ -95,7 +96,8 @@ def test_vepd_json_schema(quick_demo):
     for cells in doc["per_scenario"].values():
         assert set(cells) == {"line", "circle"}
         for cell in cells.values():
-            assert set(cell) == {"W1", "W2", "VEPD", "rank"} and 1 <= cell["rank"] <= len(GPS_VARIANTS)
+            assert set(cell) == {"W1", "W2", "VEPD", "rank", "real_tracked"} and cell["real_tracked"]
+            assert 1 <= cell["rank"] <= len(GPS_VARIANTS)
     imu = json.loads((out / "imu_study" / "vepd.json").read_text())
     assert list(imu["combined"]) == ["sim_imu-chrono_paper_demo"]
     assert list(imu["per_scenario"]["sim_imu-chrono_paper_demo"]) == ["line"]
@@ -158,6 +160,8 @@ def test_in_memory_scores_equal_the_kept_bags_scores(memory_demo):
         for doc in (one, two):  # where the runs were ("in memory" / OUT/runs), each OUT's reference runs
             doc.get("options", {}).get("provenance", {}).pop("input", None)
             doc.get("options", {}).get("provenance", {}).get("data", {}).pop("real_folders", None)
+            for run in doc.get("options", {}).get("judge_health", {}).get("runs", []):
+                run.pop("source")
         assert one == two, name
     for name in ("runs.csv", "imu_study/runs.csv"):
         assert (memory / name).read_text() == (kept / name).read_text()
@@ -165,6 +169,10 @@ def test_in_memory_scores_equal_the_kept_bags_scores(memory_demo):
     demo_doc, score_doc = (json.loads((out / "vepd.json").read_text()) for out in (memory, scored))
     assert demo_doc["combined"] == score_doc["combined"]
     assert demo_doc["per_scenario"] == score_doc["per_scenario"]
+    for doc in (demo_doc, score_doc):  # the judge health: the same numbers in memory and from the bags
+        for run in doc["options"]["judge_health"]["runs"]:
+            run.pop("source")
+    assert demo_doc["options"]["judge_health"] == score_doc["options"]["judge_health"]
     demo_stats, score_stats = (json.loads((out / "statistics.json").read_text()) for out in (memory, scored))
     assert demo_stats == score_stats
     assert demo_stats["judge_noise_floor"]["draws"] == 4 and demo_stats["judge_noise_floor"]["pairs"] == 6

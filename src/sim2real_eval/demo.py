@@ -778,7 +778,7 @@ def _judge_runs(job: _Job, side: _RealSide, bags: dict, description: str, main: 
     # shared: OUT, which claim_output made, is what Ray's nodes must see when OUT/runs is not written
     replayed = replay_bags(groups, job.runs_dir, workers=job.workers, ray_address=job.ray_address,
                            progress=job.progress, description=description.format(len(groups)) + floor_note,
-                           notice=job.notice if main else None, shared=job.out)
+                           notice=job.notice if main else None, shared=job.out, warn_health=main)
     replayed.raise_on_failure()
     return replayed, groups
 
@@ -1104,6 +1104,7 @@ def summary_table(result: DemoResult) -> str:
     ranks compared, the IMU study, the judge-noise floor, the ordering checks as the precision supports
     them, permutation-limit warnings, and the time of each step."""
     from .metrics import separation
+    from .report import health
 
     gps, imu = result.gps_result, result.imu_result
     rows = [(gps, variant, "") for variant in separation.order(gps)]
@@ -1117,6 +1118,7 @@ def summary_table(result: DemoResult) -> str:
         ci = row["VEPD_ci95"]
         interval = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "–"
         mark = "  ≤ floor" if separation.below_floor(study, variant) else ""
+        mark += f"  {health.NOT_TRACKED}" if health.tracked(study) is False else ""
         lines.append(f"{rank:<5} {variant:<{width}} {row['W1']:>8.4f} {row['W2']:>8.4f} {row['VEPD']:>8.4f}  "
                      f"{interval:<18}{mark}{note}")
     ties = [f"{entry['better']} ~ {entry['worse']} ({reason})"
@@ -1138,6 +1140,7 @@ def summary_table(result: DemoResult) -> str:
                       for key in result.ordering["checks"])
     mapped = [variant for name, variant in result.ordering.get("paper", {}).items() if variant != name]
     lines.append(f"paper's ordering{' (on ' + ', '.join(mapped) + ')' if mapped else ''} — {marks}")
+    lines += health.console_lines(gps)
     lines += [f"warning: {line}" for line in separation_warnings(gps, imu)]
     if result.real_sample is not None:
         from .real_sample import console_lines

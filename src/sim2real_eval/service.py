@@ -375,6 +375,18 @@ class ReplayedBags:
         """Every run scored where it was judged (``replay.offline.ScoredRun``), bag by bag."""
         return [run for outcome in self.report.outcomes if outcome is not None for run in outcome.scored]
 
+    def health_records(self) -> list:
+        """The real runs whose judge health was assessed, as ``RunRecord`` (scored ones as scored; those of
+        a replay without scoring carry no score)."""
+        from .metrics.study import REAL, RunRecord
+
+        records = [run.record for run in self.scored if run.record.health is not None]
+        if records:
+            return records
+        return [RunRecord(REAL, REAL, task.spec.scenario, task.spec.k, run.path, None, run.health)
+                for task, outcome in zip(self.tasks, self.report.outcomes) if outcome is not None
+                for run in outcome.runs if run.health is not None]
+
     def noise_floor_draws(self) -> list:
         """The noise-floor judgements of the bags, as one list of ``RunRecord`` per timing draw."""
         draws: dict = {}
@@ -486,10 +498,12 @@ def _warn_once(lines: Iterable[str]) -> None:
 
 def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,
                 progress: bool = True, description: str | None = None, notice: Callable | None = None,
-                shared=None) -> ReplayedBags:
+                shared=None, warn_health: bool = True) -> ReplayedBags:
     """Execute ``plan_replays``'s tasks into ``out``: bags in parallel, runs of a bag in one task.  Once
     the paths are checked and before any run, ``announce_replays`` (``notice``: the ART TFs line).
-    ``shared``: the existing folder Ray's nodes must see when ``out`` is not made (``pipeline.batch``)."""
+    ``shared``: the existing folder Ray's nodes must see when ``out`` is not made (``pipeline.batch``).
+    After the runs, with ``warn_health``: one DataWarning when the judge does not track the real vehicle
+    in a real run (``replay.health``; ``report.health.warning_line``: the cause measured and a next step)."""
     from .pipeline.batch import available_cores, run_batch
 
     start = time.perf_counter()
@@ -517,7 +531,20 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
     announce_replays(tasks, notice)
     report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
                        description=description, shared=shared)
-    return ReplayedBags(tasks, report, time.perf_counter() - start)
+    replayed = ReplayedBags(tasks, report, time.perf_counter() - start)
+    if warn_health:
+        warn_judge_health(replayed.health_records())
+    return replayed
+
+
+def warn_judge_health(records: Sequence) -> None:
+    """One DataWarning naming the cause and a next step when a real run of ``records`` (RunRecord with
+    ``health``) is not tracked by the judge (``report.health.warning_line``)."""
+    from .report.health import warning_line
+
+    line = warning_line(records)
+    if line:
+        _warn_once([line])
 
 
 def warm_judge(judge) -> None:
@@ -590,9 +617,10 @@ def load_runs(specs: Sequence, options, *, skip_bad_runs: bool = False, workers:
 
 def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_records: Sequence = (),
                skip_bad_runs: bool = False, workers: int | None = None, progress: Callable | None = None,
-               source: str = "") -> ScoredRuns:
+               source: str = "", judge_health: bool = False) -> ScoredRuns:
     """Score a study: the runs of ``specs`` selected by ``keep(spec)`` (plus ``extra_records``,
-    runs scored before, e.g. tune's real side) → W1, W2, VEPD, intervals, p-values.
+    runs scored before, e.g. tune's real side) → W1, W2, VEPD, intervals, p-values.  ``judge_health``:
+    each real bag run's judge health too (``assess_real_runs``; a DataWarning when one is not tracked).
 
     ``progress(stage, advance, total)``: stage "reading runs" (one per run), then
     "bootstrap/permutations" (one per (variant, pooled or scenario) cell); ``total`` given once.
@@ -606,6 +634,9 @@ def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_
     report("reading runs", 0, len(specs))
     loaded = load_runs(specs, options, skip_bad_runs=skip_bad_runs, workers=workers,
                        progress=lambda n: report("reading runs", n, None))
+    if judge_health:
+        loaded.records = assess_real_runs(loaded.records, loaded.series, specs, options)
+        warn_judge_health(loaded.records)
     records = list(extra_records) + loaded.records
     variants = {r.variant for r in records if r.side != "real"}
     report("bootstrap/permutations", 0, len(variants) * (1 + len({r.scenario for r in records})))
@@ -613,6 +644,31 @@ def score_runs(specs: Sequence, options, *, keep: Callable | None = None, extra_
                          progress=lambda n: report("bootstrap/permutations", n, None),
                          workers=workers or os.cpu_count() or 1)
     return ScoredRuns(loaded.records, loaded.series, loaded.skipped, result, list(extra_records))
+
+
+def assess_real_runs(records: Sequence, series: dict, specs: Sequence, options) -> list:
+    """``records`` with the judge health (``replay.health.health_of_run_bag``) of each real bag run that
+    has a run.yaml (replayed runs, the ROS recorder's runs); a run whose health cannot be measured is
+    said in a DataWarning and left unassessed."""
+    import dataclasses
+
+    from .replay.offline import health_of_run_bag
+    from .runs import read_run_info
+
+    by_key = {spec.key: spec for spec in specs}
+    out = []
+    for record in records:
+        spec = by_key.get(record.key)
+        if record.side == "real" and spec is not None and spec.kind == "bag" and record.key in series:
+            try:
+                info = read_run_info(spec.source)
+                health = health_of_run_bag(spec.source, info, series[record.key], record.score, options)
+            except UserError as exc:
+                _warn_once([f"{spec.source}: judge health not assessed ({exc})"])
+            else:
+                record = dataclasses.replace(record, health=health)
+        out.append(record)
+    return out
 
 
 def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | None = None,
@@ -625,8 +681,7 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
     """
     from .errors import UserError as _UserError
     from .pipeline.batch import run_batch
-    from .pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig
-    from .replay.offline import BagReplay, ReplaySpec
+    from .replay.offline import BagReplay, replay_spec_of_run
     from .runs import read_run_info
 
     real = [spec for spec in specs if spec.side == "real"]
@@ -638,21 +693,12 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
             info = read_run_info(spec.source)
         except _UserError:
             return None, f"{spec.source}: no run.yaml naming the real bag it was judged from"
-        judge = info.judge or {}
-        files = [info.source, judge.get("ekf"), judge.get("navsat")]
-        if info.window_ns is None or not all(f and Path(f).exists() for f in files):
+        replay = replay_spec_of_run(info, spec.scenario, spec.k)
+        if replay is None:
+            judge = info.judge or {}
             return None, (f"{spec.source}: its run.yaml names no replayed real bag and judge files that "
                           f"exist here (source {info.source}, judge {judge.get('ekf')}, window_ns "
                           f"{info.window_ns})")
-        topics = info.input_topics or {}
-        start = "truth" if (info.initial_state or {}).get("source") == "truth" else "config"  # moving starts
-        replay = ReplaySpec(bag=str(info.source), judge=JudgeConfig(str(judge["ekf"]), str(judge["navsat"]),
-                                                                   tuple(judge.get("static_tfs") or ()),
-                                                                   initial_state=start),
-                            scenario=spec.scenario, k=spec.k, seed=info.seed or 0,
-                            ground_truth_rate=info.ground_truth_rate or DEFAULT_GROUND_TRUTH_RATE,
-                            truth_source=info.ground_truth_source or "auto",
-                            imu_topic=topics.get("imu", "/imu"), gps_topic=topics.get("gps", "/fix"))
         tasks.append(BagReplay(replay, (), real=False, scoring=options, write=False, floor_draws=draws))
     if not tasks:
         return None, "no real runs"

@@ -210,7 +210,7 @@ def run(args) -> int:
             progress.refresh()
 
         scored = score_runs(specs, options, skip_bad_runs=args.skip_bad_runs, workers=args.workers,
-                            progress=advance)
+                            progress=advance, judge_health=True)
         for task in tasks.values():  # cells without resampling do not advance: show them done
             progress.update(task, total=progress.tasks[task].completed)
         result = scored.result
@@ -269,4 +269,7 @@ def score_summary(result, skipped: int, out) -> str:
     elif floor:
         lines.append(f"judge-noise floor: not measured ({unavailable(result)})")
     lines += [f"warning: {line}" for line in separation.permutation_warnings(result)]
+    from ..report.health import console_lines
+
+    lines += console_lines(result)
     return "\n".join(lines)

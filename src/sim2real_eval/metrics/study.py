@@ -79,7 +79,8 @@ def average_ranks(values) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One scored run; ``source`` is the file/directory it came from."""
+    """One scored run; ``source`` is the file/directory it came from; ``health``: the judge health of a
+    real run (``replay.health.assess``), None when not assessed."""
 
     side: str
     variant: str
@@ -87,6 +88,7 @@ class RunRecord:
     k: int
     source: str
     score: RunScore
+    health: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def key(self):

@@ -192,6 +192,7 @@ class RunOutcome:
     runs: tuple = ()  # a task that makes several runs (one real bag's): the RunOutcome of each
     scores: tuple = ()  # a real bag's noise-floor judgements (draw, RunRecord): replay.noise_floor_scores
     scored: tuple = ()  # its runs scored where they were judged (replay.ScoredRun), with ``scoring``
+    health: Any = None  # a replayed real run's judge health (replay.health.assess), when assessed
 
 
 def load_gps(spec: Any, seed_sequence=None, datum=None, rate: float | None = None):

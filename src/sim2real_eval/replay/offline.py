@@ -638,12 +638,22 @@ class BagReplay:
                 sensors = sensor_blocks(self.spec, streams, sim) or sensor_streams(self.spec, streams, sim)
                 result = judge_sensors(self.spec, sensors, str(path), streams, sim)
                 outcome = RunOutcome(info.run.label, str(path), False, {}, streams.truth.duration)
-            outcomes.append(outcome)
+            source = str(path) if self.write else f"{self.spec.bag} [{info.run.label}, not written]"
             if self.scoring is not None:
-                source = str(path) if self.write else f"{self.spec.bag} [{info.run.label}, not written]"
                 series = estimate_series(self.spec, streams, self.scoring, result.filtered, info.run, source)
-                scored.append(ScoredRun(_record(series, self.scoring), series,
-                                        info.with_outcome(result).to_dict()))
+                record = _record(series, self.scoring)
+                if sim is None:  # the real run: does the judge track the real vehicle? (replay.health)
+                    record = dataclasses.replace(record, health=_health(self.spec, streams, result, series,
+                                                                        record, self.scoring))
+                    outcome = dataclasses.replace(outcome, health=record.health)
+                scored.append(ScoredRun(record, series, info.with_outcome(result).to_dict()))
+            elif sim is None:  # the replay command: the real run's health with the default scoring
+                options = _default_scoring(self.spec)
+                series = estimate_series(self.spec, streams, options, result.filtered, info.run, source)
+                record = _record(series, options)
+                outcome = dataclasses.replace(outcome, health=_health(self.spec, streams, result, series,
+                                                                      record, options))
+            outcomes.append(outcome)
         counts: dict = {}
         for outcome in outcomes:
             for topic, count in outcome.messages.items():
@@ -667,7 +677,88 @@ class BagReplay:
         record, series = load_and_score(spec, self.scoring)
         if record is None:
             raise UserError(series)
-        return ScoredRun(record, series, read_run_info(path, run).to_dict())
+        stored = read_run_info(path, run)
+        if run.side == "real":
+            record = dataclasses.replace(record, health=health_of_run_bag(path, stored, series, record.score,
+                                                                          self.scoring))
+        return ScoredRun(record, series, stored.to_dict())
+
+
+def replay_spec_of_run(info, scenario: str, k: int):
+    """The ``ReplaySpec`` a real run's run.yaml describes (its real bag, judge files and TFs, truth source,
+    topics), or None when it names no real bag or judge files that exist here: what ``score`` judges
+    again (the noise floor) and reads the judge health from."""
+    judge = info.judge or {}
+    files = [info.source, judge.get("ekf"), judge.get("navsat")]
+    if info.window_ns is None or not all(f and Path(str(f)).exists() for f in files):
+        return None
+    topics = info.input_topics or {}
+    start = "truth" if (info.initial_state or {}).get("source") == "truth" else "config"
+    return ReplaySpec(bag=str(info.source), judge=JudgeConfig(str(judge["ekf"]), str(judge["navsat"]),
+                                                              tuple(judge.get("static_tfs") or ()),
+                                                              initial_state=start),
+                      scenario=scenario, k=k, seed=info.seed or 0,
+                      ground_truth_rate=info.ground_truth_rate or DEFAULT_GROUND_TRUTH_RATE,
+                      truth_source=info.ground_truth_source or "auto",
+                      imu_topic=topics.get("imu", "/imu"), gps_topic=topics.get("gps", "/fix"))
+
+
+def health_of_run_bag(path, info, series, score, options) -> dict:
+    """The health of a real run read back from its bag (``score``).  A replayed run (its run.yaml names
+    the real bag and judge files, and they exist): the real bag's sensors, truth and datum read as the
+    replay reads them and the judge's outputs from the run bag — the numbers the replay gave.  Otherwise
+    (a ROS recording away from its bag, moved files): what the run bag holds — the judge's outputs, /imu
+    and the /ground_truth/odom truth, with the judge files' parameters and TFs when they exist (the NIS,
+    gravity, bias and mount need them); the GPS lag (it needs the real bag's datum) is not measured."""
+    from ..art import GPS_ODOMETRY_TOPIC
+    from ..bags import open_bag
+    from ..pipeline.run import _judge_parts
+    from ..truth.bag import truth_from_bag
+    from .health import (
+        HealthInputs,
+        assess,
+        assess_streams,
+        imu_columns,
+        imu_frame_rotation,
+        odometry_outputs,
+    )
+
+    estimate = info.topic("estimate")
+    spec = replay_spec_of_run(info, series.spec.scenario, series.spec.k)
+    with open_bag(path) as reader:
+        outputs = odometry_outputs(reader, (estimate, GPS_ODOMETRY_TOPIC))
+        if spec is None:
+            imu_records = list(reader.raw_messages(topics=["/imu"])) if "/imu" in reader.topics else []
+            truth_topic = info.topic("ground_truth")
+            truth = truth_from_bag(reader, source="odometry", topics={"odometry": truth_topic})[0] \
+                if truth_topic in reader.topics else None
+    if spec is not None:
+        return assess_streams(spec, read_real_streams(spec), outputs.get(estimate),
+                               outputs.get(GPS_ODOMETRY_TOPIC), series, score, options)
+    files = info.judge or {}
+    exist = all(files.get(key) and Path(str(files[key])).is_file() for key in ("ekf", "navsat"))
+    judge = (JudgeConfig(str(files["ekf"]), str(files["navsat"]), tuple(files.get("static_tfs") or ()))
+             if exist else None)
+    ekf = None if judge is None else _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
+    inputs = HealthInputs(series.t_est, series.v_est, series.t_gt, series.v_gt, series.timeline_end,
+                          score.rmse, options, truth=truth, filtered=outputs.get(estimate),
+                          gps_odometry=outputs.get(GPS_ODOMETRY_TOPIC), imu=imu_columns(imu_records),
+                          imu_rotation=None if judge is None else imu_frame_rotation(imu_records, judge),
+                          ekf=ekf)
+    return assess(inputs)
+
+
+def _health(spec: ReplaySpec, streams: RealStreams, result, series, record, options) -> dict:
+    from .health import health_of_replay
+
+    return health_of_replay(spec, streams, result, series, record.score, options)
+
+
+def _default_scoring(spec: ReplaySpec):
+    """The scorer's default options with the judge's warm-up: how ``score`` will score the run."""
+    from ..metrics.options import ScoreOptions
+
+    return ScoreOptions(warmup_s=float(spec.judge.warmup_s or 0.0))
 
 
 def _record(series, options):

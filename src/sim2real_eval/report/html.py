@@ -12,7 +12,7 @@ import html
 
 from ..metrics.study import StudyResult
 from ..noise_floor import render as noise_floor
-from . import tables
+from . import health, tables
 from .paper import CITATION
 
 CSS = """
@@ -25,6 +25,7 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bo
 .banner.synthetic { background: #fff4d6; border-color: #e0a800; }
 .banner.recorded { background: #e8f1fb; border-color: #6a9fd8; }
 .banner.unknown { background: #f2f2f2; border-color: #aaa; }
+.banner.alarm { background: #fde8e8; border-color: #c62828; }
 .banner b.kind { font-size: 1.05em; }
 table.facts td, table.facts th { border: none; padding: 0.15em 0.8em 0.15em 0; text-align: left;
        vertical-align: top; background: none; font-weight: normal; }
@@ -155,6 +156,7 @@ def study_section(result: StudyResult, provenance: dict, figures: dict, level: i
                   _table(["scenario"] + tables.ADJACENT_HEADER, per_scenario, css_class="numbers"),
                   "</details>"]
     parts += noise_floor.html_parts(result, _table, h)
+    parts += health.html_parts(result, _table, h)
     for title, png in figures.items():
         parts += [f"<{h3}>{html.escape(title)}</{h3}>", _image(png, title)]
     if result.skipped:
@@ -184,6 +186,7 @@ def report_html(result: StudyResult, figures: dict, source: str, provenance: dic
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         "<title>VEPD report</title>", f"<style>{CSS}</style></head><body>",
         "<h1>Sim-to-real gap of GPS/IMU: VEPD report</h1>",
+        *health.first_screen_html(result),
         *banner(provenance),
         f'<p class="note">Scenarios {html.escape(", ".join(result.scenarios))} (excluded: '
         f"{html.escape(', '.join(o.exclude_scenarios) or 'none')}) &middot; closest to real: "

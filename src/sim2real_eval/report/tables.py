@@ -9,6 +9,7 @@ from .. import __version__
 from ..metrics import separation
 from ..metrics.study import StudyResult
 from ..noise_floor import render as noise_floor
+from . import health
 from .paper import paper_vepd
 
 RUN_COLUMNS = ("side", "variant", "scenario", "k", "rmse", "S_est", "S_gt", "D")
@@ -18,19 +19,25 @@ def vepd_document(result: StudyResult, extra_options=None) -> dict:
     """The vepd.json document, exactly:
     {"combined": {V: {W1, W2, VEPD, VEPD_ci95, n_real, n_sim}},
      "per_scenario": {V: {S: {W1, W2, VEPD, rank}}}, "options": {...}, "version": str}
-    Extra information goes inside "options" only (skipped runs, input kind)."""
+    Extra information goes inside "options" only (skipped runs, input kind, ``judge_health``), except
+    ``real_tracked`` in each row when the real runs' judge health was assessed (``report.health``)."""
     combined = {
-        v: {key: result.combined[v][key] for key in ("W1", "W2", "VEPD", "VEPD_ci95", "n_real", "n_sim")}
+        v: {**{key: result.combined[v][key] for key in ("W1", "W2", "VEPD", "VEPD_ci95", "n_real", "n_sim")},
+            **health.row_fields(result)}
         for v in result.variants
     }
     per_scenario = {
-        v: {s: {key: result.per_scenario[v][s][key] for key in ("W1", "W2", "VEPD", "rank")}
+        v: {s: {**{key: result.per_scenario[v][s][key] for key in ("W1", "W2", "VEPD", "rank")},
+                **health.row_fields(result, s)}
             for s in result.scenarios}
         for v in result.variants
     }
     options = result.options.to_dict()
     options["scenarios"] = list(result.scenarios)
     options["skipped_runs"] = [{"run": run, "reason": reason} for run, reason in result.skipped]
+    judged = health.document(result)
+    if judged is not None:
+        options["judge_health"] = judged
     options.update(extra_options or {})
     return {"combined": combined, "per_scenario": per_scenario, "options": options, "version": __version__}
 
@@ -131,7 +138,9 @@ BELOW_FLOOR = "≤ floor"
 def fmt_vepd(result: StudyResult, variant: str, scenario: str | None = None) -> str:
     """A VEPD to 4 decimals, marked "≤ floor" when it is not above the judge-noise floor."""
     value = separation.vepd_of(result, variant, scenario)
-    return f"{value:.4f}" + (f" ({BELOW_FLOOR})" if separation.below_floor(result, variant, scenario) else "")
+    marks = [BELOW_FLOOR] * separation.below_floor(result, variant, scenario) + \
+        [health.NOT_TRACKED] * (health.tracked(result, scenario) is False)
+    return f"{value:.4f}" + "".join(f" ({mark})" for mark in marks)
 
 
 def has_paper_values(result: StudyResult) -> bool:
@@ -227,6 +236,7 @@ def table_two_rows(result: StudyResult) -> list:
     for v in result.variants:
         cells = [f"{result.per_scenario[v][s]['VEPD']:.4f} ({labels[s][v]})"
                  + (f" {BELOW_FLOOR}" if separation.below_floor(result, v, s) else "")
+                 + (f" ({health.NOT_TRACKED})" if health.tracked(result, s) is False else "")
                  for s in result.scenarios]
         mean_rank = sum(result.per_scenario[v][s]["rank"] for s in result.scenarios) / len(result.scenarios)
         rows.append([v, *cells, f"{mean_rank:.2f}"])
@@ -262,9 +272,11 @@ def markdown_table(header, rows) -> str:
 def tables_markdown(result: StudyResult) -> str:
     o = result.options
     excluded = ", ".join(o.exclude_scenarios) or "none"
+    warning = health.warning_line(result.runs)
     parts = [
         "# VEPD tables",
         "",
+        *([f"**Warning:** {warning}.", ""] if warning else []),
         f"Scenarios: {', '.join(result.scenarios)} (excluded: {excluded}).  Preprocessing: "
         f"{o.rate_hz:g} Hz timeline, moving average {o.smoothing_window}, spectrum {o.spectrum}, "
         f"speed {o.speed}.  {resampling_note(result)}  W1 is in m/s, W2 is unitless; "
@@ -298,6 +310,7 @@ def tables_markdown(result: StudyResult) -> str:
         "",
     ]
     parts += noise_floor.markdown(result, markdown_table)
+    parts += health.markdown(result, markdown_table)
     if result.skipped:
         parts += ["## Skipped runs", ""] + [f"- `{run}`: {reason}" for run, reason in result.skipped] + [""]
     return "\n".join(parts)
