@@ -119,7 +119,9 @@ def document(result: StudyResult) -> dict | None:
     return {"tracked": tracked(result), "not_tracked": sum(not r.health["tracked"] for r in runs),
             "real_runs": len(runs), "warning": warning_line(result.runs),
             "truth_velocity_noise": truth_noise_line(result.runs),
-            "runs": [{"scenario": r.scenario, "k": r.k, "source": r.source, **r.health} for r in runs]}
+            # scenario and k name the run; where it was read from (a kept run bag, the real bag in memory,
+            # a Ray node's path) is provenance, left out so that the document is the same wherever it ran
+            "runs": [{"scenario": r.scenario, "k": r.k, **r.health} for r in runs]}
 
 
 def _nis_text(health: dict) -> str:
