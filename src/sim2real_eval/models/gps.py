@@ -396,7 +396,8 @@ class GpsModel(SensorModel):
             **({"stamp_lag": self.stamp_lag, "stamp_jitter": self.stamp_jitter}
                if self.stamp_lag or self.stamp_jitter else {}),  # absent when 0: earlier run.yaml stay equal
             "position_noise": dict(self.noise.params),
-            **({"noise_frame": self.noise_frame} if self.noise_frame != "enu" else {}),  # earlier run.yaml stay equal
+            # absent for enu: earlier run.yaml stay equal
+            **({"noise_frame": self.noise_frame} if self.noise_frame != "enu" else {}),
             "covariance": dict(self.covariance.params),
             "outages": [list(w) for w in self.outages],
             "outage_mode": self.outage_mode,

@@ -584,8 +584,8 @@ MAX_NOISE_RATE_HZ = 10_000.0  # sub-step rate of the Chrono random walk
 
 CHANNEL_MODELS = ("none", "gaussian", "chrono_drift", "airsim", "mavs", "gauss_markov", "gz_gaussian")
 POSITION_MODELS = ("none", "gaussian", "random_walk", "gauss_markov", "gz_gaussian")
-GZ_KEYS = ("mean", "stddev", "bias_mean", "bias_stddev", "dynamic_bias_stddev", "dynamic_bias_correlation_time",
-           "precision")
+GZ_KEYS = ("mean", "stddev", "bias_mean", "bias_stddev", "dynamic_bias_stddev",
+           "dynamic_bias_correlation_time", "precision")
 
 
 def build_gz_gaussian(sec: Section, seq) -> GzGaussianNoise:
