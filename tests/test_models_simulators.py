@@ -41,6 +41,8 @@ def test_gz_static_bias_signed_and_constant_hand_computed():
     expected = np.array([0.1, 0.2 + 0.01 * z[1], 0.3]) * sign
     out = noise.apply(np.ones((4, 3)), np.full(4, 0.01))
     np.testing.assert_array_equal(out, np.tile(1.0 + expected, (4, 1)))  # no dynamic bias: never decays
+    # the signed bias is zero-mean across sensors: its variance counts, bias_mean² + bias_stddev²
+    np.testing.assert_allclose(noise.stationary_variance(0.01), [0.01, 0.04 + 1e-4, 0.09], rtol=1e-12)
 
 
 def test_gz_dynamic_bias_recursion_and_precision_hand_computed():

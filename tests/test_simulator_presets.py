@@ -11,7 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def table_script():
-    spec = importlib.util.spec_from_file_location("simulator_table", REPO / "benchmarks" / "simulator_table.py")
+    path = REPO / "benchmarks" / "simulator_table.py"
+    spec = importlib.util.spec_from_file_location("simulator_table", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

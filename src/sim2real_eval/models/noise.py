@@ -440,8 +440,11 @@ class GzGaussianNoise(NoiseProcess):
         return self.stddev**2
 
     def stationary_variance(self, dt):
-        # white + the dynamic bias's stationary σ_b²·τ/2; the drawn bias (once per sensor) is an offset
-        return self.stddev**2 + np.where(self.dynamic, self.dynamic_sigma**2 * self.tau / 2.0, 0.0)
+        # white + the bias: with a dynamic bias its stationary σ_b²·τ/2 (the drawn bias decays away);
+        # without, the drawn bias, whose random sign makes it a zero-mean variable across sensors of
+        # variance bias_mean² + bias_stddev²
+        drawn = np.array(self.params["bias_mean"]) ** 2 + np.array(self.params["bias_stddev"]) ** 2
+        return self.stddev**2 + np.where(self.dynamic, self.dynamic_sigma**2 * self.tau / 2.0, drawn)
 
 
 class ChronoRandomWalkNoise(NoiseProcess):
