@@ -26,6 +26,8 @@ GPS_PRESETS = [
     "hector",
     "ideal",
     "robot_rtk_f9p",
+    "carla_leaderboard",
+    "gz_navsat",
 ]
 
 

@@ -14,7 +14,8 @@ from sim2real_eval.models.noise import AirSimNoise, ChronoDriftNoise, MavsNoise,
 from sim2real_eval.models.seeding import generator
 from sim2real_eval.truth import GRAVITY, GroundTruth
 
-IMU_PRESETS = ["chrono_paper_demo", "chrono_paper_text", "airsim_imu", "mavs_mems", "ideal", "robot_ahrs_mti"]
+IMU_PRESETS = ["chrono_paper_demo", "chrono_paper_text", "airsim_imu", "mavs_mems", "ideal", "robot_ahrs_mti",
+               "carla_leaderboard", "gz_imu"]
 ART_MOUNTING = [0.0, -1.5708, 3.1416]  # base_link -> imu: roll 0, pitch −1.5708, yaw 3.1416
 
 
@@ -57,9 +58,10 @@ def test_streaming_equals_batch_bit_identical(preset, mounting):
     truth = turning_truth()
     overrides = {"mounting_rpy": mounting} if mounting else {}
     seed = sensor_seed(3, preset, "circle", 0, "imu")
-    batch = load_imu_model(preset, seed, **overrides).sample(truth)
+    model = load_imu_model(preset, seed, **overrides)
+    batch = model.sample(truth)
     streamed = stream(load_imu_model(preset, seed, **overrides), truth)
-    assert len(batch) == 1001
+    assert len(batch) == int(round(10 * model.rate)) + 1  # 10 s of truth (CARLA's preset: 20 Hz)
     assert_identical(batch, streamed)
 
 

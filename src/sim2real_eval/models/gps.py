@@ -11,7 +11,10 @@ Parameters (YAML keys):
   latency (s, 0): receive_ns = stamp_ns + latency
   stamp_lag (s, 0), stamp_jitter (s, 0): header stamp = fix epoch + stamp_lag + stamp_jitter·u,
       u ~ U[−1, 1] per fix (a driver stamping at reception: the position is older than its stamp)
-  position_noise {model: none|gaussian|random_walk|gauss_markov, …}      (see models.noise)
+  position_noise {model: none|gaussian|random_walk|gauss_markov|gz_gaussian, …}   (see models.noise)
+  noise_frame enu|geodetic (enu): enu adds the position noise in metres east/north/up before the
+      conversion; geodetic adds its columns as (Δlatitude °, Δlongitude °, Δaltitude m) to the converted
+      fix, as CARLA's GNSS and gz-sensors' NavSat do
   covariance {model: zeros|hdop|diagonal|nmea|ublox|noise, …}   (noise: the position noise's own
       stationary variance per axis, DIAGONAL_KNOWN: a receiver that reports its true accuracy)
   outages [[start, end], …] seconds since the first fix; outage_mode no_fix|drop
@@ -28,7 +31,7 @@ import numpy as np
 
 from ..errors import DataWarning, UserError
 from ..geodesy import MODELS as EARTH_MODELS
-from ..geodesy import PAPER_SIM_DATUM, as_datum, enu_to_geodetic
+from ..geodesy import PAPER_SIM_DATUM, as_datum, enu_to_geodetic, geodetic_to_enu
 from ..truth import GroundTruth
 from ..yamlio import Section
 from . import samples as S
@@ -293,6 +296,7 @@ class GpsModel(SensorModel):
         "stamp_lag",
         "stamp_jitter",
         "position_noise",
+        "noise_frame",
         "covariance",
         "outages",
         "outage_mode",
@@ -321,14 +325,30 @@ class GpsModel(SensorModel):
             raise sec.error("dropout_probability", f"must be <= 1, got {self.dropout_probability}")
         self.outage_mode = sec.string("outage_mode", "no_fix", choices=("no_fix", "drop"))
         self.outages = self._parse_outages(sec)
+        self.noise_frame = sec.string("noise_frame", "enu", choices=("enu", "geodetic"))
         seq = as_seed_sequence(seed_sequence, f"{source}: seed")
         self.noise = build_noise(sec.section("position_noise"), child(seq, 0), self.rate, POSITION_MODELS)
+        if self.noise_frame == "geodetic" and sec.section("covariance").data.get("model") == "noise":
+            raise sec.error("covariance.model", "noise: the position noise is in degrees (noise_frame: "
+                                                "geodetic), not metres; give the covariance (diagonal, …)")
         with np.errstate(over="ignore"):  # an overflowing covariance is refused when it is used
             self.covariance = build_covariance(sec.section("covariance"), self.noise, self.rate)
         self.dropout_rng = generator(seq, 1)
         self.stamp_rng = generator(seq, 2)  # its own stream: other draws do not depend on the jitter
         self.clock = SampleClock(self.period_ns, source)
         self.diverged_fixes = 0  # fixes published as NO_FIX because the noise process diverged
+
+    def _noisy_fix(self, position: np.ndarray, error: np.ndarray, diverged: np.ndarray):
+        """(lat, lon, alt, ENU error in metres) of the true ``position`` with the noise ``error`` added in
+        the model's ``noise_frame`` (geodetic: degrees, degrees, metres, added after the conversion)."""
+        if self.noise_frame == "enu":
+            lat, lon, alt = enu_to_geodetic(position + np.where(diverged[:, None], np.nan, error), self.datum,
+                                            self.geodesy)
+            return lat, lon, alt, error
+        lat, lon, alt = enu_to_geodetic(position, self.datum, self.geodesy)
+        error = np.where(diverged[:, None], np.nan, error)
+        lat, lon, alt = lat + error[:, 0], lon + error[:, 1], alt + error[:, 2]
+        return lat, lon, alt, geodetic_to_enu(lat, lon, alt, self.datum, self.geodesy) - position
 
     def _report_divergence(self, stamps: np.ndarray, errors: np.ndarray) -> None:
         """Count diverged fixes; warn once per model (the first one's time and size)."""
@@ -376,6 +396,8 @@ class GpsModel(SensorModel):
             **({"stamp_lag": self.stamp_lag, "stamp_jitter": self.stamp_jitter}
                if self.stamp_lag or self.stamp_jitter else {}),  # absent when 0: earlier run.yaml stay equal
             "position_noise": dict(self.noise.params),
+            # absent for enu: earlier run.yaml stay equal
+            **({"noise_frame": self.noise_frame} if self.noise_frame != "enu" else {}),
             "covariance": dict(self.covariance.params),
             "outages": [list(w) for w in self.outages],
             "outage_mode": self.outage_mode,
@@ -400,8 +422,7 @@ class GpsModel(SensorModel):
         if not np.isfinite(covariance).all():
             raise UserError(f"{self.source}: covariance: the reported covariance overflows float64 "
                             "(parameters too large)")
-        position = truth.position + np.where(diverged[:, None], np.nan, error)
-        lat, lon, alt = enu_to_geodetic(position, self.datum, self.geodesy)
+        lat, lon, alt, error = self._noisy_fix(truth.position, error, diverged)
         status = np.full(n, self.status, dtype=np.int8)
         if diverged.any():
             status[diverged] = S.STATUS_NO_FIX  # robot_localization's navsat ignores NO_FIX and NaN

@@ -355,6 +355,98 @@ class GaussMarkovNoise(NoiseProcess):
         return self.white_variance(dt) + self.bias_variance(dt)
 
 
+class GzGaussianNoise(NoiseProcess):
+    """gz-sensors ``GaussianNoiseModel`` (SDF ``<noise type="gaussian">``), one independent model per
+    axis as gz builds one per SDF axis element.
+
+    At construction, per axis: b = bias_mean + bias_stddev·z (b = bias_mean when bias_stddev = 0), then
+    b ← −b with probability ½ (u ~ U[0, 1) < ½).  Per sample, with w = mean + stddev·z':
+      if dynamic_bias_stddev σ_b > 0 and correlation time τ > 0 and dt > 0:
+          b ← e^(−dt/τ)·b + √(σ_b²·(τ/2)·(1 − e^(−2dt/τ)))·z''   (so the drawn bias decays too)
+      out = x + b + w;  with precision p > 0: out = p·round(out/p) (C round, halves away from zero).
+    ``shared_xy``: axes 0 and 1 are ONE model applied to x then y on every sample (gz NavSat's single
+    horizontal-position noise for latitude then longitude): one bias and sign, and the dynamic bias
+    advances twice per sample (x, then y); the parser requires axis 1's parameters to equal axis 0's.
+    """
+
+    name = "gz_gaussian"
+
+    def __init__(self, mean, stddev, bias_mean, bias_stddev, dynamic_bias_stddev,
+                 dynamic_bias_correlation_time, precision, shared_xy, seq):
+        super().__init__()
+        self.mean = np.array(mean, dtype=float)
+        self.stddev = np.array(stddev, dtype=float)
+        self.dynamic_sigma = np.array(dynamic_bias_stddev, dtype=float)
+        self.tau = np.array(dynamic_bias_correlation_time, dtype=float)
+        self.precision = np.array(precision, dtype=float)
+        self.shared_xy = bool(shared_xy)
+        self.dynamic = (self.dynamic_sigma > 0) & (self.tau > 0)
+        setup = generator(seq, 2)  # the once-per-sensor bias and its sign: their own stream
+        draw = setup.standard_normal(3)
+        sign = np.where(setup.random(3) < 0.5, -1.0, 1.0)
+        bias_stddev = np.array(bias_stddev, dtype=float)
+        initial = np.where(bias_stddev > 0, np.array(bias_mean, dtype=float) + bias_stddev * draw,
+                           np.array(bias_mean, dtype=float))
+        self.bias = initial * sign
+        if self.shared_xy:
+            self.bias[1] = self.bias[0]
+        self.white_rng = generator(seq, 0)
+        self.bias_rng = generator(seq, 1)
+        self.params.update(
+            mean=_vec(mean), stddev=_vec(stddev), bias_mean=_vec(bias_mean), bias_stddev=_vec(bias_stddev),
+            dynamic_bias_stddev=_vec(dynamic_bias_stddev),
+            dynamic_bias_correlation_time=_vec(dynamic_bias_correlation_time), precision=_vec(precision),
+            shared_xy=self.shared_xy,
+        )
+
+    def _drive(self, dt: np.ndarray, axis: int):
+        """(decay, drive std) per sample of one axis's dynamic bias (zeros when it has none)."""
+        if not self.dynamic[axis]:
+            return np.ones(len(dt)), np.zeros(len(dt))
+        tau, sigma = float(self.tau[axis]), float(self.dynamic_sigma[axis])
+        positive = dt > 0
+        decay = np.where(positive, np.exp(-dt / tau), 1.0)
+        std = np.where(positive, np.sqrt(-sigma * sigma * tau / 2.0 * np.expm1(-2.0 * dt / tau)), 0.0)
+        return decay, std
+
+    def apply(self, x, dt):
+        n = len(dt)
+        white = self.mean + self.stddev * self.white_rng.standard_normal((n, 3))
+        z = self.bias_rng.standard_normal((n, 3))
+        bias = np.empty((n, 3))
+        for axis in (0, 2) if self.shared_xy else (0, 1, 2):
+            decay, std = self._drive(dt, axis)
+            state = float(self.bias[axis])
+            if self.shared_xy and axis == 0:
+                for k, (d, s) in enumerate(zip(decay.tolist(), std.tolist())):
+                    state = d * state + s * float(z[k, 0])
+                    bias[k, 0] = state
+                    state = d * state + s * float(z[k, 1])
+                    bias[k, 1] = state
+                self.bias[1] = state
+            else:
+                for k, (d, s) in enumerate(zip(decay.tolist(), std.tolist())):
+                    state = d * state + s * float(z[k, axis])
+                    bias[k, axis] = state
+            self.bias[axis] = state
+        out = x + bias + white
+        quantised = self.precision > 0
+        if quantised.any():
+            step = np.where(quantised, self.precision, 1.0)
+            out = np.where(quantised, step * round_half_away(out / step), out)
+        return out
+
+    def white_variance(self, dt):
+        return self.stddev**2
+
+    def stationary_variance(self, dt):
+        # white + the bias: with a dynamic bias its stationary σ_b²·τ/2 (the drawn bias decays away);
+        # without, the drawn bias, whose random sign makes it a zero-mean variable across sensors of
+        # variance bias_mean² + bias_stddev²
+        drawn = np.array(self.params["bias_mean"]) ** 2 + np.array(self.params["bias_stddev"]) ** 2
+        return self.stddev**2 + np.where(self.dynamic, self.dynamic_sigma**2 * self.tau / 2.0, drawn)
+
+
 class ChronoRandomWalkNoise(NoiseProcess):
     """Chrono ``ChNoiseRandomWalks`` GPS error (what produced the paper's data).
 
@@ -493,8 +585,24 @@ class PaperRandomWalkNoise(NoiseProcess):
 
 MAX_NOISE_RATE_HZ = 10_000.0  # sub-step rate of the Chrono random walk
 
-CHANNEL_MODELS = ("none", "gaussian", "chrono_drift", "airsim", "mavs", "gauss_markov")
-POSITION_MODELS = ("none", "gaussian", "random_walk", "gauss_markov")
+CHANNEL_MODELS = ("none", "gaussian", "chrono_drift", "airsim", "mavs", "gauss_markov", "gz_gaussian")
+POSITION_MODELS = ("none", "gaussian", "random_walk", "gauss_markov", "gz_gaussian")
+GZ_KEYS = ("mean", "stddev", "bias_mean", "bias_stddev", "dynamic_bias_stddev",
+           "dynamic_bias_correlation_time", "precision")
+
+
+def build_gz_gaussian(sec: Section, seq) -> GzGaussianNoise:
+    """``model: gz_gaussian``: the SDF noise element's keys, each a number or 3 per-axis values."""
+    sec.unknown_keys(("model", "shared_xy") + GZ_KEYS)
+    values = {key: sec.vector(key, 3, [0.0] * 3, nonnegative=key not in ("mean", "bias_mean"))
+              for key in GZ_KEYS}
+    shared = sec.boolean("shared_xy", False)
+    if shared:
+        for key in GZ_KEYS:
+            if values[key][1] != values[key][0]:
+                raise sec.error(key, f"shared_xy: x and y are one gz noise model, so their values must be "
+                                     f"equal, got {values[key][0]:g} and {values[key][1]:g}")
+    return GzGaussianNoise(shared_xy=shared, seq=seq, **values)
 
 
 def build_noise(
@@ -562,6 +670,8 @@ def build_noise(
             rate,
             seq,
         )
+    if model == "gz_gaussian":
+        return build_gz_gaussian(sec, seq)
     if model == "gauss_markov":
         sec.unknown_keys(["model", "form", "sigma", "offset", "bias_sigma", "tau", "initial_bias"])
         initial = sec.data.get("initial_bias")
