@@ -216,3 +216,19 @@ def test_letters_share_exactly_when_not_separable(case):
         for b in names[i + 1:]:
             shared = set(letters[a]) & set(letters[b])
             assert bool(shared) == ((a, b) not in separable), (a, b, letters)
+
+
+def test_pages_state_the_rule_and_name_the_closest_group_only():
+    from sim2real_eval.report import html as report_html
+    from sim2real_eval.report import tables
+
+    result = study(0.01)
+    closest = sep.closest_group(result)
+    assert sorted(closest) == ["close", "twin"]
+    headline = f"{', '.join(closest)} (group a: not separable from each other)"
+    assert tables.closest_to_real(result) == headline
+    markdown = tables.tables_markdown(result)
+    page = report_html.report_html(result, {}, "hand-made")
+    for text in (markdown, page):
+        assert "(both must say so;" in text and "variants sharing a letter are" in text
+    assert "| far | b |" in markdown and "closest to real: <b>" + headline in page.replace("&lt;", "<")
