@@ -1,5 +1,5 @@
 """Bootstrap intervals: coverage of W1 (runs vs pairs resampled) and of the VEPD difference of two
-variants at small K (percentile vs BCa).
+variants at small K (percentile, BCa, expanded percentile).
 
 Not a speed benchmark: a Monte Carlo check of the statistics the scorer reports (docs/scoring.md,
 "Statistics beyond the paper" and "Interval coverage at small K").

@@ -347,7 +347,8 @@ def difference_statistics(real_groups, a_groups, b_groups, n_resamples: int, n_p
     bootstrap resample draws (scenario, k) units and takes real run k, a's run k and b's run k
     together, and the permutation test swaps a's and b's run k within each unit; otherwise each side's
     runs are resampled on their own and a's and b's runs are shuffled within each stratum (the real runs
-    fixed).  Returns {"difference", "difference_ci95" [lo, hi] (percentile bootstrap), "p" (two-sided:
+    fixed).  Returns {"difference", "difference_ci95" [lo, hi] (bootstrap; ``method``: "expanded"
+    percentile by default, "percentile" or "bca"; named in "interval"), "p" (two-sided:
     (1 + #{|d_perm| ≥ |d|}) / (1 + N)), "p_min" (``smallest_p``), "resampling" "pairs"|"runs"}.
     Draws are made a block of resamples at a time (vectorised; seeded by ``ci_seed``/``perm_seed``).
     """
