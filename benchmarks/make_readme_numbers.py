@@ -100,9 +100,9 @@ def readme_table(d: dict) -> str:
     from sim2real_eval.metrics import separation
 
     gps, imu = studies(d)
-    labels = separation.rank_labels(gps)
+    labels = separation.group_letters(gps)
     scenario = d["demo"]["imu_study_scenario"]
-    lines = ["| rank | variant | W1 (RMSE, m/s) | W2 (entropy) | VEPD | 95 % CI "
+    lines = ["| group | variant | W1 (RMSE, m/s) | W2 (entropy) | VEPD | 95 % CI "
              "| paper's VEPD (real ART data) |", "|---|---|---|---|---|---|---|"]
     for result, names, where in ((gps, separation.order(gps), ""), (imu, imu.variants, f" ({scenario})")):
         for variant in names:
@@ -124,10 +124,11 @@ def floor_sentence(d: dict) -> str:
     if not parts:
         return "Judge-noise floor: not measured."
     floor = d["gps_stats"]["judge_noise_floor"]
+    from sim2real_eval.metrics import separation
+
     return (f"Judge-noise floor (the VEPD judge timing alone gives; mean and range of the {floor['pairs']} "
             f"pairs of {floor['draws']} timing draws): {'; '.join(parts)}.  “≤ floor”: not above the range's "
-            "upper end; “3=”: tied ranks (not separable: the paired 95 % interval of their VEPD difference "
-            "includes 0, or the difference is not above the floor).")
+            f"upper end.  Group (compact letter display) — {separation.rule(studies(d)[0])}.")
 
 
 def findings_sentence(d: dict) -> str:
@@ -149,9 +150,9 @@ def demo_table_one(d: dict) -> str:
     from sim2real_eval.report.tables import fmt_p
 
     gps, imu = studies(d)
-    labels = separation.rank_labels(gps)
+    labels = separation.group_letters(gps)
     scenario = d["demo"]["imu_study_scenario"]
-    lines = ["| rank | variant | W1 (m/s) | W2 | VEPD | 95 % CI | p (perm.) | paper |",
+    lines = ["| group | variant | W1 (m/s) | W2 | VEPD | 95 % CI | p (perm.) | paper |",
              "|---|---|---|---|---|---|---|---|"]
     for result, names, where in ((gps, separation.order(gps), ""), (imu, imu.variants, f" ({scenario})")):
         for variant in names:
@@ -176,8 +177,8 @@ def table_two(d: dict) -> str:
     from sim2real_eval.metrics import separation
 
     gps, _imu = studies(d)
-    per = {s: separation.rank_labels(gps, s) for s in gps.scenarios}
-    lines = ["| variant | " + " | ".join(f"{s}: VEPD (rank)" for s in gps.scenarios) + " |",
+    per = {s: separation.group_letters(gps, s) for s in gps.scenarios}
+    lines = ["| variant | " + " | ".join(f"{s}: VEPD (group)" for s in gps.scenarios) + " |",
              "|---|" + "---|" * len(gps.scenarios)]
     for variant in separation.order(gps):
         cells = [f"{gps.per_scenario[variant][s]['VEPD']:.4f} ({per[s][variant]})"
@@ -221,12 +222,12 @@ def render(d: dict) -> dict:
 
 
 def image_numbers(d: dict) -> str:
-    """What docs/img/demo_overview.png shows, as text for its PNG chunk (ranks, VEPD and CI to 4
+    """What docs/img/demo_overview.png shows, as text for its PNG chunk (group letters, VEPD and CI to 4
     decimals, the floor's range)."""
     from sim2real_eval.metrics import separation
 
     gps, _imu = studies(d)
-    labels = separation.rank_labels(gps)
+    labels = separation.group_letters(gps)
     shown = {v: [labels[v], f"{gps.combined[v]['VEPD']:.4f}", _ci(gps.combined[v]["VEPD_ci95"])]
              for v in gps.variants}
     floor = gps.judge_noise_floor or {}
@@ -324,7 +325,13 @@ def real_fitted_sentence(d: dict) -> str:
                      + ("**separable**" if separable else f"**not separable** ({row[7][4:-1]})"))
     return ("Fitted on the held-out windows, scored on the others (VEPD of the fitted variant minus the "
             "untuned one's: negative = closer to the real sensors; paired 95 % interval): "
-            + "; ".join(parts) + ".")
+            + "; ".join(parts) + ".  " + real_rule_note(gps))
+
+
+def real_rule_note(gps) -> str:
+    from sim2real_eval.real_sample import rule_note
+
+    return rule_note(gps)
 
 
 def real_sensitivity_sentence(d: dict) -> str:
@@ -371,7 +378,8 @@ def render_real(d: dict) -> dict:
     return {"readme-real-sample": "\n".join(readme),
             "demo-real-heading": heading, "demo-real-design": "\n".join(design_lines(record)),
             "demo-real-verdicts": real_verdicts(d) + "\n\n" + real_floor_sentence(d),
-            "demo-real-fitted": real_fitted(d), "demo-real-sensitivity": real_sensitivity(d),
+            "demo-real-fitted": real_fitted(d) + "\n\n" + real_rule_note(studies(d)[0]),
+            "demo-real-sensitivity": real_sensitivity(d),
             "demo-real-run-means": real_run_means(d)}
 
 

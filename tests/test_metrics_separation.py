@@ -7,6 +7,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim2real_eval.metrics import ScoreOptions
 from sim2real_eval.metrics import separation as sep
@@ -106,25 +108,25 @@ def study(spread: float, k: int = 4, permutations: int = 200, floor_scale: float
     return result
 
 
-def test_adjacent_ranks_are_compared_pooled_and_per_scenario_plus_the_pairs_asked_for():
+def test_every_pair_is_compared_pooled_and_per_scenario_adjacent_ranks_flagged():
     result = study(0.01)
     pooled = sep.comparisons(result)
     order = sep.order(result)
     assert [(c["better"], c["worse"]) for c in pooled if c["adjacent"]] == list(zip(order, order[1:]))
-    assert [(c["better"], c["worse"]) for c in pooled if not c["adjacent"]] == [("close", "far")]
+    assert [(c["better"], c["worse"]) for c in pooled if not c["adjacent"]] == [(order[0], order[2])]
     for scenario in result.scenarios:
-        assert len(sep.comparisons(result, scenario)) == 2
+        assert len(sep.comparisons(result, scenario)) == 3
     for c in pooled:
         assert c["difference"] == pytest.approx(result.combined[c["worse"]]["VEPD"]
                                                  - result.combined[c["better"]]["VEPD"])
         assert c["difference"] >= 0 and c["resampling"] == "pairs"
 
 
-def test_ties_share_a_rank_and_far_variants_do_not():
+def test_ties_share_a_letter_and_far_variants_do_not():
     result = study(0.01)
-    labels = sep.rank_labels(result)
-    assert labels["far"] == "3" and labels["close"] == labels["twin"] == "1="
-    assert sep.tie_groups(result)[0] == sorted(["close", "twin"], key=lambda v: result.combined[v]["VEPD"])
+    labels = sep.group_letters(result)
+    assert labels["far"] == "b" and labels["close"] == labels["twin"] == "a"
+    assert sep.closest_group(result) == sorted(["close", "twin"], key=lambda v: result.combined[v]["VEPD"])
     ranks, entry, separable, reason = sep.adjacent_rows(result)[0]
     assert ranks == "1–2" and separable is False and "includes 0" in reason
     assert sep.adjacent_rows(result)[1][2] is True
@@ -138,10 +140,10 @@ def test_the_floor_marks_results_and_differences_it_cannot_separate():
     limit = sep.floor_threshold(low, "far")
     assert limit == low.judge_noise_floor["combined"]["far"]["VEPD_interval"][1]
     assert sep.below_floor(low, "close") and sep.below_floor(low, "twin") and not sep.below_floor(low, "far")
-    assert sep.rank_labels(low)["far"] == "3"
+    assert sep.group_letters(low)["far"] == "b"
     high = study(0.01, floor_scale=0.5)
     assert sep.floor_threshold(high, "far") > high.combined["far"]["VEPD"]
-    assert set(sep.rank_labels(high).values()) == {"1="}
+    assert set(sep.group_letters(high).values()) == {"a"}
     separable, reason = sep.verdict(high, sep.comparison(high, "twin", "far"))
     assert separable is False and "not above the judge-noise floor" in reason
 
@@ -155,3 +157,78 @@ def test_too_small_k_is_said_with_the_k_that_would_do():
     assert sep.permutation_warnings(study(0.01, k=6)) == []
     few = study(0.01, k=6, permutations=10)
     assert any("--permutations ≥ 20" in line for line in sep.permutation_warnings(few))
+
+
+# ------------------------------------------------------------------ one rule: interval and test agree
+def entry(difference, interval, p, worse="b"):
+    return {"better": "a", "worse": worse, "difference": difference, "difference_ci95": interval, "p": p}
+
+
+def test_interval_and_permutation_test_must_both_separate():
+    """The case of issue 31: an interval above 0 beside p 0.075 is not separable, and the reason names
+    the test; either one alone not separating is enough."""
+    result = study(0.01)
+    result.judge_noise_floor = None
+    assert sep.verdict(result, entry(0.0656, [0.0226, 0.1034], 0.075)) == (
+        False, "difference 0.0656: p 0.075 ≥ 0.05")
+    assert sep.verdict(result, entry(0.0656, [-0.01, 0.1034], 0.01)) == (
+        False, "difference 0.0656: its 95 % interval includes 0")
+    assert sep.verdict(result, entry(0.0656, [0.0226, 0.1034], 0.01))[0] is True
+    assert sep.verdict(result, entry(0.0656, None, 0.01))[0] is True       # only a test: it decides
+    assert sep.verdict(result, entry(0.0656, [0.02, 0.1], None))[0] is True  # only an interval
+    assert sep.verdict(result, entry(0.0656, None, None))[0] is None
+    assert "both must say so" in sep.rule(result) and "floor" not in sep.rule(result)
+
+
+# ------------------------------------------------------------------ compact letter display
+def test_letters_by_hand():
+    names = ["a1", "b1", "c1"]
+    # a chain: a ~ b, b ~ c, a ≁ c -> a, ab, b
+    assert sep.letter_groups(names, [("a1", "c1")]) == {"a1": "a", "b1": "ab", "c1": "b"}
+    assert sep.letter_groups(names, []) == {"a1": "a", "b1": "a", "c1": "a"}
+    assert sep.letter_groups(names, [("a1", "b1"), ("a1", "c1"), ("b1", "c1")]) == {
+        "a1": "a", "b1": "b", "c1": "c"}
+    # the best separable from both others, those two tied: a, b, b
+    assert sep.letter_groups(names, [("a1", "b1"), ("a1", "c1")]) == {"a1": "a", "b1": "b", "c1": "b"}
+    # four: 1 ≁ 3, 1 ≁ 4, 2 ≁ 4 -> columns {1, 2}, {2, 3}, {3, 4}: a, ab, bc, c
+    four = ["w", "x", "y", "z"]
+    assert sep.letter_groups(four, [("w", "y"), ("w", "z"), ("x", "z")]) == {
+        "w": "a", "x": "ab", "y": "bc", "z": "c"}
+    # a best variant separable from nothing but the worst, which is tied with the middle ones only
+    assert sep.letter_columns(four, [("w", "z")]) == [frozenset("wxy"), frozenset("xyz")]
+    assert sep.letter_groups([], []) == {}
+
+
+names_strategy = st.integers(min_value=1, max_value=7).map(lambda n: [f"v{i}" for i in range(n)])
+
+
+@given(names_strategy.flatmap(lambda names: st.tuples(
+    st.just(names),
+    st.sets(st.sampled_from([(a, b) for i, a in enumerate(names) for b in names[i + 1:]] or [("x", "y")])))))
+@settings(max_examples=200, deadline=None)
+def test_letters_share_exactly_when_not_separable(case):
+    names, separable = case
+    separable = {pair for pair in separable if pair[0] in names}
+    letters = sep.letter_groups(names, sorted(separable))
+    assert letters[names[0]].startswith("a")
+    for i, a in enumerate(names):
+        assert letters[a]
+        for b in names[i + 1:]:
+            shared = set(letters[a]) & set(letters[b])
+            assert bool(shared) == ((a, b) not in separable), (a, b, letters)
+
+
+def test_pages_state_the_rule_and_name_the_closest_group_only():
+    from sim2real_eval.report import html as report_html
+    from sim2real_eval.report import tables
+
+    result = study(0.01)
+    closest = sep.closest_group(result)
+    assert sorted(closest) == ["close", "twin"]
+    headline = f"{', '.join(closest)} (group a: not separable from each other)"
+    assert tables.closest_to_real(result) == headline
+    markdown = tables.tables_markdown(result)
+    page = report_html.report_html(result, {}, "hand-made")
+    for text in (markdown, page):
+        assert "(both must say so;" in text and "variants sharing a letter are" in text
+    assert "| far | b |" in markdown and "closest to real: <b>" + headline in page.replace("&lt;", "<")

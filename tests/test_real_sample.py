@@ -88,7 +88,8 @@ def test_the_report_says_what_the_floor_can_and_cannot_separate(real_sample_demo
     gps = json.loads((out / "vepd.json").read_text())["combined"]
     stats = json.loads((out / "statistics.json").read_text())
     upper = next(iter(stats["judge_noise_floor"]["combined"].values()))["VEPD_interval"][1]
-    for study, variant, vepd, _ci, _p, floor, verdict in record["verdicts"]:
+    for study, variant, vepd, _ci, _p, floor, verdict, group in record["verdicts"]:
+        assert group and set(group) <= set("abcdefghijklmnopqrstuvwxyz"), (variant, group)
         if study != "GPS study":
             continue
         assert float(vepd) == pytest.approx(gps[variant]["VEPD"], abs=5e-5)
@@ -109,8 +110,8 @@ def test_the_report_says_what_the_floor_can_and_cannot_separate(real_sample_demo
     page = (out / "report.html").read_text()
     markdown = (out / "tables.md").read_text()
     for text in ("The real sample: comma2k19, a real car", "Sensitivity to the receiver covariance",
-                 "Calibrated and tuned against the untuned variants"):
-        assert text in page and text in markdown
+                 "Calibrated and tuned against the untuned variants", "(both must say so;"):
+        assert text in page and text in markdown   # every page saying "separable" states the rule
     assert page.index("The real sample") < page.index("Table I")
     summary = json.loads((out / "demo.json").read_text())
     assert summary["real_sample"]["k"] == 6 and summary["wall_time_s"]["real_sample"] > 0

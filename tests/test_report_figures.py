@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from test_report_parallel import _study
 
-from sim2real_eval.metrics import RunRecord, RunScore, ScoreOptions, score_study
+from sim2real_eval.metrics import RunRecord, RunScore, ScoreOptions, score_study, separation
 from sim2real_eval.report import figures
 
 
@@ -67,7 +67,8 @@ def test_overview_has_a_heat_map_only_with_several_scenarios():
     assert len(fig.axes) == 3                              # bars, heat map, colour bar
     texts = [t.get_text() for t in fig.axes[1].texts]
     cell = several.per_scenario["gauss"]["line"]
-    assert f"{cell['VEPD']:.4f}\n(rank {cell['rank']:g})" in texts  # 4 decimals, as the table prints
+    letters = separation.group_letters(several, "line")["gauss"]
+    assert f"{cell['VEPD']:.4f}\n(group {letters})" in texts  # 4 decimals, as the table prints
     plt.close(fig)
     single = _one_scenario_study()
     fig = figures.overview_figure(single)

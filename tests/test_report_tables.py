@@ -45,8 +45,9 @@ def test_documents_schema_and_markdown_without_statistics():
     md = tables.tables_markdown(result)
     table_one = md.split("## Table I")[1].split("## Table II")[0]
     assert table_one.index("| near |") < table_one.index("| far |")      # best first
-    assert "| far | 2 | 2.0000 | – | 0.3000 | – | 1.1500 | – | – | 4 | 4 |" in table_one
-    assert "| near | 0.0000 (1) | 0.0000 (1) | 1.00 |" in md
+    # no interval, p or floor: nothing shows the two apart, so they share group "a"
+    assert "| far | a | 2.0000 | – | 0.3000 | – | 1.1500 | – | – | 4 | 4 |" in table_one
+    assert "| near | 0.0000 (a) | 0.0000 (a) | 1.00 |" in md
     assert "`bad/run`: no overlap" in md
     rows = list(csv.DictReader(io.StringIO(tables.runs_csv(result))))
     assert len(rows) == 12 and rows[0]["side"] == "real"

@@ -1100,9 +1100,10 @@ def tree_bytes(path: Path) -> int:
 
 
 def summary_table(result: DemoResult) -> str:
-    """The text the CLI prints: Table I with ranks (ties "="), intervals and sub-floor marks, the adjacent
-    ranks compared, the IMU study, the judge-noise floor, the ordering checks as the precision supports
-    them, permutation-limit warnings, and the time of each step."""
+    """The text the CLI prints: Table I with group letters (compact letter display) and the rule they
+    follow, intervals and sub-floor marks, the adjacent ranks compared, the IMU study, the judge-noise
+    floor, the ordering checks as the precision supports them, permutation-limit warnings, and the time
+    of each step."""
     from .metrics import separation
     from .report import health
 
@@ -1111,10 +1112,10 @@ def summary_table(result: DemoResult) -> str:
     rows += [(imu, variant, "  (IMU study)") for variant in separation.order(imu)]
     width = max([len("variant")] + [len(variant) for _r, variant, _note in rows])
     lines = [f"VEPD (lower = closer to real), K = {result.k} per scenario, real = {result.real_source}",
-             f"{'rank':<5} {'variant':<{width}} {'W1 m/s':>8} {'W2':>8} {'VEPD':>8}  {'95 % CI':<18}"]
+             f"{'group':<5} {'variant':<{width}} {'W1 m/s':>8} {'W2':>8} {'VEPD':>8}  {'95 % CI':<18}"]
     for study, variant, note in rows:
         row = study.combined[variant]
-        rank = separation.rank_labels(study)[variant]
+        rank = separation.group_letters(study)[variant]
         ci = row["VEPD_ci95"]
         interval = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "–"
         mark = "  ≤ floor" if separation.below_floor(study, variant) else ""
@@ -1124,7 +1125,8 @@ def summary_table(result: DemoResult) -> str:
     ties = [f"{entry['better']} ~ {entry['worse']} ({reason})"
             for _ranks, entry, separable, reason in separation.adjacent_rows(gps) if separable is False]
     if ties:
-        lines.append("tied ranks (not separable; \"=\" above): " + "; ".join(ties))
+        lines.append("adjacent variants not separable: " + "; ".join(ties))
+    lines.append(f"group: {separation.rule(gps)}")
     if result.noise_floor:
         floor = ", ".join(f"{name.replace('_', ' ')} {value['VEPD']:.4f} [{value['VEPD_interval'][0]:.4f}, "
                           f"{value['VEPD_interval'][1]:.4f}]" for name, value in result.noise_floor.items())

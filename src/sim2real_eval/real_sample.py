@@ -297,19 +297,22 @@ def verdict(result, variant: str) -> tuple:
 
 
 def verdict_rows(studies: list) -> list:
-    """[[study, variant, VEPD, 95 % CI, p, floor, verdict]] of every variant of every (name, result)."""
+    """[[study, variant, VEPD, 95 % CI, p, floor, verdict, group]] of every variant of every (name, result);
+    group: the variant's letters within its study (``separation.group_letters``)."""
     from .metrics import separation
     from .report.tables import fmt_p
 
     rows = []
     for name, result in studies:
+        letters = separation.group_letters(result)
         for variant in separation.order(result):
             row = result.combined[variant]
             cell = result.statistics.get("combined", {}).get(variant, {})
             limit = separation.floor_threshold(result, variant)
             rows.append([name, variant, f"{row['VEPD']:.4f}", _ci(row.get("VEPD_ci95")),
                          fmt_p(cell.get("p_VEPD"), result.options.permutations),
-                         "–" if limit is None else f"{limit:.4f}", verdict(result, variant)[0]])
+                         "–" if limit is None else f"{limit:.4f}", verdict(result, variant)[0],
+                         letters[variant]])
     return rows
 
 
@@ -340,7 +343,8 @@ def comparison_rows(result, variants=(CALIBRATED, TUNED)) -> list:
 
 
 def _separable_text(result, entry: dict, separable, reason: str) -> str:
-    """"yes", or "no" with what stands in the way (``metrics.separation.verdict`` decides)."""
+    """"yes", or "no" with every criterion of ``metrics.separation.RULE`` that stands in the way
+    (``metrics.separation.verdict`` decides)."""
     from .metrics import separation
 
     if separable is None:
@@ -351,7 +355,7 @@ def _separable_text(result, entry: dict, separable, reason: str) -> str:
     why = []
     if interval is not None and not interval[0] > 0:
         why.append("CI includes 0")
-    elif interval is None and entry.get("p") is not None and not entry["p"] < separation.ALPHA:
+    if entry.get("p") is not None and not entry["p"] < separation.ALPHA:
         why.append(f"p ≥ {separation.ALPHA}")
     if limit is not None and not entry["difference"] > limit:
         why.append("≤ floor")
@@ -363,7 +367,7 @@ def _ci(interval) -> str:
 
 
 STUDY_NAMES = {"gps_study": "GPS study", "imu_study": "IMU study"}
-VERDICT_HEADER = ["study", "variant", "VEPD", "95 % CI", "p (perm.)", "floor (upper end)", "verdict"]
+VERDICT_HEADER = ["study", "variant", "VEPD", "95 % CI", "p (perm.)", "floor (upper end)", "verdict", "group"]
 COMPARISON_HEADER = ["fitted", "against", "VEPD fitted", "VEPD other", "fitted − other", "95 % CI (paired)",
                      "p (perm.)", "separable?"]
 
@@ -403,6 +407,7 @@ def section_markdown(record: dict, gps, imu, sensitivity: dict) -> str:
              markdown_table(VERDICT_HEADER, verdict_rows([("GPS study", gps), ("IMU study", imu)])), "",
              "### Calibrated and tuned against the untuned variants (evaluated windows only)", "",
              markdown_table(COMPARISON_HEADER, fitted_rows(gps, imu)),
+             "", rule_note(gps) + "  ",
              "", "### Sensitivity to the receiver covariance (the whole study per import)", "",
              markdown_table(header, rows), ""]
     return "\n".join(lines)
@@ -462,6 +467,7 @@ def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> lis
               '<p class="note">Fitted on the held-out windows only, scored on the others; paired by window '
               "(sim run k of both variants replays real window k).</p>",
               table_html(COMPARISON_HEADER, fitted_rows(gps, imu)),
+              f'<p class="note">{html.escape(rule_note(gps))}</p>',
               "<h3>Sensitivity to the receiver covariance</h3>",
               '<p class="note">The receiver logs no accuracy, so its covariance is a choice; the whole study '
               "again with the covariance's σ scaled, and with the importer's default for comma2k19 (the "
@@ -470,6 +476,14 @@ def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> lis
     for title, png in images.items():
         parts += [f"<h3>{html.escape(title)}</h3>", image_html(png, title)]
     return parts
+
+
+def rule_note(result) -> str:
+    """The separability rule the "separable?" column and the group letters follow (one sentence)."""
+    from .metrics import separation
+
+    return (f"“separable?” and “group” (within each study) follow one rule — {separation.rule(result)}; "
+            "the interval and the p are both shown.")
 
 
 def fitted_rows(gps, imu) -> list:

@@ -4,10 +4,13 @@ console line reads, so they all say the same thing.
 - **Below the floor**: a VEPD not above the judge-noise floor's upper end (``noise_floor.compute.threshold``)
   is what judge timing alone produces: the variant's gap is not measurable.
 - **Separable pair**: variant b scores worse than a (d = VEPD_b − VEPD_a ≥ 0) and the difference is
-  real: its paired 95 % bootstrap interval lies above 0 (``study.difference_statistics``; without
-  intervals, its permutation p < 0.05) and d is above the floor.  Anything else is a **tie**.
-- **Ranks with ties**: variants in VEPD order, adjacent ones that are not separable share a rank,
-  written "3=" (competition style: the next rank after a pair tied at 3 is 5).
+  real: its paired 95 % bootstrap interval lies above 0 (``study.difference_statistics``), its
+  two-sided permutation p < 0.05, and d is above the floor.  Every measured one of the three must say
+  so (``RULE``): the interval and the test cannot contradict each other on a page, because a pair they
+  disagree on is a tie, and the reason names the one that does not separate.  Anything else is a **tie**.
+- **Groups (compact letter display)**: every pair of variants is compared; variants sharing a letter are
+  not separable, variants that share none are (Piepho 2004, insert-and-absorb: ``letter_groups``).  The
+  best variant's letters start with "a"; the group of closest variants is those sharing its "a".
 - **K too small**: a permutation p cannot fall below ``study.smallest_p``; when that is above 0.05 for
   a cell, no data could make its p significant, and ``permutation_warnings`` says so and which K can.
 """
@@ -17,7 +20,6 @@ from ..noise_floor.compute import threshold
 from .study import StudyResult, ranked, smallest_p
 
 ALPHA = 0.05
-TIE = "="
 
 
 def floor_threshold(result: StudyResult, variant: str, scenario: str | None = None) -> float | None:
@@ -52,9 +54,21 @@ def comparison(result: StudyResult, a: str, b: str, scenario: str | None = None)
     return None
 
 
+RULE = ("separable: the paired 95 % interval of the VEPD difference lies above 0 and the permutation "
+        "p < 0.05 (both must say so; where they disagree the pair is not separable){floor}; variants "
+        "sharing a letter are not separable, variants sharing none are")
+
+
+def rule(result: StudyResult) -> str:
+    """The separability rule as every page that says "separable" states it (the floor clause when a
+    floor was measured)."""
+    return RULE.format(floor=" and the difference is above the judge-noise floor" if result.judge_noise_floor
+                       else "")
+
+
 def verdict(result: StudyResult, entry: dict, scenario: str | None = None) -> tuple:
-    """(separable: bool | None, reason): None when nothing was measured that could tell (no interval,
-    no p-value, no floor)."""
+    """(separable: bool | None, reason) under ``RULE``: every measured criterion — the interval above 0,
+    p < ALPHA, the difference above the floor — must hold; None when none was measured."""
     reasons, tested = [], False
     difference = entry["difference"]
     interval = entry.get("difference_ci95")
@@ -62,7 +76,7 @@ def verdict(result: StudyResult, entry: dict, scenario: str | None = None) -> tu
         tested = True
         if not interval[0] > 0:
             reasons.append("its 95 % interval includes 0")
-    elif entry.get("p") is not None:
+    if entry.get("p") is not None:
         tested = True
         if not entry["p"] < ALPHA:
             reasons.append(f"p {entry['p']:.3f} ≥ {ALPHA}")
@@ -83,33 +97,60 @@ def order(result: StudyResult, scenario: str | None = None) -> list:
     return ranked({v: vepd_of(result, v, scenario) for v in result.variants})
 
 
-def tie_groups(result: StudyResult, scenario: str | None = None) -> list:
-    """Variants in rank order, grouped: adjacent variants that are not separable share a group."""
-    groups: list = []
+def letter_columns(names: list, separable_pairs) -> list:
+    """The columns of a compact letter display (Piepho 2004, "An algorithm for a letter-based
+    representation of all-pairwise comparisons", J. Comput. Graph. Stat. 13(2), insert-and-absorb step):
+    [set of names] in letter order.
+
+    ``names`` best first; ``separable_pairs``: the pairs that are separable.  Start from one column holding
+    every name; for each separable pair, split every column that holds both into a copy without the one
+    and a copy without the other, then drop columns contained in another.  What is left are the largest
+    sets of mutually inseparable names, ordered by their best members (then their next ones), so the
+    best name is in the first column."""
+    position = {name: i for i, name in enumerate(names)}
+    columns = [frozenset(names)] if names else []
+    for a, b in separable_pairs:
+        split = []
+        for column in columns:
+            split += [column - {a}, column - {b}] if a in column and b in column else [column]
+        unique = list(dict.fromkeys(split))
+        columns = [c for c in unique if not any(c < other for other in unique)]
+    return sorted(columns, key=lambda column: sorted(position[name] for name in column))
+
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def letter_groups(names: list, separable_pairs) -> dict:
+    """{name: letters} (``letter_columns`` lettered a, b, …; the best name's letters start with "a"): two
+    names share a letter exactly when they are not separable."""
+    columns = letter_columns(names, separable_pairs)
+    return {name: "".join(_letter(i) for i, column in enumerate(columns) if name in column) for name in names}
+
+
+def _letter(i: int) -> str:
+    """a … z, then a1 … z1, …"""
+    return LETTERS[i % len(LETTERS)] + (str(i // len(LETTERS)) if i >= len(LETTERS) else "")
+
+
+def separable_pairs(result: StudyResult, scenario: str | None = None) -> list:
+    """[(better, worse)] of every compared pair that is separable under ``RULE``."""
+    return [(e["better"], e["worse"]) for e in comparisons(result, scenario)
+            if verdict(result, e, scenario)[0] is True]
+
+
+def group_letters(result: StudyResult, scenario: str | None = None) -> dict:
+    """{variant: letters} of the pooled table (or of ``scenario``): ``letter_groups`` of the variants in
+    VEPD order under ``RULE``.  A pair never compared (or not tested) counts as not separable."""
+    return letter_groups(order(result, scenario), separable_pairs(result, scenario))
+
+
+def closest_group(result: StudyResult, scenario: str | None = None) -> list:
+    """The variants sharing the best variant's letter "a", best first: the closest variants, not
+    separable from each other."""
     names = order(result, scenario)
-    for i, variant in enumerate(names):
-        if i and _tied(result, names[i - 1], variant, scenario):
-            groups[-1].append(variant)
-        else:
-            groups.append([variant])
-    return groups
-
-
-def _tied(result: StudyResult, a: str, b: str, scenario: str | None) -> bool:
-    entry = comparison(result, a, b, scenario)
-    if entry is None:  # never compared (no resampling at all): equal values still tie
-        return vepd_of(result, a, scenario) == vepd_of(result, b, scenario)
-    return verdict(result, entry, scenario)[0] is False
-
-
-def rank_labels(result: StudyResult, scenario: str | None = None) -> dict:
-    """{variant: "1" | "3="}: competition ranks, ties marked with "="."""
-    labels, position = {}, 1
-    for group in tie_groups(result, scenario):
-        for variant in group:
-            labels[variant] = f"{position}{TIE}" if len(group) > 1 else str(position)
-        position += len(group)
-    return labels
+    first = letter_columns(names, separable_pairs(result, scenario))[0]
+    return [v for v in names if v in first]
 
 
 def adjacent_rows(result: StudyResult, scenario: str | None = None) -> list:
@@ -183,5 +224,6 @@ def permutation_warnings(result: StudyResult) -> list:
     return lines
 
 
-__all__ = ["ALPHA", "adjacent_rows", "below_floor", "comparison", "comparisons", "floor_threshold",
-           "order", "permutation_warnings", "rank_labels", "separated", "tie_groups", "verdict"]
+__all__ = ["ALPHA", "RULE", "adjacent_rows", "below_floor", "closest_group", "comparison", "comparisons",
+           "floor_threshold", "group_letters", "letter_groups", "order", "permutation_warnings", "rule",
+           "separable_pairs", "separated", "verdict"]

@@ -262,8 +262,84 @@ def _vepd_rows(values: np.ndarray, real_index: np.ndarray, sim_index: np.ndarray
     return _distance_rows(values, real_index, sim_index)[:, 2]
 
 
+INTERVAL_METHODS = ("percentile", "bca", "expanded")
+# The variant-comparison interval: measured against the others by benchmarks/interval_coverage.py
+# (docs/scoring.md, "Interval coverage at small K"); the widest-covering of the three at K = 4, 6, 10.
+DIFFERENCE_INTERVAL = "expanded"
+
+
+def expanded_level(level: float, n: int) -> float:
+    """The percentile level of Hesterberg's expanded percentile interval (Hesterberg 2015, "What teachers
+    should know about the bootstrap", The American Statistician 69(4)): the tail α/2 becomes
+    Φ(−√(n/(n−1)) · t_{n−1}(1 − α/2)), which corrects the percentile interval's narrowness at small n
+    (n = 6: 95 % → 99.51 %).  ``n``: the units the bootstrap resamples (below 2: ``level`` unchanged)."""
+    from scipy.special import ndtr, stdtrit
+
+    if n < 2:
+        return level
+    return float(1 - 2 * ndtr(-((n / (n - 1)) ** 0.5) * stdtrit(n - 1, 1 - (1 - level) / 2)))
+
+
+def bca_interval(samples, observed: float, jackknife, level: float = 0.95) -> list:
+    """Bias-corrected and accelerated bootstrap interval (Efron 1987; Efron & Tibshirani 1993, 14.3).
+
+    ``samples``: the bootstrap statistics; ``jackknife``: one array per independently resampled group of
+    the statistic with one unit of that group left out (the units the bootstrap draws).  z0 = Φ⁻¹ of the
+    share of resamples below the estimate (ties count half); acceleration a = Σ(m − θ_i)³ /
+    (6 (Σ(m − θ_i)²)^1.5) over every group's leave-one-out values θ_i around their group mean m; the
+    interval takes the percentiles Φ(z0 + (z0 + z)/(1 − a(z0 + z))) at z = Φ⁻¹((1 ∓ level)/2).  Falls back
+    to the percentile interval when the resamples are all on one side of the estimate (z0 infinite)."""
+    from scipy.special import ndtr, ndtri
+
+    samples = np.asarray(samples, dtype=float)
+    tail = (1 - level) / 2
+    share = (np.sum(samples < observed) + 0.5 * np.sum(samples == observed)) / len(samples)
+    deviations = [np.mean(j) - np.asarray(j, dtype=float) for j in jackknife]
+    squares = sum(float(np.sum(d ** 2)) for d in deviations)
+    levels = np.array([tail, 1 - tail])
+    if 0 < share < 1:
+        z0 = ndtri(share)
+        a = sum(float(np.sum(d ** 3)) for d in deviations) / (6 * squares ** 1.5) if squares > 0 else 0.0
+        z = ndtri(levels)
+        levels = ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    lo, hi = np.percentile(samples, 100 * np.asarray(levels))
+    return [float(lo), float(hi)]
+
+
+def _difference_jackknife(values, parts, paired: bool) -> list:
+    """Leave-one-out differences for ``bca_interval``: paired, one group (the (scenario, k) units, each
+    taking real, a's and b's run k out together); otherwise one group per side (each run left out once)."""
+    def difference(real, a, b):
+        real, a, b = (np.concatenate(x)[None] for x in (real, a, b))
+        return float(_vepd_rows(values, real, b)[0] - _vepd_rows(values, real, a)[0])
+
+    full = {side: [offset + np.arange(size) for size, offset in zip(*parts[side])]
+            for side in ("real", "a", "b")}
+    groups = []
+    if paired:
+        out = []
+        for s in range(len(full["real"])):
+            for i in range(len(full["real"][s])):
+                cut = {side: [np.delete(g, i) if t == s else g for t, g in enumerate(full[side])]
+                       for side in full}
+                out.append(difference(cut["real"], cut["a"], cut["b"]))
+        return [np.array(out)]
+    for side in full:
+        out = []
+        for s, group in enumerate(full[side]):
+            if len(group) < 2:
+                continue
+            for i in range(len(group)):
+                cut = dict(full)
+                cut[side] = [np.delete(g, i) if t == s else g for t, g in enumerate(full[side])]
+                out.append(difference(cut["real"], cut["a"], cut["b"]))
+        groups.append(np.array(out))
+    return groups
+
+
 def difference_statistics(real_groups, a_groups, b_groups, n_resamples: int, n_permutations: int,
-                          ci_seed, perm_seed, paired: bool = False, level: float = 0.95) -> dict:
+                          ci_seed, perm_seed, paired: bool = False, level: float = 0.95,
+                          method: str = DIFFERENCE_INTERVAL) -> dict:
     """Variant b against variant a, both against the same real runs: d = VEPD(real, b) − VEPD(real, a).
 
     ``*_groups``: one (n, 2) array [E, D] per stratum (scenario), rows in k order.  ``paired`` (every
@@ -271,10 +347,13 @@ def difference_statistics(real_groups, a_groups, b_groups, n_resamples: int, n_p
     bootstrap resample draws (scenario, k) units and takes real run k, a's run k and b's run k
     together, and the permutation test swaps a's and b's run k within each unit; otherwise each side's
     runs are resampled on their own and a's and b's runs are shuffled within each stratum (the real runs
-    fixed).  Returns {"difference", "difference_ci95" [lo, hi] (percentile bootstrap), "p" (two-sided:
+    fixed).  Returns {"difference", "difference_ci95" [lo, hi] (bootstrap; ``method``: "expanded"
+    percentile by default, "percentile" or "bca"; named in "interval"), "p" (two-sided:
     (1 + #{|d_perm| ≥ |d|}) / (1 + N)), "p_min" (``smallest_p``), "resampling" "pairs"|"runs"}.
     Draws are made a block of resamples at a time (vectorised; seeded by ``ci_seed``/``perm_seed``).
     """
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"difference_statistics: unknown interval method {method!r}")
     if paired:
         _pair_check(real_groups, a_groups)
         _pair_check(real_groups, b_groups)
@@ -302,9 +381,18 @@ def difference_statistics(real_groups, a_groups, b_groups, n_resamples: int, n_p
             else:
                 real, a, b = (_resample_rows(rng, count, *parts[side]) for side in ("real", "a", "b"))
             samples.append(_vepd_rows(values, real, b) - _vepd_rows(values, real, a))
-        tail = 100 * (1 - level) / 2
-        lo, hi = np.percentile(np.concatenate(samples), [tail, 100 - tail])
-        out["difference_ci95"] = [float(lo), float(hi)]
+        samples = np.concatenate(samples)
+        if method == "bca":
+            jackknife = _difference_jackknife(values, parts, paired)
+            out["difference_ci95"] = bca_interval(samples, observed, jackknife, level)
+        else:
+            if method == "expanded":  # n: the units drawn (pairs, or the smallest side's runs)
+                level = expanded_level(level, sum(parts["real"][0]) if paired else
+                                       min(sum(parts[side][0]) for side in parts))
+            tail = 100 * (1 - level) / 2
+            lo, hi = np.percentile(samples, [tail, 100 - tail])
+            out["difference_ci95"] = [float(lo), float(hi)]
+        out["interval"] = method
     if n_permutations:
         rng = np.random.default_rng(perm_seed)
         threshold = abs(observed) - 1e-12 * max(1.0, abs(observed))
@@ -395,21 +483,16 @@ def ranked(values: dict) -> list:
 
 
 def _comparison_pairs(variants, scenarios, combined, per_scenario, extra) -> list:
-    """[(scenario or None, better, worse, adjacent)]: every pair of adjacent ranks pooled and per scenario,
-    then the pooled ``extra`` pairs (either order; unknown variants ignored) not listed yet."""
+    """[(scenario or None, better, worse, adjacent)]: every pair of variants, pooled and per scenario
+    (the letter groups of ``separation.group_letters`` need them all), adjacent ranks flagged.  ``extra``
+    (pairs asked for) is kept for callers; every pair is compared anyway."""
+    del extra
     out = []
-    order = ranked({v: combined[v]["VEPD"] for v in variants})
-    out += [(None, a, b, True) for a, b in zip(order, order[1:])]
-    for scenario in scenarios:
-        order_s = ranked({v: per_scenario[v][scenario]["VEPD"] for v in variants})
-        out += [(scenario, a, b, True) for a, b in zip(order_s, order_s[1:])]
-    listed = {frozenset((a, b)) for scenario, a, b, _adjacent in out if scenario is None}
-    position = {v: i for i, v in enumerate(order)}
-    for a, b in extra:
-        if a in position and b in position and a != b and frozenset((a, b)) not in listed:
-            listed.add(frozenset((a, b)))
-            better, worse = sorted((a, b), key=position.get)
-            out.append((None, better, worse, False))
+    for scenario in [None] + list(scenarios):
+        cells = {v: combined[v] if scenario is None else per_scenario[v][scenario] for v in variants}
+        order = ranked({v: cell["VEPD"] for v, cell in cells.items()})
+        out += [(scenario, a, b, j == i + 1) for i, a in enumerate(order) for j, b in enumerate(order)
+                if j > i]
     return out
 
 

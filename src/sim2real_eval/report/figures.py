@@ -5,7 +5,7 @@
   of samples and bins each sample by the Freedman–Diaconis rule, so the bars (density=True) and the
   KDE describe the same spread;
 - overview: Table I as bars (VEPD = W1/2 + W2/2 stacked, 95 % CI whiskers, the paper's VEPD as a
-  marker where it has one) and, with more than one scenario, Table II as a heat map (VEPD, rank);
+  marker where it has one) and, with more than one scenario, Table II as a heat map (VEPD, group letters);
 - traces: speed vs time, ground truth and estimates, for chosen runs (the paper's Fig. 4/5): one panel
   per side/variant on shared axes, so no variant hides another and real and sim read on one scale.
 
@@ -253,7 +253,7 @@ def distributions_figure(result: StudyResult):
 
 def overview_figure(result: StudyResult):
     """Left: VEPD per variant as stacked W1/2 + W2/2 bars with the bootstrap 95 % CI and the paper's
-    VEPD where it has one.  Right (more than one scenario): per-scenario VEPD heat map with ranks."""
+    VEPD where it has one.  Right (more than one scenario): per-scenario VEPD heat map with group letters."""
     from ..metrics import separation
 
     variants = separation.order(result)
@@ -274,11 +274,11 @@ def overview_figure(result: StudyResult):
 
 def _vepd_bars(left, result: StudyResult, variants: list) -> None:
     """Table I as bars: W1/2 + W2/2 stacked, the 95 % CI, the paper's VEPD, the judge-noise floor, the
-    VEPD written beside each bar and the rank before each name."""
+    VEPD written beside each bar and the group letters before each name."""
     from ..metrics import separation
     from .paper import paper_vepd
 
-    ranks = separation.rank_labels(result)
+    ranks = separation.group_letters(result)
     height = 0.8 if len(variants) > 1 else 0.5
     y = np.arange(len(variants))
     half_w1 = np.array([result.combined[v]["W1"] / 2 for v in variants])
@@ -305,8 +305,8 @@ def _vepd_bars(left, result: StudyResult, variants: list) -> None:
     left.set_yticks(y, [f"{ranks[v]}  {v}" for v in variants])
     left.set_ylim(len(variants) - 0.5, -0.5)   # best on top, bars keep their height with one variant
     left.set_xlabel("VEPD = (W1 + W2)/2   (lower = closer to real)")
-    left.set_title("Table I: all scenarios pooled, 95 % bootstrap CI\nrank before the name; \"3=\": tied "
-                   "(not separable from an adjacent rank)", fontsize=10)
+    left.set_title("Table I: all scenarios pooled, 95 % bootstrap CI\ngroup letters before the name: "
+                   "variants sharing a letter are not separable", fontsize=10)
     # Below the x label at a fixed distance (tick labels and x label: ~36 pt), whatever the axes' height.
     below = left.transAxes + ScaledTranslation(0, -40 / 72, left.get_figure().dpi_scale_trans)
     left.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncol=2, fontsize=8)
@@ -342,7 +342,8 @@ def _floor_band(left, result: StudyResult, variants: list):
 
 
 def _vepd_heat_map(fig, right, result: StudyResult, variants: list) -> None:
-    """Table II as a heat map: VEPD per variant and scenario, with its rank and the sub-floor mark."""
+    """Table II as a heat map: VEPD per variant and scenario, with its group letters and the sub-floor
+    mark."""
     from ..metrics import separation
 
     values = np.array([[result.per_scenario[v][s]["VEPD"] for s in result.scenarios]
@@ -352,15 +353,15 @@ def _vepd_heat_map(fig, right, result: StudyResult, variants: list) -> None:
     right.set_xticks(np.arange(len(result.scenarios)), result.scenarios)
     right.set_yticks(np.arange(len(variants)), variants)
     threshold = values.min() + 0.5 * (values.max() - values.min())
-    labels = {s: separation.rank_labels(result, s) for s in result.scenarios}
+    labels = {s: separation.group_letters(result, s) for s in result.scenarios}
     for i, v in enumerate(variants):
         for j, s in enumerate(result.scenarios):
             cell = result.per_scenario[v][s]
             ink = "white" if values[i, j] > threshold else "black"
             below = "\n≤ floor" if separation.below_floor(result, v, s) else ""
-            right.text(j, i, f"{cell['VEPD']:.4f}\n(rank {labels[s][v]}){below}", ha="center",
+            right.text(j, i, f"{cell['VEPD']:.4f}\n(group {labels[s][v]}){below}", ha="center",
                        va="center", fontsize=8, color=ink)
-    right.set_title("Table II: VEPD per scenario (rank 1 = best, \"=\": tied)")
+    right.set_title("Table II: VEPD per scenario (group letters as in Table I)")
     fig.colorbar(image, ax=right, label="VEPD", shrink=0.9)
 
 

@@ -145,8 +145,8 @@ def study_section(result: StudyResult, provenance: dict, figures: dict, level: i
                   _table(tables.ADJACENT_HEADER, adjacent, css_class="numbers")]
     if len(result.scenarios) > 1:
         parts += [f"<{h}>Table II &mdash; per scenario</{h}>",
-                  '<p class="note">rank 1 = lowest VEPD; &ldquo;3=&rdquo;: tied, not separable from an '
-                  "adjacent rank; mean rank: of the average ranks in vepd.json.</p>",
+                  '<p class="note">group letters per scenario, as in Table I; mean rank: of the average '
+                  "ranks in vepd.json.</p>",
                   _table(tables.table_two_header(result), tables.table_two_rows(result))]
     parts += ["<details><summary>Per-scenario W1, W2, intervals and p-values</summary>",
               _table(tables.TABLE_TWO_DETAIL_HEADER, tables.table_two_detail_rows(result)), "</details>"]

@@ -75,7 +75,8 @@ def resampling_note(result: StudyResult) -> str:
         how = ("(scenario, k) pairs resampled together where both sides have the same run numbers k, "
                "runs within each side and scenario elsewhere")
         shuffle = "labels swapped within pairs where paired, shuffled within scenario elsewhere"
-    ci = (f"95 % CI: percentile bootstrap, {o.bootstrap} resamples, {how}" if o.bootstrap
+    ci = (f"95 % CI: percentile bootstrap (of a VEPD difference between variants: expanded percentile, "
+          f"docs/scoring.md), {o.bootstrap} resamples, {how}" if o.bootstrap
           else "no intervals (0 bootstrap resamples)")
     p = (f"p: permutation test of “real and sim runs are exchangeable” ({o.permutations} permutations, "
          f"{shuffle}, statistic VEPD)" if o.permutations else "no p-values (0 permutations)")
@@ -148,12 +149,12 @@ def has_paper_values(result: StudyResult) -> bool:
 
 
 def table_one_rows(result: StudyResult) -> list:
-    """Table I rows: variant, rank (ties "3="), W1, W2, VEPD (marked when not above the judge-noise
-    floor), CIs, p-value, run counts (sorted by VEPD, best first), and the paper's VEPD when the paper
-    has a row for one of the variants."""
+    """Table I rows: variant, group (compact letter display: variants sharing a letter are not
+    separable), W1, W2, VEPD (marked when not above the judge-noise floor), CIs, p-value, run counts
+    (sorted by VEPD, best first), and the paper's VEPD when the paper has a row for one of the variants."""
     rows = []
     paper = has_paper_values(result)
-    ranks = separation.rank_labels(result)
+    ranks = separation.group_letters(result)
     for v in separation.order(result):
         c, st = result.combined[v], result.statistics["combined"][v]
         row = [v, ranks[v], fmt(c["W1"]), fmt_ci(st.get("W1_ci95"), estimate=c["W1"]), fmt(c["W2"]),
@@ -168,7 +169,7 @@ def table_one_rows(result: StudyResult) -> list:
     return rows
 
 
-TABLE_ONE_HEADER = ["Variant", "rank", "W1 (m/s)", "W1 95% CI", "W2", "W2 95% CI", "VEPD", "VEPD 95% CI",
+TABLE_ONE_HEADER = ["Variant", "group", "W1 (m/s)", "W1 95% CI", "W2", "W2 95% CI", "VEPD", "VEPD 95% CI",
                     "p (perm.)", "n real", "n sim"]
 ADJACENT_HEADER = ["ranks", "better", "worse", "VEPD difference", "95% CI (paired)", "p (perm.)",
                    "separable?"]
@@ -193,21 +194,25 @@ def adjacent_note(result: StudyResult) -> str:
     how = ("paired: the same (scenario, k) units — real run k and both variants' run k — resampled "
            "together, and the two variants' run k swapped in the permutation test" if paired else
            "each side's runs resampled on their own, the two variants' runs shuffled within scenario")
-    floor = " and the difference is above the judge-noise floor" if result.judge_noise_floor else ""
-    return (f"Each variant against the next one in rank order, both against the same real runs ({how}).  "
-            f"Two ranks are separable when the 95 % interval of their VEPD difference lies above 0{floor}; "
-            "otherwise they are tied and share a rank (\"3=\").")
+    return (f"Every pair of variants is compared, both against the same real runs ({how}); this table shows "
+            f"each variant against the next one in VEPD order.  Rule: {group_rule(result)}.")
+
+
+def group_rule(result: StudyResult) -> str:
+    """The separability rule and what the group letters mean, as every page states it."""
+    return separation.rule(result) + " (compact letter display; the best variant's group is \"a\")"
 
 
 def closest_to_real(result: StudyResult) -> str:
-    """The variant with the lowest VEPD, or the variants tied with it ("a, b (tied)")."""
-    first = separation.tie_groups(result)[0]
-    return first[0] if len(first) == 1 else f"{', '.join(first)} (tied)"
+    """The variant with the lowest VEPD, or the group of closest variants, those sharing its letter "a"
+    ("a, b (group a: not separable from each other)")."""
+    first = separation.closest_group(result)
+    return first[0] if len(first) == 1 else f"{', '.join(first)} (group a: not separable from each other)"
 
 
 def study_notes(result: StudyResult) -> list:
     """Sentences every rendering of the study prints: sub-floor marks and permutation limits."""
-    notes = []
+    notes = [f"“group”: {group_rule(result)}."]
     if noise_floor.unavailable(result) is not None:
         notes.append(f"Judge-noise floor not measured ({noise_floor.unavailable(result)}): results are not "
                      "compared with what judge timing alone produces.")
@@ -229,10 +234,10 @@ def table_one_header(result: StudyResult) -> list:
 
 
 def table_two_rows(result: StudyResult) -> list:
-    """Table II rows: variant, then per scenario "VEPD (rank)" (ties "3=", "≤ floor" when not above the
+    """Table II rows: variant, then per scenario "VEPD (group letters)" ( "≤ floor" when not above the
     scenario's judge-noise floor), then the mean rank (of the average ranks in vepd.json)."""
     rows = []
-    labels = {s: separation.rank_labels(result, s) for s in result.scenarios}
+    labels = {s: separation.group_letters(result, s) for s in result.scenarios}
     for v in result.variants:
         cells = [f"{result.per_scenario[v][s]['VEPD']:.4f} ({labels[s][v]})"
                  + (f" {BELOW_FLOOR}" if separation.below_floor(result, v, s) else "")
@@ -244,7 +249,7 @@ def table_two_rows(result: StudyResult) -> list:
 
 
 def table_two_header(result: StudyResult) -> list:
-    return ["Variant", *[f"{s}: VEPD (rank)" for s in result.scenarios], "mean rank"]
+    return ["Variant", *[f"{s}: VEPD (group)" for s in result.scenarios], "mean rank"]
 
 
 def table_two_detail_rows(result: StudyResult) -> list:
@@ -294,8 +299,8 @@ def tables_markdown(result: StudyResult) -> str:
         "",
         markdown_table(ADJACENT_HEADER, adjacent_rows(result)),
         "",
-        "## Table II — per scenario (rank 1 = lowest VEPD; “=”: tied, not separable from an adjacent rank; "
-        "mean rank of the average ranks)",
+        "## Table II — per scenario (group letters per scenario, as in Table I; mean rank of the average "
+        "ranks)",
         "",
         markdown_table(table_two_header(result), table_two_rows(result)),
         "",
