@@ -4,12 +4,12 @@ with its bound; and the CLI on a synthetic 0.35 m/s rover written in the CSV lay
 The drives come from benchmarks/calibrate_walking_speed.py (scenarios.simulate + config/sensors/gps)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from fixtures.benchmarks import load_benchmark
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,10 +24,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "calibrate_walking
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("calibrate_walking_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("calibrate_walking_speed")
 
 
 bench = load_script()

@@ -118,14 +118,9 @@ def test_enu_conversions_match_an_extended_precision_oracle_to_picometres():
 
 
 def _sensitivity_harness():
-    import importlib.util
-    from pathlib import Path
+    from fixtures.benchmarks import load_benchmark
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "geodesy_sensitivity.py"
-    spec = importlib.util.spec_from_file_location("geodesy_sensitivity", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("geodesy_sensitivity")
 
 
 def test_a_last_bit_difference_in_any_elementary_function_moves_every_field_by_ulps():

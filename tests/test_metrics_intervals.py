@@ -3,12 +3,12 @@ hand-computed values, the measured coverage on a small seeded simulation (benchm
 own design and code), and docs/scoring.md's coverage table against the method the package adopts."""
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures.benchmarks import load_benchmark
 
 from sim2real_eval.metrics.study import (
     DIFFERENCE_INTERVAL,
@@ -21,12 +21,8 @@ from sim2real_eval.metrics.study import (
 REPO = Path(__file__).resolve().parents[1]
 
 
-def load_benchmark():
-    path = REPO / "benchmarks" / "interval_coverage.py"
-    spec = importlib.util.spec_from_file_location("interval_coverage", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load_coverage_script():
+    return load_benchmark("interval_coverage")
 
 
 def test_expanded_level_by_hand():
@@ -78,7 +74,7 @@ def test_adopted_method_covers_at_k6_on_a_seeded_simulation():
     for the adopted interval; 120 data sets have a Monte Carlo standard error of 0.021, so the bound is
     0.88 (≈ 3 SE below; this seed gives 0.892, the percentile interval 0.842), and the adopted interval
     must cover more often than the plain percentile one on the same data."""
-    bench = load_benchmark()
+    bench = load_coverage_script()
     (_k, _a, _b, result), = bench.difference_coverage([6], [(1.0, 2.0)], reps=120, resamples=300, seed=5)
     assert result[DIFFERENCE_INTERVAL][0] >= 0.88, result
     assert result[DIFFERENCE_INTERVAL][0] > result["percentile"][0], result
@@ -87,7 +83,7 @@ def test_adopted_method_covers_at_k6_on_a_seeded_simulation():
 def test_scoring_doc_table_is_the_benchmarks_and_backs_the_adopted_method():
     """docs/scoring.md's region is the benchmark's table (its columns and rows as `coverage_table` writes
     them) and the method the package adopts has the highest mean coverage there at K = 4, 6 and 10."""
-    bench = load_benchmark()
+    bench = load_coverage_script()
     text = (REPO / "docs" / "scoring.md").read_text(encoding="utf-8")
     body = bench.REGION.search(text).group(2)
     header = "| K | VEPD a, VEPD b (true d) | " + " | ".join(INTERVAL_METHODS) + " |"

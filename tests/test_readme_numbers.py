@@ -6,20 +6,17 @@ outputs, and this test fails when they drift (a code change that moves a number 
 shows what the commands print (the real sample takes ≈ 25 s here)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from fixtures.benchmarks import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "make_readme_numbers.py"
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("make_readme_numbers", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("make_readme_numbers")
 
 
 def test_regions_are_found_and_replaced():

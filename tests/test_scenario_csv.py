@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import yaml
+from fixtures.benchmarks import load_benchmark
 
 from sim2real_eval import rotations, scenarios
 from sim2real_eval.cli import main
@@ -188,19 +189,9 @@ def test_import_with_a_madgwick_orientation_on_imu(logs, tmp_path, capsys):
 
 
 def real_speed_rmse(run) -> float:
-    """RMSE of the judged horizontal speed against the truth's speed (first second left out)."""
-    from sim2real_eval import message_fields as F
-    from sim2real_eval.bags import open_bag
-    from sim2real_eval.bags.columns import read_topics
-
-    with open_bag(run) as reader:
-        columns = read_topics(reader, {"/odometry/filtered": F.ODOMETRY, "/ground_truth/odom": F.ODOMETRY})
-    estimate, truth = columns["/odometry/filtered"], columns["/ground_truth/odom"]
-    judged = np.hypot(estimate["linear_velocity"][:, 0], estimate["linear_velocity"][:, 1])
-    true_speed = np.linalg.norm(truth["linear_velocity"], axis=1)
-    true = np.interp(estimate["stamp_ns"], truth["stamp_ns"], true_speed)
-    keep = estimate["stamp_ns"] > estimate["stamp_ns"][0] + 1e9
-    return float(np.sqrt(np.mean((judged - true)[keep] ** 2)))
+    """RMSE of the judged horizontal speed against the truth's (first second left out): the one
+    benchmarks/madgwick_error.py measures the table of docs/models.md with."""
+    return load_benchmark("madgwick_error").judged_speed_rmse(run)
 
 
 @pytest.mark.slow

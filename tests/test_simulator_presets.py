@@ -1,8 +1,9 @@
 """The simulators' study (config/studies/simulators.yaml) and its generated table in docs/models.md."""
 
-import importlib.util
 import json
 from pathlib import Path
+
+from fixtures.benchmarks import load_benchmark
 
 from sim2real_eval.demo import load_demo_config
 from sim2real_eval.models import load_gps_model, load_imu_model
@@ -11,11 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def table_script():
-    path = REPO / "benchmarks" / "simulator_table.py"
-    spec = importlib.util.spec_from_file_location("simulator_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("simulator_table")
 
 
 def test_study_file_loads_and_names_every_simulator_model():
