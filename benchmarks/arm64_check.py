@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -109,6 +110,7 @@ def register_binfmt(root: Path) -> None:
 
 
 def setup(root: Path) -> None:
+    """The root, made once: its READY file records how long that took."""
     install_host_tools()
     if (root / READY).exists():
         log(f"{root}: arm64 root ready (cached)")
@@ -118,11 +120,13 @@ def setup(root: Path) -> None:
         raise SystemExit(f"arm64_check: error: {root} exists but is not a finished root "
                          f"(no {READY}): remove it or give another --root")
     mirror = debian_mirror()
+    start, load = time.monotonic(), f"{os.getloadavg()[0]:.1f}"
     run(["debootstrap", "--arch=arm64", "--foreign", "--variant=minbase",
          "--include=" + ",".join(ROOT_PACKAGES), SUITE, root, mirror])
     register_binfmt(root)
     run(["chroot", root, "/debootstrap/debootstrap", "--second-stage"])
-    (root / READY).write_text(f"{SUITE} arm64 from {mirror}, {datetime.date.today()}\n")
+    (root / READY).write_text(f"{time.monotonic() - start:.0f} s on {datetime.date.today()}, "
+                              f"load average {load}, {SUITE} arm64 from {mirror}\n")
 
 
 def chroot_python(root: Path, *args: str, cwd: str = f"/{IN_ROOT}", **kwargs) -> subprocess.CompletedProcess:
@@ -217,7 +221,8 @@ def copy_tree(root: Path, tests: list) -> Path:
 
 
 # -------------------------------------------------------------------------------------- results
-SUMMARY = re.compile(r"=+ (?P<body>.*?) in (?P<seconds>[\d.]+)s")
+SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s", re.M)  # "=== 1 failed, 2 passed in 3.1s ==="
+SKIPPED = re.compile(r"^SKIPPED \[\d+\] tests/(\w+)\.py:\d+: (.*)$", re.M)
 COMPARE_LINE = re.compile(r"^(?P<field>\w+ \w+): (?P<count>\d+) of (?P<total>\d+) values differ, "
                           r"max \|d\| (?P<abs>\S+), max scaled (?P<scaled>\S+)$")
 
@@ -239,35 +244,37 @@ def parse_compare(text: str) -> tuple:
 
 
 def pytest_summary(text: str) -> str:
-    """pytest's closing line, e.g. '245 passed, 2 skipped'."""
+    """pytest's closing line, e.g. '245 passed, 2 skipped', and each skip's file and reason (-rs)."""
     matches = SUMMARY.findall(text)
     if not matches:
         raise ValueError("pytest printed no closing summary line")
-    return matches[-1][0]
+    skips = sorted({f"{name}: {reason}" for name, reason in SKIPPED.findall(text)})
+    return matches[-1] + (f" (skipped: {'; '.join(skips)})" if skips else "")
 
 
 def render(result: dict) -> str:
+    """The docs region: sub-bullets of docs/models.md's Reproducibility item 2 (5 spaces in)."""
     fields, unequal = result["fields"], result["unequal"]
     worst = max(fields, key=lambda row: row[4])
-    float_ok = [row for row in fields if row[4] <= 1e-12]
+    within = sum(row[4] <= 1e-12 for row in fields)
+    integers = ("stamps, statuses and every integer and string field equal" if not unequal else
+                f"**{len(unequal)} integer/string arrays differ** ({', '.join(unequal[:5])})")
     lines = [
-        f"- arm64 under qemu-user (`python3 benchmarks/arm64_check.py --root DIR --write-docs`, "
-        f"{result['date']}, commit {result['commit']}): Debian {SUITE} arm64, "
-        f"Python {result['arm_python']}, numpy {result['arm_numpy']}, against x86 "
-        f"Python {result['x86_python']}, numpy {result['x86_numpy']}.",
-        f"  - robot-side tests ({len(result['tests'])} files: {', '.join(result['tests'])}): "
+        f"- {result['date']}, commit {result['commit']}, Debian {SUITE} arm64 under qemu-user "
+        f"(Python {result['arm_python']}, numpy {result['arm_numpy']}) against this x86 machine "
+        f"(Python {result['x86_python']}, numpy {result['x86_numpy']});",
+        f"- the {len(result['tests'])} robot-side test files ({', '.join(result['tests'])}): "
         f"**{result['pytest']}** on arm64;",
-        "  - every GPS and IMU preset on circle and sine, seed 3: "
-        + ("integer, string and stamp fields equal; " if not unequal
-           else f"**{len(unequal)} integer/string arrays differ** ({', '.join(unequal[:5])}); ")
-        + f"{len(float_ok)} of {len(fields)} float fields within 1e-12 scaled (|Δ| / max(1, |v|)); "
-        f"largest {worst[4]:.2g} scaled ({worst[0]}, |Δ| {worst[3]:.2g}). Per field, max scaled:",
-        "    " + "; ".join(f"{name} {scaled:.2g}" for name, _, _, _, scaled in fields) + ";",
-        f"  - time on this 2-core machine (load average {result['load']} at the start, other work running): "
-        f"setup {result['t_setup']}, tests {result['t_tests']:.0f} s, streams {result['t_streams']:.0f} s "
-        f"(arm64 dump under emulation, x86 dump, compare).",
+        f"- every GPS and IMU preset on circle and sine, seed 3: {integers}; {within} of {len(fields)} "
+        f"float fields within 1e-12 scaled (|Δ| / max(1, |v|)), the largest {worst[4]:.2g} "
+        f"({worst[0]}, |Δ| {worst[3]:.2g}); per field, the largest scaled difference: "
+        + "; ".join(f"{name} {scaled:.2g}" for name, _, _, _, scaled in fields) + ";",
+        f"- time on this 2-core machine (load average {result['load']} at the start, other work running): "
+        f"setting up the root {result['t_setup']}; the tests {result['t_tests']:.0f} s; the streams "
+        f"{result['t_streams']:.0f} s (arm64 dump under emulation, x86 dump, compare).",
     ]
-    return "\n".join(lines) + "\n"
+    return "".join(textwrap.fill(line, 105, initial_indent="     ", subsequent_indent="       ",
+                                 break_on_hyphens=False) + "\n" for line in lines)
 
 
 def write_docs(body: str, doc: Path = DOC) -> None:
@@ -283,10 +290,8 @@ def write_docs(body: str, doc: Path = DOC) -> None:
 
 # ------------------------------------------------------------------------------------------- main
 def check(root: Path, load: str) -> tuple:
-    start = time.monotonic()
-    cached = (root / READY).exists()
     setup(root)
-    t_setup = "cached" if cached else f"{time.monotonic() - start:.0f} s"
+    t_setup = (root / READY).read_text(encoding="utf-8").split(", ")[0]  # "404 s on 2026-11-28"
     versions = chroot_python(root, "-c", "import sys, numpy, platform; "
                              "print(sys.version.split()[0], numpy.__version__, platform.machine())",
                              cwd="/", capture_output=True, text=True).stdout.split()
