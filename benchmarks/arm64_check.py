@@ -243,13 +243,12 @@ def parse_compare(text: str) -> tuple:
     return fields, unequal
 
 
-def pytest_summary(text: str) -> str:
-    """pytest's closing line, e.g. '245 passed, 2 skipped', and each skip's file and reason (-rs)."""
+def pytest_summary(text: str) -> tuple:
+    """pytest's closing line ('245 passed, 2 skipped') and each skip's 'file: reason' (-rs), sorted."""
     matches = SUMMARY.findall(text)
     if not matches:
         raise ValueError("pytest printed no closing summary line")
-    skips = sorted({f"{name}: {reason}" for name, reason in SKIPPED.findall(text)})
-    return matches[-1] + (f" (skipped: {'; '.join(skips)})" if skips else "")
+    return matches[-1], sorted({f"{name}: {reason}" for name, reason in SKIPPED.findall(text)})
 
 
 def render(result: dict) -> str:
@@ -264,12 +263,15 @@ def render(result: dict) -> str:
         f"(Python {result['arm_python']}, numpy {result['arm_numpy']}) against this x86 machine "
         f"(Python {result['x86_python']}, numpy {result['x86_numpy']});",
         f"- the {len(result['tests'])} robot-side test files ({', '.join(result['tests'])}): "
-        f"**{result['pytest']}** on arm64;",
+        f"**{result['pytest'][0]}** on arm64"
+        + (f" (skipped: {'; '.join(result['pytest'][1])});" if result["pytest"][1] else ";"),
         f"- every GPS and IMU preset on circle and sine, seed 3: {integers}; {within} of {len(fields)} "
         f"float fields within 1e-12 scaled (|Δ| / max(1, |v|)), the largest {worst[4]:.2g} "
         f"({worst[0]}, |Δ| {worst[3]:.2g}); per field, the largest scaled difference: "
-        + "; ".join(f"{name} {scaled:.2g}" for name, _, _, _, scaled in fields) + ";",
-        f"- time on this 2-core machine (load average {result['load']} at the start, other work running): "
+        + "; ".join(f"{name} {scaled:.2g}" for name, _, _, _, scaled in fields if scaled)
+        + "; equal: " + ", ".join(name for name, _, _, _, scaled in fields if not scaled) + ";",
+        f"- time on this 2-core machine (other work running: load average {result['load']} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end): "
         f"setting up the root {result['t_setup']}; the tests {result['t_tests']:.0f} s; the streams "
         f"{result['t_streams']:.0f} s (arm64 dump under emulation, x86 dump, compare).",
     ]
@@ -302,6 +304,7 @@ def check(root: Path, load: str) -> tuple:
     copy_tree(root, tests)
     start = time.monotonic()
     names = [f"tests/{path.name}" for path in tests]
+    log(f"{len(names)} robot-side test files under emulation (pytest's output when it ends; ≈ 3-4 min)")
     done = chroot_python(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *names,
                          capture_output=True, text=True, check=False)
     sys.stdout.write(done.stdout[-6000:])
