@@ -1,6 +1,6 @@
 """The robot side on arm64: its tests and every preset's streams against x86, under qemu-user.
 
-    python3 benchmarks/arm64_check.py --root /work/arm64root [--write-docs]
+    python3 benchmarks/arm64_check.py --root /var/tmp/arm64root [--write-docs]
 
 Run it (as root, on a Debian/Ubuntu x86 machine) when the robot side changes (models/, geodesy.py,
 scenarios.py, node/, … — the list of .ci/run section 4).  Three steps, each timed:
