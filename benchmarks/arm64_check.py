@@ -2,7 +2,7 @@
 
     python3 benchmarks/arm64_check.py --root /var/tmp/arm64root [--write-docs]
 
-Run it (as root, on a Debian/Ubuntu x86 machine) when the robot side changes (models/, geodesy.py,
+Run it (as root, on a Debian x86_64 machine, Python >= 3.10) when the robot side changes (models/, geodesy.py,
 scenarios.py, node/, … — the list of .ci/run section 4).  Three steps, each timed:
 
 1. ``setup`` (once; ``ROOT`` is kept and reused, it must lie outside the repository): installs
