@@ -292,6 +292,8 @@ def write_docs(body: str, doc: Path = DOC) -> None:
 
 # ------------------------------------------------------------------------------------------- main
 def check(root: Path, load: str) -> tuple:
+    commit = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%h"], capture_output=True,
+                            text=True).stdout.strip()  # the code as it is when the run starts
     setup(root)
     t_setup = (root / READY).read_text(encoding="utf-8").split(", ")[0]  # "404 s on 2026-11-28"
     versions = chroot_python(root, "-c", "import sys, numpy, platform; "
@@ -323,8 +325,6 @@ def check(root: Path, load: str) -> tuple:
     t_streams = time.monotonic() - start
     fields, unequal = parse_compare(compared.stdout)
     import numpy
-    commit = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%h"], capture_output=True,
-                            text=True).stdout.strip()
     result = {"date": datetime.date.today().isoformat(), "commit": commit or "?",
               "arm_python": versions[0], "arm_numpy": versions[1],
               "x86_python": platform.python_version(), "x86_numpy": numpy.__version__,
