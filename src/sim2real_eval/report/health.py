@@ -77,7 +77,7 @@ def describe_cause(name: str | None, cause: dict | None) -> str:
             f"velocity variance {cause.get('covariance_growth', float('nan')):.3g}×)")
 
 
-NOT_TRACKED = "the judge does not track the real vehicle "
+WARNING_OPENING = "the judge does not track the real vehicle "  # the stderr warning's first words
 
 
 def warning_line(records) -> str | None:
@@ -94,7 +94,7 @@ def warning_line(records) -> str | None:
                   key=lambda r: r.health["speed"]["ratio"])
     speed = worst.health["speed"]
     pointed = describe_cause(cause, example.health["causes"].get(cause) if cause else None)
-    return (f"{NOT_TRACKED}in {len(failing)} of {len(judged)} real run(s): "
+    return (f"{WARNING_OPENING}in {len(failing)} of {len(judged)} real run(s): "
             f"speed RMSE up to {speed['rmse']:.3g} m/s against a truth speed scale of {speed['scale']:.3g} "
             f"m/s ({worst.scenario}/{worst.k}, E/s {speed['ratio']:.2f} > {speed['threshold']:g}), so its "
             f"VEPD rows compare a failing estimator with the simulation; the data point to {pointed} in "
@@ -173,7 +173,7 @@ def first_screen_html(result: StudyResult) -> list:
     if not warning:
         return []
     # the headline says the first words of the warning: the body goes on from "in N of M real run(s)"
-    body = warning[len(NOT_TRACKED):] if warning.startswith(NOT_TRACKED) else warning
+    body = warning[len(WARNING_OPENING):] if warning.startswith(WARNING_OPENING) else warning
     body = body[:1].upper() + body[1:]
     return [f'<div class="banner alarm"><b class="kind">The judge does not track the real vehicle: the VEPD '
             f"rows below compare a failing estimator.</b><br>{html.escape(body)}.</div>"]
