@@ -49,7 +49,9 @@ def test_ours_otherwise_with_parameters_it_accepts(tmp_path):
                                     "imu_raw_topic": "/rover/imu_raw", "orientation_stddev": "0.02"},
                                    notice=notes.append, environ={"AMENT_PREFIX_PATH": str(tmp_path)})
     ours = nodes[0]
-    assert (ours.package, ours.executable) == ("sim2real_eval", "madgwick_node") and ours.must_succeed
+    # not must_succeed (like ekf_node): the real imu_filter_madgwick_node ends with -2 on a terminal's Ctrl-C,
+    # which made `ros2 launch` exit 1 (seen on a real Humble); a failure while running still fails it
+    assert (ours.package, ours.executable) == ("sim2real_eval", "madgwick_node") and not ours.must_succeed
     assert ours.remappings[0] == ("imu/data_raw", "/rover/imu_raw")
     assert "not installed" in notes[0]
     config = parse_madgwick_params(ours.parameters[0])  # the node takes exactly what the plan gives

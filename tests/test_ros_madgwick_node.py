@@ -42,9 +42,14 @@ def test_madgwick_node_republishes_the_offline_orientation():
         while publisher.get_subscription_count() < 1 or node.count_publishers("imu/data") < 1:
             assert time.monotonic() < end, "madgwick_node did not start"
             executor.spin_once(timeout_sec=0.05)
+        # The node subscribes as imu_filter_madgwick does (sensor-data QoS: best effort, depth 5), so a
+        # burst of 1000 messages overflows its queue (763 of 1000 arrived on a real Humble): like a
+        # sensor, publish one message at a time, the next once its orientation is back.
         for i in range(len(samples.stamp_ns)):
             publisher.publish(messages.fill_imu(Imu(), samples, i))
-            executor.spin_once(timeout_sec=0.0)
+            deadline = time.monotonic() + 5.0
+            while len(received) <= i and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.01)
         end = time.monotonic() + 20.0
         while len(received) < len(samples.stamp_ns) and time.monotonic() < end:
             executor.spin_once(timeout_sec=0.05)
