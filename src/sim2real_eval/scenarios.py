@@ -149,6 +149,16 @@ def generate(name_or_path, k: int = 0, seed: int = 0) -> GroundTruth:
     return simulate(data, source, sensor_seed(seed, "scenario", name, k))
 
 
+def _clock(sec: Section, source: str) -> tuple:
+    """(rate, start_time) of every scenario model: the truth rate (>= 100 Hz: the IMU is sampled from
+    it) and the first stamp (> 0: robot_localization drops stamp 0)."""
+    rate = sec.number("rate", 200.0, positive=True)
+    if rate < SCENARIO_RATE.low:
+        raise sec.error("rate", f"must be >= 100 Hz (IMU truth), got {rate}")
+    SCENARIO_RATE.check(rate, f"{source}: rate")
+    return rate, sec.number("start_time", 10.0, positive=True)
+
+
 def simulate(data: Dict, source: str, seed_sequence) -> GroundTruth:
     """Integrate the scenario's model for its parameters ``data`` (see module docstring)."""
     sec = Section(data, source)
@@ -156,11 +166,7 @@ def simulate(data: Dict, source: str, seed_sequence) -> GroundTruth:
         return simulate_unicycle(data, source, seed_sequence)
     sec.unknown_keys(SCENARIO_KEYS)
     wheelbase = sec.number("wheelbase", 0.5, positive=True)
-    rate = sec.number("rate", 200.0, positive=True)
-    if rate < SCENARIO_RATE.low:
-        raise sec.error("rate", f"must be >= 100 Hz (IMU truth), got {rate}")
-    SCENARIO_RATE.check(rate, f"{source}: rate")
-    start_time = sec.number("start_time", 10.0, positive=True)
+    rate, start_time = _clock(sec, source)
     v_max = sec.number("max_speed", 2.0, positive=True)
     a_max = sec.number("max_accel", 1.0, positive=True)
     steer_max = sec.number("max_steer", 0.5, positive=True)
@@ -351,11 +357,7 @@ def simulate_unicycle(data: Dict, source: str, seed_sequence) -> GroundTruth:
     """
     sec = Section(data, source)
     sec.unknown_keys(UNICYCLE_KEYS)
-    rate = sec.number("rate", 200.0, positive=True)
-    if rate < SCENARIO_RATE.low:
-        raise sec.error("rate", f"must be >= 100 Hz (IMU truth), got {rate}")
-    SCENARIO_RATE.check(rate, f"{source}: rate")
-    start_time = sec.number("start_time", 10.0, positive=True)
+    rate, start_time = _clock(sec, source)
     v_max = sec.number("max_speed", 1.0, positive=True)
     a_max = sec.number("max_accel", 0.5, positive=True)
     yaw_rate_max = sec.number("max_yaw_rate", 1.0, positive=True)
