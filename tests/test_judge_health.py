@@ -307,6 +307,16 @@ def test_import_yaml_truth_noise_is_read(tmp_path):
     assert H.import_truth_noise(tmp_path) is None
 
 
+def test_an_imported_runs_own_sidecar_gives_the_truth_noise(rover):
+    """What import writes into each run's import.yaml (truth.measured.velocity_noise_mps) is read: the
+    report's truth-noise line then names the importer's measurement, not an estimate (it named the
+    estimate on comma2k19 imported by docs/import.md's route, whose import had measured 0.0138 m/s)."""
+    run = rover / "rover" / "rover_logs" / "run_00"
+    measured = yaml.safe_load((run / "import.yaml").read_text())["truth"]["measured"]["velocity_noise_mps"]
+    value, source = H.import_truth_noise(run)
+    assert value == measured and source.endswith("import.yaml: truth.measured.velocity_noise_mps")
+
+
 def test_the_warning_names_the_cause_and_a_next_step():
     truth = _truth(pitch=math.radians(6))
     failing = H.assess(_failing_inputs(truth))

@@ -435,7 +435,9 @@ def assess(inputs: HealthInputs) -> dict:
 
 # ---------------------------------------------------------------------------------------- gathering
 def import_truth_noise(bag_path) -> tuple | None:
-    """(σ, source) from the imported bag's import.yaml ``truth: {velocity_noise_mps}``, else None."""
+    """(σ, source) from the imported bag's import.yaml, else None: ``truth.measured.velocity_noise_mps``
+    (what the importer writes into each run's sidecar) or ``truth.velocity_noise_mps`` (the folder's
+    import.yaml form)."""
     from ..truth.bag import IMPORT_SIDECAR
     from ..yamlio import load_yaml
 
@@ -447,10 +449,12 @@ def import_truth_noise(bag_path) -> tuple | None:
     except UserError:
         return None
     truth = data.get("truth") if isinstance(data, dict) else None
-    value = truth.get("velocity_noise_mps") if isinstance(truth, dict) else None
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if number and math.isfinite(value) and value >= 0:
-        return float(value), f"{sidecar}: truth.velocity_noise_mps"
+    measured = truth.get("measured") if isinstance(truth, dict) else None
+    for key, block in (("truth.measured.velocity_noise_mps", measured), ("truth.velocity_noise_mps", truth)):
+        value = block.get("velocity_noise_mps") if isinstance(block, dict) else None
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and math.isfinite(value) and value >= 0:
+            return float(value), f"{sidecar}: {key}"
     return None
 
 
