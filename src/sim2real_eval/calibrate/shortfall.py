@@ -756,3 +756,11 @@ def write_shortfall(result: Shortfall, out_dir, overwrite: bool = True) -> dict:
         temp["json"].write_text(json.dumps(result.as_dict(), indent=2, sort_keys=True) + "\n",
                                 encoding="utf-8")
     return files
+
+
+def closest_preset_shortfall(bags, study, imu, seed: int, exclude=()) -> Shortfall:
+    """The shortfall of a scored GPS study's closest variant (smallest VEPD, not in ``exclude``; its name
+    is its GPS preset) with the study's IMU ``imu``, against the real ``bags`` it was scored on, its VEPD
+    split from ``study``: what ``demo --real-sample`` adds to its report."""
+    variant = closest_variant(study, exclude)
+    return error_statistics(segments_from_bags(bags), variant, imu, seed=seed, study=study, variant=variant)
