@@ -274,3 +274,36 @@ def test_comma2k19_windows_against_car_gauss_written_and_seeded(comma_windows, t
     assert json.dumps(again.as_dict(), indent=2, sort_keys=True) + "\n" == files["json"].read_text()
     other = sf.error_statistics(segments, "car_gauss", "car_mems", seed=1)
     assert other.summary["gps"]["east"]["std_m"]["model"] != result.summary["gps"]["east"]["std_m"]["model"]
+
+
+@pytest.mark.slow
+def test_calibrate_truth_shortfall_end_to_end(tmp_path, capsys):
+    """``calibrate --truth DRIVE --shortfall GPS IMU`` on the whole shipped drive: the presets and the three
+    shortfall files together; 'calibrated' compares the presets just fitted; bad input is one line and
+    writes nothing."""
+    from sim2real_eval.cli import main
+    from sim2real_eval.importer import import_comma2k19
+
+    bag = import_comma2k19(SEGMENT, tmp_path / "drive", estimate_mounting=True).runs[0].path
+    out = tmp_path / "cal" / "params.yaml"
+    assert main(["calibrate", "--truth", str(bag), "--out", str(out), "--shortfall", "car_gauss",
+                 "car_mems"]) == 0
+    names = sorted(p.name for p in out.parent.iterdir())
+    assert names == ["params.yaml", "params_gps.yaml", "params_imu.yaml", "shortfall.json", "shortfall.md",
+                     "shortfall.png"]
+    document = json.loads((out.parent / "shortfall.json").read_text())
+    assert document["gps_model"] == "car_gauss" and document["seed"] == 0
+    # the whole drive: the real east error is smooth (1/e after seconds), car_gauss white
+    assert document["summary"]["gps"]["east"]["correlation_time_s"]["real"] > 2.0
+    assert "shortfall east: the model differs in" in capsys.readouterr().err
+    again = tmp_path / "again" / "params.yaml"
+    assert main(["calibrate", "--truth", str(bag), "--out", str(again), "--shortfall", "calibrated",
+                 "calibrated"]) == 0
+    document = json.loads((again.parent / "shortfall.json").read_text())
+    assert document["gps_model"]["position_noise"]["model"] == "gauss_markov"
+    capsys.readouterr()
+    bad = tmp_path / "bad" / "params.yaml"
+    assert main(["calibrate", "--truth", str(bag), "--out", str(bad), "--shortfall", "nope", "car_mems"]) == 2
+    assert "unknown preset 'nope'" in capsys.readouterr().err and not bad.parent.exists()
+    assert main(["calibrate", str(bag), "--out", str(bad), "--shortfall", "car_gauss", "car_mems"]) == 2
+    assert "--shortfall: only with --truth" in capsys.readouterr().err

@@ -84,13 +84,18 @@ def segment_from_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu", tru
                      static_tfs=()) -> SensorSegment:
     """A real segment from a bag with /fix, /imu and a ground truth with its datum (an imported run;
     ``calibrate.drive.read_drive`` reads it, the IMU rotated into base_link with ``static_tfs``)."""
-    from ..geodesy import geodetic_to_enu
     from .drive import read_drive
 
-    data, truth, datum = read_drive(path, gps_topic, imu_topic, truth_source, static_tfs)
+    return segment_of_drive(*read_drive(path, gps_topic, imu_topic, truth_source, static_tfs), str(path))
+
+
+def segment_of_drive(data, truth, datum, source: str) -> SensorSegment:
+    """A real segment from what ``calibrate.drive.read_drive`` returns (sensor arrays, truth, datum)."""
+    from ..geodesy import geodetic_to_enu
+
     g = data.gps
     enu = geodetic_to_enu(g.latitude, g.longitude, g.altitude, datum)
-    return SensorSegment(str(path), truth, tuple(float(v) for v in datum), np.asarray(g.t, dtype=float), enu,
+    return SensorSegment(source, truth, tuple(float(v) for v in datum), np.asarray(g.t, dtype=float), enu,
                          np.asarray(data.imu.t, dtype=float), np.asarray(data.imu.gyro, dtype=float),
                          np.asarray(data.imu.accel, dtype=float))
 
@@ -749,13 +754,26 @@ def write_shortfall(result: Shortfall, out_dir, overwrite: bool = True) -> dict:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{out_dir}: cannot create the folder ({exc.strerror})") from None
-    with atomic_files(list(files.values()), overwrite=overwrite) as temps:
-        temp = dict(zip(files, temps))
-        plot_shortfall(result, temp["figure"])
-        temp["markdown"].write_text(markdown_section(result), encoding="utf-8")
-        temp["json"].write_text(json.dumps(result.as_dict(), indent=2, sort_keys=True) + "\n",
-                                encoding="utf-8")
+    writers = shortfall_writers(result, out_dir)
+    with atomic_files(list(writers), overwrite=overwrite) as temps:
+        for write, temp in zip(writers.values(), temps):
+            write(temp)
     return files
+
+
+def shortfall_writers(result: Shortfall, out_dir) -> dict:
+    """{final path: write(temporary path)} of the three files, for a caller that writes them together
+    with its own in one ``atomic_files`` set (``calibrate --truth --shortfall``)."""
+    files = shortfall_files(out_dir)
+
+    def write_markdown(path):
+        path.write_text(markdown_section(result), encoding="utf-8")
+
+    def write_json(path):
+        path.write_text(json.dumps(result.as_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    return {files["figure"]: lambda path: plot_shortfall(result, path), files["markdown"]: write_markdown,
+            files["json"]: write_json}
 
 
 def closest_preset_shortfall(bags, study, imu, seed: int, exclude=()) -> Shortfall:
