@@ -566,6 +566,9 @@ PROPERTY_NAMES = {"std_m": "std", "std": "std", "power_slow_m2": "slow power", "
                   "correlation_time_s": "correlation time", "adev_shortest_tau": "ADEV at the shortest τ",
                   "adev_near_1s": "ADEV near 1 s", "adev_minimum": "ADEV minimum",
                   "slope_first_decade": "Allan slope"}
+PROPERTY_SHORT = {"std_m": "std", "std": "std", "power_slow_m2": "slow", "power_fast_m2": "fast",
+                  "correlation_time_s": "corr.", "adev_shortest_tau": "τ min", "adev_near_1s": "1 s",
+                  "adev_minimum": "min", "slope_first_decade": "slope"}
 
 
 def gps_rows(result: Shortfall) -> list:
@@ -573,7 +576,7 @@ def gps_rows(result: Shortfall) -> list:
     for axis, e in result.summary["gps"].items():
         rows.append([axis, _pair(e["bias_m"]), _pair(e["std_m"]), _times(e["std_m"]),
                      _pair(e["correlation_time_s"]), _times(e["power_slow_m2"]), _times(e["power_fast_m2"]),
-                     ", ".join(PROPERTY_NAMES[p] for p in e["differs"]) or "–"])
+                     ", ".join(PROPERTY_SHORT[p] for p in e["differs"]) or "–"])
     return rows
 
 
@@ -587,7 +590,7 @@ def imu_rows(result: Shortfall) -> list:
                      f"{_times(e['adev_near_1s'])} ({e['adev_near_1s']['tau_s']:.2g} s)",
                      f"{_pair(minimum)} ({minimum['tau_s']['real']:.2g} / {minimum['tau_s']['model']:.2g})",
                      f"{_num(slope['real'], 2)} / {_num(slope['model'], 2)}",
-                     ", ".join(PROPERTY_NAMES[p] for p in e["differs"]) or "–"])
+                     ", ".join(PROPERTY_SHORT[p] for p in e["differs"]) or "–"])
     return rows
 
 
@@ -644,8 +647,9 @@ def description_lines(result: Shortfall) -> list:
             "at τ "
             f"{s.taus_s[0]:.2g}–{s.taus_s[-1]:.2g} s, pooled over segments.",
             f"“differs”: a ratio model/real outside [1/{FACTOR:g}, {FACTOR:g}], an Allan slope apart by "
-            "more than "
-            f"{SLOPE_TOLERANCE:g}, or a correlation on one side only."]
+            f"more than {SLOPE_TOLERANCE:g}, or a correlation on one side only (std; slow / fast: PSD power "
+            f"≤ / > {BAND_SPLIT_HZ:g} Hz; corr.: correlation time; τ min / 1 s / min: Allan deviation at the "
+            "shortest τ, near 1 s, at its minimum; slope: of the Allan deviation's first decade)."]
 
 
 def markdown_section(result: Shortfall, heading: str = "##", image: str | None = "shortfall.png") -> str:
