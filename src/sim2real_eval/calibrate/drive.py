@@ -354,8 +354,12 @@ def drive_output_files(out, plots_dir=None) -> dict:
     return files
 
 
-def write_drive_calibration(cal: DriveCalibration, out, plots_dir=None, overwrite: bool = True) -> dict:
-    """The two presets, the report (presets inline) and plots, all or nothing (``atomic.atomic_files``)."""
+def write_drive_calibration(cal: DriveCalibration, out, plots_dir=None, overwrite: bool = True,
+                            extra=None) -> dict:
+    """The two presets, the report (presets inline) and plots, all or nothing (``atomic.atomic_files``);
+    ``extra``: {path: write(temporary path)} of more files in the same set (``shortfall_writers``)."""
+    from pathlib import Path
+
     from ..atomic import atomic_files
     from ..yamlio import dump_yaml
     from . import plots
@@ -365,12 +369,15 @@ def write_drive_calibration(cal: DriveCalibration, out, plots_dir=None, overwrit
     paths = output_paths(out)
     document = {"variant": {"gps": cal.gps_preset, "imu": cal.imu_preset}, "measured": cal.report,
                 "presets": {"gps": str(paths["gps"]), "imu": str(paths["imu"])}}
-    with atomic_files(list(files.values()), overwrite=overwrite) as temps:
+    extra = dict(extra or {})
+    with atomic_files(list(files.values()) + list(extra), overwrite=overwrite) as temps:
         temp = dict(zip(files, temps))
+        for write, path in zip(extra.values(), temps[len(files):]):
+            write(path)
         temp["gps"].write_text(dump_yaml(_plain(cal.gps_preset)), encoding="utf-8")
         temp["imu"].write_text(dump_yaml(_plain(cal.imu_preset)), encoding="utf-8")
         if "gps_plot" in temp:
             plots.drive_gps_plot(cal.gps, temp["gps_plot"])
             plots.allan_plot(cal.imu.stats, temp["allan_plot"])
         temp["report"].write_text(dump_yaml(_plain(document)), encoding="utf-8")
-    return files
+    return dict(files, **{Path(path).name: Path(path) for path in extra})

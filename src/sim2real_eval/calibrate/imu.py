@@ -82,9 +82,18 @@ def allan_deviation(samples: np.ndarray, rate: float, points_per_decade: int = 1
         raise UserError(f"IMU series of {duration:.1f} s is too short for an Allan deviation")
     count = max(2, int(np.ceil(np.log10(max_tau / min_tau) * points_per_decade)) + 1)
     taus = np.unique(np.round(np.logspace(np.log10(min_tau), np.log10(max_tau), count) * rate)) / rate
-    taus_out, adev, _err, _n = _allantools().oadev(samples, rate=rate, data_type="freq", taus=taus)
+    taus_out, adev, _n = overlapping_adev(samples, rate, taus)
     keep = adev > 0
-    return np.asarray(taus_out)[keep], np.asarray(adev)[keep]
+    return taus_out[keep], adev[keep]
+
+
+def overlapping_adev(samples: np.ndarray, rate: float, taus) -> tuple:
+    """(taus s, adev, terms) of a rate series at the given taus (multiples of 1/rate; allantools keeps
+    those the series is long enough for): σ²(τ) = ½·mean over the ``terms`` overlapping pairs of
+    (ȳ_{k+m} − ȳ_k)², ȳ the means over m = τ·rate samples."""
+    taus_out, adev, _err, terms = _allantools().oadev(np.asarray(samples, dtype=float), rate=rate,
+                                                      data_type="freq", taus=np.asarray(taus, dtype=float))
+    return np.asarray(taus_out, dtype=float), np.asarray(adev, dtype=float), np.asarray(terms, dtype=float)
 
 
 def read_allan(taus: np.ndarray, adev: np.ndarray) -> AllanParameters:

@@ -63,6 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GNSS-only standstill (a bag without IMU, e.g. import nmea): the antenna's "
                              "surveyed position (deg, deg, ellipsoidal m) as truth; default: the mean fix "
                              "(a constant bias is then not measurable)")
+    parser.add_argument("--shortfall", nargs=2, metavar=("GPS", "IMU"), default=None,
+                        help="--truth: also compare this GPS + IMU model pair (preset names or YAML files; "
+                             "'calibrated' for the presets fitted here) with the bag's real sensors on its "
+                             "truth: fix - truth PSD and autocorrelation, IMU - truth Allan deviation, per "
+                             "axis, side by side; writes shortfall.png/.md/.json next to --out "
+                             "(docs/calibration.md, 'Why a model falls short')")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="--shortfall: seed of the simulated model streams (default 0)")
     parser.add_argument("--t-b", type=float, default=0.1, dest="t_b",
                         help="Chrono drift correlation time t_b (s) for b0 = K*sqrt(t_b) (default 0.1)")
     parser.add_argument("--max-speed", type=float, default=0.1,
@@ -80,6 +88,9 @@ def run(args) -> int:
     from ..calibrate.standstill import read_standstill_bag
     from ..outputs import check_paths
 
+    if args.shortfall is not None and not args.truth:
+        raise UserError("--shortfall: only with --truth (the models are compared with the sensors on "
+                        "the truth)")
     if args.truth:
         if args.surveyed is not None:
             raise UserError("--surveyed: only for a GNSS-only standstill (a bag without an IMU topic)")
@@ -128,9 +139,13 @@ def run(args) -> int:
 
 
 def run_drive(args) -> int:
-    """calibrate --truth: sensor minus truth on a drive (calibrate.drive)."""
+    """calibrate --truth: sensor minus truth on a drive (calibrate.drive); with --shortfall, a model pair
+    against the same sensors (calibrate.shortfall)."""
+    from pathlib import Path
+
     from rich.console import Console
 
+    from ..calibrate import shortfall
     from ..calibrate.drive import (
         DEFAULT_MIN_IMU_DURATION,
         calibrate_drive,
@@ -142,7 +157,8 @@ def run_drive(args) -> int:
 
     files = drive_output_files(args.out, args.plots)
     plots = [path for name, path in files.items() if name.endswith("_plot")]
-    check_paths({"DRIVE_BAG": args.bag}, {"--out": [files["report"], files["gps"], files["imu"]],
+    gap_files = list(shortfall.shortfall_files(Path(args.out).parent).values()) if args.shortfall else []
+    check_paths({"DRIVE_BAG": args.bag}, {"--out": [files["report"], files["gps"], files["imu"]] + gap_files,
                                           "--plots": plots}, overwrite=args.overwrite)
     min_duration = DEFAULT_MIN_IMU_DURATION if args.min_duration is None else args.min_duration
     console = Console(stderr=True)
@@ -151,7 +167,14 @@ def run_drive(args) -> int:
                                         args.static_tf)
     with console.status("fitting"):
         cal = calibrate_drive(data, truth, datum, t_b=args.t_b, min_imu_duration=min_duration)
-        written = write_drive_calibration(cal, args.out, args.plots, overwrite=args.overwrite)
+        gap = None
+        if args.shortfall:
+            models = [{"gps": cal.gps_preset, "imu": cal.imu_preset}[kind] if spec == "calibrated" else spec
+                      for kind, spec in zip(("gps", "imu"), args.shortfall)]
+            gap = shortfall.error_statistics([shortfall.segment_of_drive(data, truth, datum, str(args.bag))],
+                                             *models, seed=args.seed)
+        extra = shortfall.shortfall_writers(gap, Path(args.out).parent) if gap is not None else None
+        written = write_drive_calibration(cal, args.out, args.plots, overwrite=args.overwrite, extra=extra)
     gps = cal.report["gps"]
     speed = gps["speed_m_s"]
     console.print(f"GPS: {gps['fixes']} fixes over {gps['duration_s']:.0f} s at {speed['p5']:.2g}-"
@@ -170,6 +193,9 @@ def run_drive(args) -> int:
                   + " m/s², std " + ", ".join(f"{v:.3g}" for v in imu["accel_residual_std_m_s2"].values())
                   + "; gyro bias " + ", ".join(f"{v:+.2g}" for v in imu["gyro_bias_rad_s"].values())
                   + " rad/s, std " + ", ".join(f"{v:.2g}" for v in imu["gyro_residual_std_rad_s"].values()))
+    for axis, properties in (gap.differing() if gap is not None else {}).items():
+        console.print(f"shortfall {axis}: the model differs in "
+                      + ", ".join(shortfall.PROPERTY_NAMES[p] for p in properties), highlight=False)
     for name, path in written.items():
         console.print(f"wrote {name}: {path}")
     return 0
