@@ -75,7 +75,8 @@ def multipath_offset(draws, magnitude: Tuple[float, float], vertical: float) -> 
     u_duration, u_size, u_direction, u_up = draws
     size = magnitude[0] + u_size * (magnitude[1] - magnitude[0])
     angle = 2.0 * math.pi * u_direction
-    offset = np.array([size * math.cos(angle), size * math.sin(angle), vertical * size * (2.0 * u_up - 1.0)])
+    up = vertical * size * (2.0 * u_up - 1.0)
+    offset = np.array([size * math.cos(angle), size * math.sin(angle), up])
     return u_duration, offset
 
 
@@ -110,7 +111,8 @@ class Degradation:
     def params(self) -> Dict:
         """The effective parameters (run.yaml)."""
         return {
-            "schedule": [{"start": s, "end": e, "kind": k, **({"offset": list(o)} if k == "multipath" else {})}
+            "schedule": [{"start": s, "end": e, "kind": k,
+                          **({"offset": [float(v) for v in o]} if k == "multipath" else {})}
                          for s, e, k, o in self.schedule],
             "outages": {"rate": self.outage_rate, "duration": list(self.outage_duration)},
             "multipath": {"rate": self.multipath_rate, "duration": list(self.multipath_duration),
@@ -165,8 +167,9 @@ class Degradation:
 def _range(sec: Section, key: str, default, allow_zero: bool = False) -> Tuple[float, float]:
     """A [min, max] pair: min ≤ max, both > 0 (≥ 0 with ``allow_zero``)."""
     value = sec.data.get(key, list(default))
-    ok = (isinstance(value, (list, tuple)) and len(value) == 2
-          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value))
+    numbers = isinstance(value, (list, tuple)) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+    ok = numbers and len(value) == 2
     low_ok = ok and (value[0] >= 0 if allow_zero else value[0] > 0)
     if not low_ok or value[1] < value[0]:
         bound = ">= 0" if allow_zero else "> 0"
