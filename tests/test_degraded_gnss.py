@@ -55,6 +55,25 @@ def test_judge_predicts_through_an_outage_and_ignores_no_fix_fixes():
     assert np.isfinite(with_no_fix.filtered.position).all()
     clean = art_judge().run(records(imu, gps))
     assert not np.array_equal(clean.filtered.position, with_no_fix.filtered.position)
+    # nmea_navsat_driver's outage message: NO_FIX with empty (NaN) position fields — the same gap
+    nmea = no_fix.select(np.arange(len(no_fix)))
+    nmea.latitude[gap], nmea.longitude[gap], nmea.altitude[gap] = np.nan, np.nan, np.nan
+    np.testing.assert_array_equal(art_judge().run(records(imu, nmea)).filtered.position,
+                                  with_no_fix.filtered.position)
+
+
+def test_judge_drops_only_status_no_fix_like_upstream():
+    """gpsFixCallback's test is status != STATUS_NO_FIX (not status < FIX): a degraded status (FIX,
+    SBAS_FIX) and even an out-of-range −2 are used; only −1 is dropped."""
+    imu, gps = art_like_samples(duration=6.0, seed=4)
+    base = art_judge().run(records(imu, gps))
+    for status, dropped in ((S.STATUS_FIX, 0), (S.STATUS_SBAS_FIX, 0), (-2, 0), (S.STATUS_NO_FIX, 5)):
+        marked = gps.select(np.arange(len(gps)))
+        marked.status[20:25] = status
+        result = art_judge().run(records(imu, marked))
+        assert result.dropped.get("navsat_unusable_fix", 0) == dropped, status
+        if dropped == 0:
+            np.testing.assert_array_equal(result.filtered.position, base.filtered.position)
 
 
 # --------------------------------------------------------------------------- ranking comparison
