@@ -92,6 +92,17 @@ def test_ranking_comparison_by_hand():
     assert verdict([flip, {**flip, "separable_degraded": True}]) == "changes"
 
 
+def test_feature_ahead_by_hand():
+    """Every model with the feature ahead of every model without it, or not (no result needed when
+    it is not: separability is only asked across a clean line)."""
+    from sim2real_eval.report.degraded import feature_ahead
+
+    rank = Ranking({"a": 0.1, "b": 0.2, "c": 0.3}, {"a": "a", "b": "b", "c": "c"})
+    neither = {"ahead": False, "separable": False}
+    assert feature_ahead(None, rank, {"a": True, "b": False, "c": True}) == neither
+    assert feature_ahead(None, rank, {"a": True, "b": True, "c": True}) == neither
+
+
 # --------------------------------------------------------------------------------- end to end
 BLOCK = """\
 schedule:
@@ -135,11 +146,13 @@ def test_degraded_study_end_to_end_on_small_data(tmp_path):
     real = ref.load_setup(tmp_path / "urban_reference.yaml")
     fixes, _ = ref._reference_gps(real, ref.reference_truth(real, "line", 0), lambda s: _seed(real, s))
     assert (fixes.status == S.STATUS_NO_FIX).sum() >= 8
-    record = compare(results["normal"], results["degraded"], models)
+    record = compare(results["normal"], results["degraded"], models,
+                     feature=benchmark.reports_covariance(models))
+    assert set(record["modelled"]["feature_ahead"]) == {"ahead", "separable"}
     assert set(record["modelled"]["vepd"]) == set(models) == set(record["normal"]["vepd"])
     assert -1.0 <= record["modelled"]["kendall_tau"] <= 1.0
     assert record["modelled"]["verdict"] in ("changes", "not separable", "unchanged")
-    record.update(k={"normal": 2, "degraded": 2}, measured="now", wall_s={})
+    record.update(k={"normal": 2, "degraded": 2}, measured="now", wall_s={"normal": 1.0, "degraded": 2.0})
     benchmark.MODELS, benchmark.LABELS = models, {m: m for m in models}
     text = benchmark.render(record)["demo-degraded-gnss"]
     assert "| ch_gauss_airsim |" in text and "Kendall's τ" in text

@@ -60,17 +60,35 @@ def _separated(result, rank: Ranking, a: str, b: str) -> bool:
     return separation.separated(result, rank.variants[better], rank.variants[worse]) is True
 
 
-def compare(normal, degraded, models, suffix: str = SUFFIX) -> dict:
-    """The comparison record (YAML/JSON-friendly) of two scored studies (``metrics.StudyResult``)."""
+def feature_ahead(result, rank: Ranking, feature: dict) -> dict:
+    """Whether every model with ``feature`` ({model: bool}) ranks ahead of every model without it
+    (``ahead``), and whether the two nearest across that line are separable (``separable``)."""
+    having = [m for m in rank.order if feature[m]]
+    lacking = [m for m in rank.order if not feature[m]]
+    if not having or not lacking:
+        return {"ahead": False, "separable": False}
+    ahead = rank.order.index(having[-1]) < rank.order.index(lacking[0])
+    separable = ahead and separation.separated(result, rank.variants[having[-1]],
+                                               rank.variants[lacking[0]]) is True
+    return {"ahead": ahead, "separable": separable}
+
+
+def compare(normal, degraded, models, suffix: str = SUFFIX, feature=None) -> dict:
+    """The comparison record (YAML/JSON-friendly) of two scored studies (``metrics.StudyResult``);
+    ``feature`` ({model: bool}, e.g. "reports a covariance"): ``feature_ahead`` in each ranking."""
     normal_rank = ranking(normal, models)
     sides = {"modelled": ranking(degraded, models, suffix), "unmodelled": ranking(degraded, models)}
     out = {"models": list(models), "normal": {"order": normal_rank.order, "vepd": normal_rank.vepd}}
+    if feature is not None:
+        out["normal"]["feature_ahead"] = feature_ahead(normal, normal_rank, feature)
     for name, rank in sides.items():
         flips = [{"pair": [a, b], "separable_normal": _separated(normal, normal_rank, a, b),
                   "separable_degraded": _separated(degraded, rank, a, b)}
                  for a, b in flipped_pairs(normal_rank, rank)]
         out[name] = {"order": rank.order, "vepd": rank.vepd, "flips": flips, "verdict": verdict(flips),
                      "kendall_tau": kendall_tau(normal_rank.vepd, rank.vepd)}
+        if feature is not None:
+            out[name]["feature_ahead"] = feature_ahead(degraded, rank, feature)
     out["layer"] = {m: {"with": sides["modelled"].vepd[m], "without": sides["unmodelled"].vepd[m],
                         "separable": _layer_separated(degraded, m, suffix)}
                     for m in models if m in sides["modelled"].vepd and m in sides["unmodelled"].vepd}
