@@ -250,3 +250,17 @@ def test_robot_side_files_run_on_python_38():
     done = subprocess.run(["vermin", "-t=3.8-", "--no-tips", "--violations", *map(str, files)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_docs_claim_circle_run_1_loses_its_fix_for_good():
+    """docs/demo.md, "GNSS-degraded drives": the degraded reference's circle run 1 has no usable fix from
+    5.5 s (since its truth starts) to its end — random outages joining the scheduled one."""
+    from sim2real_eval import reference as ref
+
+    setup = ref.load_setup(REPO / "config" / "studies" / "demo_reference_urban.yaml")
+    truth = ref.reference_truth(setup, "circle", 1)
+    fixes, _ = ref._reference_gps(setup, truth,
+                                  lambda stream: sensor_seed(setup.seed, "reference", "circle", 1, stream))
+    t = fixes.stamp_ns / 1e9 - truth.t[0]
+    lost = fixes.status == S.STATUS_NO_FIX
+    assert not lost[t < 5.4].any() and lost[t > 5.6].all()
