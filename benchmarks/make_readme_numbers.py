@@ -429,6 +429,15 @@ def run_demo(out: Path, *extra: str) -> None:
         raise SystemExit(1)
 
 
+def degraded_blocks() -> dict:
+    """README's and docs/demo.md's GNSS-degraded regions: benchmarks/degraded_gnss.json rendered (that
+    script runs the two demos it compares; here its record is only rendered)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import degraded_gnss
+
+    return degraded_gnss.render(json.loads(degraded_gnss.RECORD.read_text(encoding="utf-8")))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="source", metavar="OUT",
@@ -451,6 +460,7 @@ def main() -> int:
             if not args.real:
                 run_demo(real, "--real-sample")
             blocks.update(render_real(load_real(real)))
+        blocks.update(degraded_blocks())
         if args.check:
             found = differences(blocks, numbers)
             for item in found:

@@ -36,11 +36,11 @@ def test_every_generated_region_exists():
     script = load_script()
     found = {name: set(script.regions(path.read_text(encoding="utf-8")))
              for name, path in script.FILES.items()}
-    assert found["README.md"] == {"readme-table-1", "readme-real-sample"}
+    assert found["README.md"] == {"readme-table-1", "readme-real-sample", "readme-degraded-gnss"}
     assert found["docs/demo.md"] == {"demo-heading", "demo-table-1", "demo-adjacent", "demo-table-2",
                                      "demo-floor", "demo-findings", "demo-run-means", "demo-real-heading",
                                      "demo-real-design", "demo-real-verdicts", "demo-real-fitted",
-                                     "demo-real-sensitivity", "demo-real-run-means"}
+                                     "demo-real-sensitivity", "demo-real-run-means", "demo-degraded-gnss"}
     assert script.png_numbers(script.IMAGE), "docs/img/demo_overview.png carries no numbers: regenerate it"
 
 

@@ -19,6 +19,8 @@ Parameters (YAML keys):
       stationary variance per axis, DIAGONAL_KNOWN: a receiver that reports its true accuracy)
   outages [[start, end], …] seconds since the first fix; outage_mode no_fix|drop
   dropout_probability (0): each fix is independently not published with this probability
+  degradation: a GNSS degradation layer (outages, multipath jumps, degraded status/covariance): a name
+      of config/degradation, a YAML path or a mapping (see models.degradation)
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from .base import (
     period_ns,
     resolve_spec,
 )
+from .degradation import build_degradation
 from .noise import DIVERGED_POSITION_ERROR_M, POSITION_MODELS, build_noise
 from .seeding import as_seed_sequence, child, generator
 
@@ -301,6 +304,7 @@ class GpsModel(SensorModel):
         "outages",
         "outage_mode",
         "dropout_probability",
+        "degradation",
     )
 
     def __init__(self, params: Dict, source: str, seed_sequence):
@@ -336,6 +340,8 @@ class GpsModel(SensorModel):
         self.dropout_rng = generator(seq, 1)
         self.stamp_rng = generator(seq, 2)  # its own stream: other draws do not depend on the jitter
         self.clock = SampleClock(self.period_ns, source)
+        # its own child stream (3): without a degradation no draw changes (same bytes as before)
+        self.degradation = build_degradation(sec.data.get("degradation"), source, child(seq, 3))
         self.diverged_fixes = 0  # fixes published as NO_FIX because the noise process diverged
 
     def _noisy_fix(self, position: np.ndarray, error: np.ndarray, diverged: np.ndarray):
@@ -362,6 +368,18 @@ class GpsModel(SensorModel):
             f"{size:.3g} m > {DIVERGED_POSITION_ERROR_M:g} m): this fix and every later diverged one are "
             "published as NO_FIX with NaN latitude/longitude/altitude",
             DataWarning, stacklevel=3)
+
+    def _degrade(self, effect, status: np.ndarray, covariance: np.ndarray, published: np.ndarray):
+        """(status, covariance, published) with the degradation layer's outages and degraded reporting."""
+        covariance = covariance.copy()
+        covariance[effect.degraded] *= self.degradation.std_scale ** 2
+        status = status.copy()
+        status[effect.degraded] = STATUS[self.degradation.status_name]
+        if self.degradation.outage_mode == "drop":
+            published = published & ~effect.outage
+        else:
+            status[effect.outage] = S.STATUS_NO_FIX
+        return status, covariance, published
 
     @staticmethod
     def _parse_outages(sec: Section):
@@ -402,6 +420,8 @@ class GpsModel(SensorModel):
             "outages": [list(w) for w in self.outages],
             "outage_mode": self.outage_mode,
             "dropout_probability": self.dropout_probability,
+            # absent without one: earlier run.yaml stay equal
+            **({"degradation": self.degradation.params} if self.degradation is not None else {}),
         }
 
     def measure(self, stamps: np.ndarray, truth: GroundTruth) -> S.GpsSamples:
@@ -422,8 +442,15 @@ class GpsModel(SensorModel):
         if not np.isfinite(covariance).all():
             raise UserError(f"{self.source}: covariance: the reported covariance overflows float64 "
                             "(parameters too large)")
-        lat, lon, alt, error = self._noisy_fix(truth.position, error, diverged)
+        position = truth.position
+        effect = self.degradation.apply(dt, since_first) if self.degradation is not None else None
+        if effect is not None:
+            position = position + effect.offset  # a multipath jump: the receiver's solution moves
+        lat, lon, alt, error = self._noisy_fix(position, error, diverged)
         status = np.full(n, self.status, dtype=np.int8)
+        if effect is not None:
+            error = error + effect.offset
+            status, covariance, published = self._degrade(effect, status, covariance, published)
         if diverged.any():
             status[diverged] = S.STATUS_NO_FIX  # robot_localization's navsat ignores NO_FIX and NaN
             self._report_divergence(stamps[diverged], error[diverged])
