@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sim2real_eval import demo
+from sim2real_eval.studies import demo
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 

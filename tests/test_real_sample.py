@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from sim2real_eval import demo, real_sample
+from sim2real_eval.studies import demo, real_sample
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 
@@ -234,7 +234,7 @@ def test_imu_study_on_every_scenario(tmp_path):
 def test_tune_on_real_bags_is_seeded_and_never_worse_than_untuned(tmp_path):
     """``tune_replay`` on three imported windows: the same seed gives the same trials; the result is the
     untuned model unless a trial beat it."""
-    from sim2real_eval.calibrate.tune import tune_replay
+    from sim2real_eval.studies.tune import tune_replay
     from sim2real_eval.importer import import_comma2k19
     from sim2real_eval.runs import RealBag
 

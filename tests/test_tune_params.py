@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim2real_eval.calibrate.tune import apply_params, parse_params, tunable_names
+from sim2real_eval.studies.tune import apply_params, parse_params, tunable_names
 from sim2real_eval.errors import UserError
 
 MODELS = {

@@ -79,8 +79,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from .. import demo
-    from ..demo import run_demo, summary_table
+    from ..studies import demo
+    from ..studies.demo import run_demo, summary_table
     from ..importer import shipped_comma2k19
     from ..outputs import check_name, check_paths
     from ..reference import shipped_reference_dir

@@ -42,7 +42,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from .. import reference as ref
-    from ..demo import _map
+    from ..studies.demo import _map
     from ..errors import UserError
     from ..limits import check_repeats
     from ..pipeline.batch import available_cores

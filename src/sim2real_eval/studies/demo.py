@@ -59,9 +59,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .noise_floor.compute import DRAWS
-from .yamlio import Section, load_yaml
+from ..errors import UserError
+from ..noise_floor.compute import DRAWS
+from ..yamlio import Section, load_yaml
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
 REAL_SAMPLE_CONFIG = ("studies", "demo_car.yaml")  # --real-sample: the car study and its real_sample section
@@ -120,9 +120,9 @@ def _paper_variants(sec: Section, variants) -> tuple:
 
 def load_demo_config(path=None) -> DemoConfig:
     """Parse the demo YAML (default: config/studies/demo.yaml); errors name file: key."""
-    from .pipeline.run import check_ground_truth_rate
-    from .pipeline.study import check_name, load_judge_config
-    from .resources import config_path
+    from ..pipeline.run import check_ground_truth_rate
+    from ..pipeline.study import check_name, load_judge_config
+    from ..resources import config_path
 
     path = Path(path) if path is not None else config_path(*DEFAULT_CONFIG)
     sec = Section(load_yaml(path), str(path))
@@ -193,8 +193,8 @@ def _model(sec: Section, key: str) -> Any:
 def find_real_bags(directory, k: int) -> dict:
     """{scenario: [bag paths]} from ``DIR/<scenario>/<run>/``: the first ``k`` runs (by name) per scenario,
     named by the one rule of ``runs.find_real_bags``."""
-    from .runs import bags_in
-    from .runs import find_real_bags as named_bags
+    from ..runs import bags_in
+    from ..runs import find_real_bags as named_bags
 
     root = Path(directory)
     if not root.is_dir():
@@ -213,7 +213,7 @@ def find_real_bags(directory, k: int) -> dict:
 def _parent_hint(root: Path) -> str:
     """What to give ``--real`` instead of the scenario folder ``root``: its parent (naming the scenarios
     there), or, when ``root`` has no usable parent, how to make one."""
-    from .runs import bags_in, is_name
+    from ..runs import bags_in, is_name
 
     here = Path(os.path.abspath(root))
     parent = here.parent
@@ -228,7 +228,7 @@ def _parent_hint(root: Path) -> str:
 def reference_runs(setup, k: int, out: Path, shipped: Path) -> tuple:
     """The first ``k`` reference runs per scenario: ({scenario: [path of run 0 … k − 1]}: shipped, else in
     OUT/reference; [(scenario, k) missing there], for ``regenerate``)."""
-    from . import reference as ref
+    from .. import reference as ref
 
     missing = []
     bags = {}
@@ -250,7 +250,7 @@ def reference_runs(setup, k: int, out: Path, shipped: Path) -> tuple:
 def regenerate(setup, out: Path, missing: list, workers: int, progress: bool, meanwhile=None) -> None:
     """Write the ``missing`` reference runs into OUT/reference (and its README); ``meanwhile()`` runs here
     while forked workers write them."""
-    from . import reference as ref
+    from .. import reference as ref
 
     if not missing:
         return
@@ -262,7 +262,7 @@ def regenerate(setup, out: Path, missing: list, workers: int, progress: bool, me
 
 
 def _generate_one(setup, directory: str, scenario: str, k: int) -> str:
-    from . import reference as ref
+    from .. import reference as ref
 
     return str(ref.write_reference_run(setup, directory, scenario, k))
 
@@ -280,7 +280,7 @@ def _map(function, items: list, workers: int, progress: bool, description: str, 
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .workers import WorkerPool
+    from ..workers import WorkerPool
 
     results = [None] * len(items)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -312,9 +312,9 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
     (``EVERY_SCENARIO``: on every one); ``scoring`` (ScoreOptions): each run scored where it is judged;
     ``write``: run bags written; ``floor_draws``: the bag's noise-floor judgements too.  Without static
     TFs in the demo file, each bag gets its default (``bags.layout.default_static_tfs``)."""
-    from .replay.offline import Replacement
-    from .runs import RealBag
-    from .service import plan_replays
+    from ..replay.offline import Replacement
+    from ..runs import RealBag
+    from ..service import plan_replays
 
     gps_study = [Replacement({"gps": gps, "imu": config.gps_study_imu}, name=gps)
                  for gps in config.gps_variants] + list(extra_gps)
@@ -330,7 +330,7 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
 
 
 def imu_variant(config: DemoConfig) -> str:
-    from .runs import replay_variant
+    from ..runs import replay_variant
 
     return replay_variant({"imu": config.imu_study_imu})
 
@@ -399,12 +399,12 @@ class _Checked:
 
     def apart(self, better: str, worse: str) -> bool:
         """``better`` separably below ``worse`` (pooled); variant names."""
-        from .metrics import separation
+        from ..metrics import separation
 
         return separation.separated(self.gps, better, worse) is True
 
     def tie(self, a: str, b: str) -> str:
-        from .metrics import separation
+        from ..metrics import separation
 
         entry = separation.comparison(self.gps, a, b)
         return separation.verdict(self.gps, entry)[1] if entry else f"{a} and {b} not compared"
@@ -448,7 +448,7 @@ def _best_two_finding(c: _Checked, value: bool) -> tuple:
 
 def _imu_finding(c: _Checked, value: bool) -> tuple:
     """The simulated IMU's VEPD is below every GPS variant's (different studies: intervals)."""
-    from .metrics import separation
+    from ..metrics import separation
 
     word = "yes" if value else "no"
     imu = c.imu
@@ -557,9 +557,9 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     else touched); any other folder only with ``overwrite``."""
     import dataclasses
 
-    from .limits import check_repeats
-    from .metrics import ScoreOptions
-    from .pipeline.batch import available_cores
+    from ..limits import check_repeats
+    from ..metrics import ScoreOptions
+    from ..pipeline.batch import available_cores
 
     stages = _Stages()  # "startup": the interpreter and every import above
     if real_sample and real is not None:
@@ -598,7 +598,7 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
 def _recorded_template(real, notice):
     """The study template ``import`` recorded for the imported drives in ``real`` (DIR/import.yaml:
     ``vehicle.template``), said in one line; None (the default demo file) for bags that are no import."""
-    from .importer.vehicle import recorded_template
+    from ..importer.vehicle import recorded_template
 
     recorded = recorded_template(real)
     if recorded is None:
@@ -613,7 +613,7 @@ def _recorded_template(real, notice):
 def _imported_scenario(job: _Job, bags: dict):
     """The IMU study's scenario for imported drives whose demo file names a scenario they lack: the
     imported one (said in one line), else None."""
-    from .importer.vehicle import import_summary
+    from ..importer.vehicle import import_summary
 
     summary = import_summary(job.real) if job.real is not None else None
     scenario = summary.get("scenario") if summary else None
@@ -626,7 +626,7 @@ def _imported_scenario(job: _Job, bags: dict):
 
 
 def _config_file(parts: tuple) -> Path:
-    from .resources import config_path
+    from ..resources import config_path
 
     return config_path(*parts)
 
@@ -719,7 +719,7 @@ def _real_side(job: _Job) -> _RealSide:
     """Step 1: the real bags — the real sample's evaluated windows (prepared here: import, calibrate,
     tune), ``--real DIR``, or the synthetic reference set (regenerated into OUT/reference beyond the
     shipped runs); checked before any judging."""
-    from . import reference as ref
+    from .. import reference as ref
 
     config, sample = job.config, None
     if job.real_sample:
@@ -769,7 +769,7 @@ def _judge_runs(job: _Job, side: _RealSide, bags: dict, description: str, main: 
     """Step 2: every run of ``bags``, each scored where it is judged (``service.replay_bags``):
     (ReplayedBags, the tasks).  ``description`` has a ``{}`` for the number of bags.  Not ``main`` (the
     real sample's sensitivity runs): no run bag is written and nothing is announced."""
-    from .service import replay_bags
+    from ..service import replay_bags
 
     draws = job.draws
     groups = _plan_while_warming(job, (job.config, bags, side.imu_scenario, job.options,
@@ -788,7 +788,7 @@ def _plan_while_warming(job: _Job, plan_args: tuple) -> list:
     a forked process while this one loads the judge's kernels (``service.warm_judge``, ~1.3 s, which
     ``replay_bags`` then finds done; with an empty numba cache its helpers share the compilation): on
     two cores the reading takes no wall time.  One worker, or Ray: planned here."""
-    from .workers import WorkerPool
+    from ..workers import WorkerPool
 
     if not job.forks_workers:
         return plan_groups(*plan_args)
@@ -806,8 +806,8 @@ def _judge_loading(job: _Job):
     (``parallel_compile.compilation_helpers``)."""
     import functools
 
-    from .judge.parallel_compile import compilation_helpers
-    from .service import warm_judge
+    from ..judge.parallel_compile import compilation_helpers
+    from ..service import warm_judge
 
     warm = functools.partial(warm_judge, job.config.judge)
     with compilation_helpers(warm, job.workers - 1):
@@ -851,7 +851,7 @@ def _pairs(job: _Job, side: _RealSide) -> list:
 
 def _attach_floors(draw_records: list, gps_result, imu_result) -> dict:
     """Each study's judge-noise floor from the real bags' timing draws; {study: pooled floor}."""
-    from .noise_floor.compute import judge_noise_floor
+    from ..noise_floor.compute import judge_noise_floor
 
     for result in (gps_result, imu_result):
         result.judge_noise_floor = judge_noise_floor(draw_records, result.variants, result.scenarios)
@@ -871,9 +871,9 @@ def _score(job: _Job, side: _RealSide, replayed) -> _Scored:
     """Step 3: both studies scored (intervals, p-values, comparisons, the floor) and their figures."""
     import dataclasses
 
-    from .metrics import score_study
-    from .report import STATISTICS_FIGURES, draw
-    from .workers import WorkerPool
+    from ..metrics import score_study
+    from ..report import STATISTICS_FIGURES, draw
+    from ..workers import WorkerPool
 
     gps_records, imu_records, gps_series, imu_series, run_records = _split(job, side, replayed.scored)
     imu_title = _imu_title(job, side)
@@ -902,8 +902,8 @@ def _sensitivity(job: _Job, side: _RealSide, scored: _Scored) -> dict:
     evaluated windows (the fix σ scaled; the pseudorange policy), judged and scored like the main one;
     {label: {sigma_m, gps_study: {variant: {VEPD, VEPD_ci95, below_floor}}, imu_study: …, floor: …}},
     the main import (1×) included, in σ order."""
-    from .metrics import score_study
-    from .metrics.separation import below_floor
+    from ..metrics import score_study
+    from ..metrics.separation import below_floor
     from .real_sample import PSEUDORANGE, scale_label
 
     sample = side.sample
@@ -930,7 +930,7 @@ def _sensitivity(job: _Job, side: _RealSide, scored: _Scored) -> dict:
 
 def _finish(job: _Job, side: _RealSide, replayed, groups: list, scored: _Scored, sensitivity) -> DemoResult:
     """Step 4: the report files (built aside, then published into OUT), demo.json, the marker."""
-    from .outputs import write_marker
+    from ..outputs import write_marker
 
     out, stages = job.out, job.stages
     runs_total = sum(1 + len(g.sims) for g in groups)
@@ -973,8 +973,8 @@ def _finish(job: _Job, side: _RealSide, replayed, groups: list, scored: _Scored,
 def _report_files(job: _Job, side: _RealSide, scored: _Scored, sensitivity, staging: Path) -> tuple:
     """Write the report (both studies; the real sample's section and files) into ``staging``:
     (GPS vepd document, IMU vepd document, the real sample's record or None)."""
-    from .report import Study, tables, write_report
-    from .report.provenance import collect as collect_provenance
+    from ..report import Study, tables, write_report
+    from ..report.provenance import collect as collect_provenance
 
     extra = {"input": "demo", "source": side.source, "k": job.k}
     context = {"command": "sim2real-eval demo" + (" --real-sample" if job.real_sample else ""),
@@ -1007,9 +1007,9 @@ def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder
     """The real sample's files in ``folder`` (calibration/: calibrate --truth's presets, report and
     plots; tune/: tune's outputs; real_sample.json) and its report section: ((ReportSection,), record)."""
     from . import real_sample as rs
-    from .calibrate.drive import write_drive_calibration
-    from .calibrate.tune import write_outputs
-    from .report import ReportSection
+    from ..calibrate.drive import write_drive_calibration
+    from .tune import write_outputs
+    from ..report import ReportSection
 
     calibration = folder / "calibration"
     calibration.mkdir(parents=True)
@@ -1043,7 +1043,7 @@ def _staging(out: Path):
 def _figures(gps_result, gps_series: dict, imu_result, imu_series: dict, imu_title: str, wanted) -> dict:
     """{figure file name: (function, args)} of the demo's report (the GPS study, then the IMU study's
     figures as its section: ``imu_study_*``) whose base name (``overview``, …) ``wanted`` accepts."""
-    from .report import Study, figure_groups
+    from ..report import Study, figure_groups
 
     section = Study(IMU_STUDY, imu_title, imu_result, imu_series)
     groups = figure_groups(gps_result, gps_series, studies=[section])
@@ -1054,7 +1054,7 @@ def _figures(gps_result, gps_series: dict, imu_result, imu_series: dict, imu_tit
 
 def separation_warnings(gps_result, imu_result) -> list:
     """The permutation-limit warnings of both studies (``metrics.separation.permutation_warnings``)."""
-    from .metrics.separation import permutation_warnings
+    from ..metrics.separation import permutation_warnings
 
     return [f"{name}: {line}" for name, result in (("GPS study", gps_result), ("IMU study", imu_result))
             for line in permutation_warnings(result)]
@@ -1069,7 +1069,7 @@ FOLDERS = (RUNS, REFERENCE, IMPORTED)
 def own_names():
     """What the demo writes in OUT (``outputs.OwnNames``): its report names; its run folders are resumed
     run by run and must not be links."""
-    from .outputs import OwnNames
+    from ..outputs import OwnNames
 
     return OwnNames(COMMAND, REPORT_NAMES, links=FOLDERS)
 
@@ -1080,7 +1080,7 @@ def claim_output(out: Path, overwrite: bool):
     new).  Its own output (its marker verified: ``outputs.own_output_problem``) is resumed; a folder of
     the user's, or one whose marker does not hold up, is refused unless ``overwrite``: then it is moved
     aside and deleted only when the new output is complete; an interrupted or failed demo puts it back."""
-    from .outputs import claim_folder
+    from ..outputs import claim_folder
 
     with claim_folder(out, "--out", overwrite, own_names(), runs_kept=False) as previous:
         yield previous
@@ -1089,7 +1089,7 @@ def claim_output(out: Path, overwrite: bool):
 def _publish(staging: Path, out: Path, previous: dict) -> dict:
     """The finished report from the staging folder into OUT (``outputs.publish_files``): the marker's
     {relative path: {size, sha256}}."""
-    from .outputs import publish_files
+    from ..outputs import publish_files
 
     return publish_files(staging, out, previous, "--out", COMMAND)
 
@@ -1104,8 +1104,8 @@ def summary_table(result: DemoResult) -> str:
     follow, intervals and sub-floor marks, the adjacent ranks compared, the IMU study, the judge-noise
     floor, the ordering checks as the precision supports them, permutation-limit warnings, and the time
     of each step."""
-    from .metrics import separation
-    from .report import health
+    from ..metrics import separation
+    from ..report import health
 
     gps, imu = result.gps_result, result.imu_result
     rows = [(gps, variant, "") for variant in separation.order(gps)]

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .yamlio import Section
+from ..errors import UserError
+from ..yamlio import Section
 
 KEYS = ("segment", "scenario", "window_s", "held_out_windows", "estimate_mounting", "fix_covariance",
         "sensitivity", "pseudorange_policy", "calibrate", "tune")
@@ -66,7 +66,7 @@ class RealSampleConfig:
 
 def load_config(section: Section, base_dir: Path) -> RealSampleConfig:
     """The ``real_sample:`` section of a demo file; errors name file: key."""
-    from .pipeline.study import check_name
+    from ..pipeline.study import check_name
 
     section.unknown_keys(KEYS)
     calibrate = section.section("calibrate")
@@ -126,8 +126,8 @@ def scale_label(scale: float) -> str:
 
 def _is_import(path: Path) -> bool:
     """``path`` is a folder ``sim2real-eval import`` wrote (its import.yaml lists runs)."""
-    from .importer import SIDECAR
-    from .yamlio import load_yaml
+    from ..importer import SIDECAR
+    from ..yamlio import load_yaml
 
     summary = path / SIDECAR
     if path.is_symlink() or not summary.is_file():
@@ -141,7 +141,7 @@ def _is_import(path: Path) -> bool:
 def _write(path: Path, drive, offset: int, scenario: str, window: float, stride: float | None = None):
     """One import (``importer.drive.write_runs``) into ``path``, replacing an earlier one the demo wrote;
     anything else there is refused."""
-    from .importer.drive import write_runs
+    from ..importer.drive import write_runs
 
     if os.path.lexists(path) and not _is_import(path):
         raise UserError(f"{path}: not an import the demo wrote; move it away (the demo writes its imported "
@@ -166,8 +166,8 @@ def _median_sigma(drive) -> float:
 def import_windows(config: RealSampleConfig, out: Path) -> tuple:
     """Step 1 (module docstring): (windows ImportResult, held-out ImportResult, {label: ImportResult},
     {label: median σ}, segment path)."""
-    from .importer import shipped_comma2k19
-    from .importer.comma2k19 import read_segment
+    from ..importer import shipped_comma2k19
+    from ..importer.comma2k19 import read_segment
 
     segment = Path(config.segment) if config.segment else shipped_comma2k19()
     root = out / IMPORTED
@@ -210,10 +210,10 @@ def _evaluated(result, held_out_windows: int) -> list:
 def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = True) -> Prepared:
     """Steps 1–4 of the module docstring; ``demo_config`` (``demo.DemoConfig``) gives the judge, the
     GPS study's IMU and the seed."""
-    from .calibrate.drive import calibrate_drive, read_drive
-    from .calibrate.tune import tune_replay
-    from .replay.offline import Replacement
-    from .runs import RealBag
+    from ..calibrate.drive import calibrate_drive, read_drive
+    from .tune import tune_replay
+    from ..replay.offline import Replacement
+    from ..runs import RealBag
 
     windows, held_out_run, others, sigma, segment = import_windows(config, out)
     n = config.held_out_windows
@@ -244,7 +244,7 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
 def record(prepared: Prepared) -> dict:
     """What demo.json and ``OUT/real_sample/real_sample.json`` keep of the preparation (what
     ``design_lines`` and ``console_lines`` read)."""
-    from .calibrate.tune import summary
+    from .tune import summary
 
     config = prepared.config
     cal = prepared.calibration.report
@@ -265,7 +265,7 @@ def record(prepared: Prepared) -> dict:
 
 def display_path(path) -> str:
     """A path inside this installation's share directory relative to it (``bags/real/…``), else as is."""
-    from .resources import share_dir
+    from ..resources import share_dir
 
     try:
         return Path(path).resolve().relative_to(share_dir().resolve()).as_posix()
@@ -278,7 +278,7 @@ def verdict(result, variant: str) -> tuple:
     """(short verdict, explanation) of one variant against the real runs: not above the judge-noise floor
     (the floor cannot tell it from the real sensor), above it with p < 0.05 (measurably farther), or
     above it without a significant p."""
-    from .metrics import separation
+    from ..metrics import separation
 
     cell = result.statistics.get("combined", {}).get(variant, {})
     p, limit = cell.get("p_VEPD"), separation.floor_threshold(result, variant)
@@ -299,8 +299,8 @@ def verdict(result, variant: str) -> tuple:
 def verdict_rows(studies: list) -> list:
     """[[study, variant, VEPD, 95 % CI, p, floor, verdict, group]] of every variant of every (name, result);
     group: the variant's letters within its study (``separation.group_letters``)."""
-    from .metrics import separation
-    from .report.tables import fmt_p
+    from ..metrics import separation
+    from ..report.tables import fmt_p
 
     rows = []
     for name, result in studies:
@@ -319,8 +319,8 @@ def verdict_rows(studies: list) -> list:
 def comparison_rows(result, variants=(CALIBRATED, TUNED)) -> list:
     """[[fitted, other, VEPD fitted, VEPD other, difference, 95 % CI, p, separable?]] of every compared
     pair that involves a fitted variant (``variants``)."""
-    from .metrics import separation
-    from .report.tables import fmt_p
+    from ..metrics import separation
+    from ..report.tables import fmt_p
 
     rows = []
     for entry in separation.comparisons(result):
@@ -345,7 +345,7 @@ def comparison_rows(result, variants=(CALIBRATED, TUNED)) -> list:
 def _separable_text(result, entry: dict, separable, reason: str) -> str:
     """"yes", or "no" with every criterion of ``metrics.separation.RULE`` that stands in the way
     (``metrics.separation.verdict`` decides)."""
-    from .metrics import separation
+    from ..metrics import separation
 
     if separable is None:
         return reason
@@ -399,7 +399,7 @@ def sensitivity_rows(sensitivity: dict) -> tuple:
 # ------------------------------------------------------------------------------------ rendering
 def section_markdown(record: dict, gps, imu, sensitivity: dict) -> str:
     """The real sample's part of tables.md (``section_html`` says the same on the page)."""
-    from .report.tables import markdown_table
+    from ..report.tables import markdown_table
 
     header, rows = sensitivity_rows(sensitivity)
     lines = ["", "## The real sample: comma2k19, a real car", "", *design_lines(record), "",
@@ -451,7 +451,7 @@ def _axes(values: dict) -> str:
 def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> list:
     """HTML parts of the real sample's section of report.html; ``images`` {title: PNG bytes} (the
     calibration's GPS error plot, the tuning's convergence)."""
-    from .report.html import image_html, table_html
+    from ..report.html import image_html, table_html
 
     header, rows = sensitivity_rows(sensitivity)
     parts = ["<h2>The real sample: comma2k19, a real car</h2>", "<ul>"]
@@ -480,7 +480,7 @@ def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> lis
 
 def rule_note(result) -> str:
     """The separability rule the "separable?" column and the group letters follow (one sentence)."""
-    from .metrics import separation
+    from ..metrics import separation
 
     return (f"“separable?” and “group” (within each study) follow one rule — {separation.rule(result)}; "
             "the interval and the p are both shown.")
@@ -496,7 +496,7 @@ def fitted_rows(gps, imu) -> list:
 def console_lines(record: dict, gps, imu) -> list:
     """What the demo prints about the real sample: its design, which models the floor cannot tell from
     the real sensors, the fitted variants against the untuned one, the covariance sensitivity."""
-    from .metrics import separation
+    from ..metrics import separation
 
     scored = [w for w in record["windows"] if w["use"] == "scored"]
     held = [w for w in record["windows"] if w["use"] == "held out"]
