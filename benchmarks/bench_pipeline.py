@@ -76,9 +76,9 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
 
 def profile_replay(out: Path, repeats: int) -> dict:
     """Stages of the demo's runs of one real bag (``replay.offline.BagReplay``: real run + 6 simulated)."""
-    from sim2real_eval.studies import demo
     from sim2real_eval.reference import shipped_reference_dir
     from sim2real_eval.replay import offline as P
+    from sim2real_eval.studies import demo
 
     config = demo.load_demo_config(None)
     bag = sorted((shipped_reference_dir() / "line").iterdir())[0]

@@ -139,8 +139,8 @@ def demo_local_and_on_the_cluster(nodes: LoopbackCluster, tmp: Path) -> None:
 def what_crosses(tmp: Path) -> None:
     """A demo task (the first reference bag's) and its outcome, pickled as Ray ships them."""
     from sim2real_eval import reference
-    from sim2real_eval.studies import demo
     from sim2real_eval.service import replay_bags
+    from sim2real_eval.studies import demo
 
     config = demo.load_demo_config()
     bags = {s: [reference.run_path(reference.shipped_reference_dir(), s, 0)]

@@ -258,8 +258,8 @@ def real_label(variant: str) -> str:
 
 
 def real_verdicts(d: dict) -> str:
-    from sim2real_eval.studies.real_sample import VERDICT_HEADER, verdict_rows
     from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies.real_sample import VERDICT_HEADER, verdict_rows
 
     gps, imu = studies(d)
     rows = [[row[0], real_label(row[1]), *row[2:]]
@@ -268,15 +268,15 @@ def real_verdicts(d: dict) -> str:
 
 
 def real_fitted(d: dict) -> str:
-    from sim2real_eval.studies.real_sample import COMPARISON_HEADER, fitted_rows
     from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies.real_sample import COMPARISON_HEADER, fitted_rows
 
     return markdown_table(COMPARISON_HEADER, fitted_rows(*studies(d)))
 
 
 def real_sensitivity(d: dict) -> str:
-    from sim2real_eval.studies.real_sample import sensitivity_rows
     from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies.real_sample import sensitivity_rows
 
     return markdown_table(*sensitivity_rows(d["record"]["sensitivity"]))
 

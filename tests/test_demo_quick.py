@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sim2real_eval.studies import demo
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
+from sim2real_eval.studies import demo
 
 REPO = Path(__file__).resolve().parents[1]
 ALL_GPS_VARIANTS = ["ch_gauss", "ch_rw", "airsim", "ch_gauss_airsim", "ch_rw_airsim"]

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import yaml
 
-from sim2real_eval.studies import demo, real_sample
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
+from sim2real_eval.studies import demo, real_sample
 
 REPO = Path(__file__).resolve().parents[1]
 SEGMENT = REPO / "bags" / "real" / "comma2k19" / "b0c9d2329ad1606b_2018-08-02--08-34-47" / "40"
@@ -234,9 +234,9 @@ def test_imu_study_on_every_scenario(tmp_path):
 def test_tune_on_real_bags_is_seeded_and_never_worse_than_untuned(tmp_path):
     """``tune_replay`` on three imported windows: the same seed gives the same trials; the result is the
     untuned model unless a trial beat it."""
-    from sim2real_eval.studies.tune import tune_replay
     from sim2real_eval.importer import import_comma2k19
     from sim2real_eval.runs import RealBag
+    from sim2real_eval.studies.tune import tune_replay
 
     result = import_comma2k19(SEGMENT, tmp_path / "windows", window=5, estimate_mounting=True,
                               fix_covariance=0.3)

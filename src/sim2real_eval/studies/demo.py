@@ -1006,10 +1006,10 @@ def _report_files(job: _Job, side: _RealSide, scored: _Scored, sensitivity, stag
 def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder: Path) -> tuple:
     """The real sample's files in ``folder`` (calibration/: calibrate --truth's presets, report and
     plots; tune/: tune's outputs; real_sample.json) and its report section: ((ReportSection,), record)."""
-    from . import real_sample as rs
     from ..calibrate.drive import write_drive_calibration
-    from .tune import write_outputs
     from ..report import ReportSection
+    from . import real_sample as rs
+    from .tune import write_outputs
 
     calibration = folder / "calibration"
     calibration.mkdir(parents=True)

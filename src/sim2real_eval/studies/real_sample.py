@@ -211,9 +211,9 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
     """Steps 1–4 of the module docstring; ``demo_config`` (``demo.DemoConfig``) gives the judge, the
     GPS study's IMU and the seed."""
     from ..calibrate.drive import calibrate_drive, read_drive
-    from .tune import tune_replay
     from ..replay.offline import Replacement
     from ..runs import RealBag
+    from .tune import tune_replay
 
     windows, held_out_run, others, sigma, segment = import_windows(config, out)
     n = config.held_out_windows
