@@ -46,7 +46,7 @@ def run(args) -> int:
     from ..limits import check_repeats
     from ..pipeline.batch import available_cores
     from ..scenarios import available_scenarios
-    from ..studies.demo import _map
+    from ..studies.real_bags import map_items as _map
 
     setup = ref.load_setup(args.setup)
     if args.seed is not None:

@@ -67,7 +67,7 @@ def recorded_judge(bags):
     from ..errors import UserError
     from ..importer.vehicle import recorded_template
     from ..resources import config_path
-    from ..studies.demo import load_demo_config
+    from ..studies.config import load_demo_config
 
     found = {}
     for bag in bags:

@@ -1,6 +1,7 @@
 """The real sample (issue 18): the paper's study on the real car drive shipped in ``bags/real/comma2k19``,
 end to end from its raw numpy arrays — ``sim2real-eval demo --real-sample`` (docs/demo.md, "The real
-sample"; the choices are the ``real_sample:`` section of ``config/studies/demo_car.yaml``).
+sample"; the choices are the ``real_sample:`` section of ``config/studies/demo_car.yaml``, parsed
+with the rest of the demo file by ``config.load_demo_config``).
 
 ``prepare`` turns the segment into what the demo judges, before any run:
 
@@ -16,7 +17,7 @@ sample"; the choices are the ``real_sample:`` section of ``config/studies/demo_c
    preset (Gauss–Markov error, stamp lag and jitter, the receiver's covariance) with the GPS study's
    IMU → variant ``calibrated`` of the GPS study; the IMU preset (the IMU − truth residual as Chrono
    drift noise) → variant ``sim_imu-calibrated`` of the IMU study.
-4. **Tuned variant** (``calibrate.tune.tune_replay`` on the held-out windows): the search starts from
+4. **Tuned variant** (``tune.tune_replay`` on the held-out windows): the search starts from
    ``tune.variant`` (with the GPS study's IMU) and minimises its VEPD against the held-out windows' real
    runs; its best model → variant ``tuned`` of the GPS study.
 
@@ -35,67 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..yamlio import Section
+from .config import DemoConfig, RealSampleConfig
 
-KEYS = ("segment", "scenario", "window_s", "held_out_windows", "estimate_mounting", "fix_covariance",
-        "sensitivity", "pseudorange_policy", "calibrate", "tune")
 IMPORTED = "imported"                 # OUT/imported: the imported windows (real bags), written by the demo
 CALIBRATED, TUNED, CALIBRATED_IMU = "calibrated", "tuned", "sim_imu-calibrated"
 PSEUDORANGE = "pseudorange"
 HELD_OUT, WINDOWS = "held_out", "windows"
-
-
-@dataclass(frozen=True)
-class RealSampleConfig:
-    source: str
-    segment: str | None          # None: the shipped comma2k19 segment
-    scenario: str
-    window_s: float
-    held_out_windows: int
-    estimate_mounting: bool
-    fix_covariance: float
-    sensitivity: tuple
-    pseudorange_policy: bool
-    t_b: float
-    min_imu_duration: float
-    tune_variant: str
-    tune_params: str
-    tune_budget: int
-    tune_seed: int
-
-
-def load_config(section: Section, base_dir: Path) -> RealSampleConfig:
-    """The ``real_sample:`` section of a demo file; errors name file: key."""
-    from ..pipeline.study import check_name
-
-    section.unknown_keys(KEYS)
-    calibrate = section.section("calibrate")
-    calibrate.unknown_keys(("t_b", "min_imu_duration"))
-    tune = section.section("tune", required=True)
-    tune.unknown_keys(("variant", "params", "budget", "seed"))
-    scales = section.data.get("sensitivity", [0.5, 2.0])
-    if not isinstance(scales, list) or not all(isinstance(s, (int, float)) and not isinstance(s, bool)
-                                               and 0 < s < float("inf") and s != 1 for s in scales):
-        raise section.error("sensitivity", f"expected a list of factors > 0 other than 1, got {scales!r}")
-    segment = section.string("segment", None)
-    if segment is not None and not Path(segment).is_absolute():
-        segment = str(base_dir / segment)
-    scenario = check_name(section, "scenario", section.string("scenario", "highway"), "scenario")
-    return RealSampleConfig(
-        source=section.source, segment=segment, scenario=scenario,
-        window_s=section.number("window_s", required=True, positive=True),
-        held_out_windows=section.integer("held_out_windows", required=True, minimum=2),
-        estimate_mounting=section.boolean("estimate_mounting", True),
-        fix_covariance=section.number("fix_covariance", required=True, positive=True),
-        sensitivity=tuple(float(s) for s in scales),
-        pseudorange_policy=section.boolean("pseudorange_policy", True),
-        t_b=calibrate.number("t_b", 0.1, positive=True),
-        min_imu_duration=calibrate.number("min_imu_duration", 30.0, positive=True),
-        tune_variant=tune.string("variant", required=True),
-        tune_params=tune.string("params", required=True),
-        tune_budget=tune.integer("budget", 16, minimum=1),
-        tune_seed=tune.integer("seed", 0, minimum=0),
-    )
 
 
 @dataclass
@@ -109,7 +55,7 @@ class Prepared:
     sensitivity_bags: dict    # {label: {scenario: [bag paths]}}: the evaluated windows, other covariances
     sensitivity_sigma: dict   # {label: median horizontal fix σ (m)} of every import, the main one included
     calibration: Any          # calibrate.drive.DriveCalibration (held-out run)
-    tuned: Any                # calibrate.tune.TuneResult (held-out windows)
+    tuned: Any                # tune.TuneResult (held-out windows)
     gps_variants: tuple       # replay.offline.Replacement: calibrated, tuned (GPS study)
     imu_variants: tuple       # replay.offline.Replacement: sim_imu-calibrated (IMU study)
     windows: list             # [(run name, start s, end s, "held out" | "scored")] from the drive's start
@@ -207,14 +153,15 @@ def _evaluated(result, held_out_windows: int) -> list:
     return [run.path for run in result.runs[held_out_windows:]]
 
 
-def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = True) -> Prepared:
-    """Steps 1–4 of the module docstring; ``demo_config`` (``demo.DemoConfig``) gives the judge, the
-    GPS study's IMU and the seed."""
+def prepare(demo_config: DemoConfig, out: Path, progress: bool = True) -> Prepared:
+    """Steps 1–4 of the module docstring on ``demo_config.real_sample``; the rest of the demo file gives
+    the judge, the GPS study's IMU and the truth's rate."""
     from ..calibrate.drive import calibrate_drive, read_drive
     from ..replay.offline import Replacement
     from ..runs import RealBag
     from .tune import tune_replay
 
+    config = demo_config.real_sample
     windows, held_out_run, others, sigma, segment = import_windows(config, out)
     n = config.held_out_windows
     held_out = [run.path for run in windows.runs[:n]]
@@ -244,7 +191,7 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
 def record(prepared: Prepared) -> dict:
     """What demo.json and ``OUT/real_sample/real_sample.json`` keep of the preparation (what
     ``design_lines`` and ``console_lines`` read)."""
-    from .tune import summary
+    from .tune_outputs import summary
 
     config = prepared.config
     cal = prepared.calibration.report
