@@ -287,7 +287,7 @@ def test_score_refuses_a_bag_with_the_same_size_but_other_bytes(kept_runs, tmp_p
 
 
 def test_tune_refuses_a_swapped_real_run(kept_runs, tmp_path):
-    """tune reads its real runs through the same check (``calibrate.tune.load_real_records``)."""
+    """tune reads its real runs through the same check (``studies.tune.load_real_records``)."""
     from sim2real_eval.studies.tune import load_real_records
 
     root = tmp_path / "runs"

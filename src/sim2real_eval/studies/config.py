@@ -56,9 +56,9 @@ class DemoConfig:
     quick_repeats: int
     reference: str            # path of the reference setup YAML
     gps_variants: tuple       # GPS presets (variant names = preset names)
-    gps_study_imu: Any
+    gps_study_imu: str | dict  # an IMU preset name, YAML path or mapping
     imu_scenario: str
-    imu_study_imu: Any
+    imu_study_imu: str | dict
     judge: Any                # pipeline.run.JudgeConfig
     ground_truth_rate: float
     bootstrap: int
