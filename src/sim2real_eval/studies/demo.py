@@ -129,8 +129,10 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         raise UserError(f"--workers must be >= 1, got {workers}")
     out = Path(out)
     with claim_folder(out, "--out", overwrite, own_names(), runs_kept=False) as previous:
-        job = DemoJob(out, previous, stages, config, options, real, k, workers, progress, imu_scenario,
-                      ray_address, noise_floor, keep_runs, notice, real_sample)
+        job = DemoJob(out=out, previous=previous, stages=stages, config=config, options=options, real=real,
+                      k=k, workers=workers, progress=progress, imu_scenario=imu_scenario,
+                      ray_address=ray_address, noise_floor=noise_floor, keep_runs=keep_runs, notice=notice,
+                      real_sample=real_sample)
         return _demo(job)
 
 

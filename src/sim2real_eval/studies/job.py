@@ -88,6 +88,8 @@ class RealSide:
 
 @dataclass
 class DemoResult:
+    """What a demo did: the report's numbers and documents, its runs and times (what the CLI prints)."""
+
     out: Path
     k: int
     scenarios: list

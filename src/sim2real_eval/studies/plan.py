@@ -35,6 +35,7 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
 
 
 def imu_variant(config: DemoConfig) -> str:
+    """The IMU study's variant name (``sim_imu-<preset>``), as the replay names it."""
     from ..runs import replay_variant
 
     return replay_variant({"imu": config.imu_study_imu})

@@ -58,9 +58,12 @@ def finish(job: DemoJob, side: RealSide, replayed, groups: list, scored: ScoredS
     if earlier_runs and not job.keep_runs:
         note = (f"run bags: {runs_dir} ({tree_bytes(runs_dir) / 1e6:.0f} MB) kept as an earlier --keep-runs "
                 "wrote them, untouched (this demo scored in memory; remove the folder to free the space)")
-    return DemoResult(out, job.k, list(side.bags), stages.wall, gps_doc, imu_doc, ordering, side.source,
-                      replayed.report.written, runs_total, scored.floors, runs_bytes, job.keep_runs,
-                      stages.cpu, scored.gps_result, scored.imu_result, note, sample_doc)
+    return DemoResult(out=out, k=job.k, scenarios=list(side.bags), timings=stages.wall, gps=gps_doc,
+                      imu=imu_doc, ordering=ordering, real_source=side.source,
+                      runs_written=replayed.report.written, runs_total=runs_total, noise_floor=scored.floors,
+                      runs_bytes=runs_bytes, runs_kept=job.keep_runs, cpu_times=stages.cpu,
+                      gps_result=scored.gps_result, imu_result=scored.imu_result, runs_note=note,
+                      real_sample=sample_doc)
 
 
 def _report_files(job: DemoJob, side: RealSide, scored: ScoredStudies, sensitivity, staging: Path) -> tuple:
