@@ -145,7 +145,7 @@ def command_mode(args) -> None:
 
 
 def profile_mode(args) -> None:
-    from sim2real_eval.demo import run_demo
+    from sim2real_eval.studies.demo import run_demo
 
     with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
         out = Path(args.out) if args.out else Path(tmp) / "report"

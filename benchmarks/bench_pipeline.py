@@ -76,13 +76,14 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
 
 def profile_replay(out: Path, repeats: int) -> dict:
     """Stages of the demo's runs of one real bag (``replay.offline.BagReplay``: real run + 6 simulated)."""
-    from sim2real_eval import demo
     from sim2real_eval.reference import shipped_reference_dir
     from sim2real_eval.replay import offline as P
+    from sim2real_eval.studies import config as studies_config
+    from sim2real_eval.studies import plan
 
-    config = demo.load_demo_config(None)
+    config = studies_config.load_demo_config(None)
     bag = sorted((shipped_reference_dir() / "line").iterdir())[0]
-    task = demo.plan_groups(config, {"line": [bag]}, "line")[0]
+    task = plan.plan_groups(config, {"line": [bag]}, "line")[0]
     spec = task.spec
     stages: dict = {name: [] for name in ("read_real_bag", "sensors", "judge", "bag_records", "bag_write")}
     P.read_real_streams(spec)  # warm-up: first-use costs (typestore, rosbags' generated deserialisers)

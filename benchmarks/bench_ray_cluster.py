@@ -138,13 +138,15 @@ def demo_local_and_on_the_cluster(nodes: LoopbackCluster, tmp: Path) -> None:
 
 def what_crosses(tmp: Path) -> None:
     """A demo task (the first reference bag's) and its outcome, pickled as Ray ships them."""
-    from sim2real_eval import demo, reference
+    from sim2real_eval import reference
     from sim2real_eval.service import replay_bags
+    from sim2real_eval.studies import config as studies_config
+    from sim2real_eval.studies import plan
 
-    config = demo.load_demo_config()
+    config = studies_config.load_demo_config()
     bags = {s: [reference.run_path(reference.shipped_reference_dir(), s, 0)]
             for s in reference.load_setup(config.reference).scenarios}
-    task = demo.plan_groups(config, bags, config.imu_scenario)[0]
+    task = plan.plan_groups(config, bags, config.imu_scenario)[0]
     outcome = replay_bags([task], tmp / "one_bag", workers=1, progress=False).report.outcomes[0]
     print(f"task_bytes: {len(pickle.dumps(task))}\noutcome_bytes: {len(pickle.dumps(outcome))}")
 

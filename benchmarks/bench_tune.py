@@ -71,8 +71,8 @@ def main() -> None:
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray search")
     args = parser.parse_args()
 
-    from sim2real_eval.calibrate.tune import tune
     from sim2real_eval.pipeline.study import load_study
+    from sim2real_eval.studies.tune import tune
 
     with tempfile.TemporaryDirectory(prefix="bench-tune-") as tmp:
         root = Path(tmp)

@@ -258,8 +258,8 @@ def real_label(variant: str) -> str:
 
 
 def real_verdicts(d: dict) -> str:
-    from sim2real_eval.real_sample import VERDICT_HEADER, verdict_rows
     from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies.real_sample import VERDICT_HEADER, verdict_rows
 
     gps, imu = studies(d)
     rows = [[row[0], real_label(row[1]), *row[2:]]
@@ -268,15 +268,15 @@ def real_verdicts(d: dict) -> str:
 
 
 def real_fitted(d: dict) -> str:
-    from sim2real_eval.real_sample import COMPARISON_HEADER, fitted_rows
     from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies.real_sample import COMPARISON_HEADER, fitted_rows
 
     return markdown_table(COMPARISON_HEADER, fitted_rows(*studies(d)))
 
 
 def real_sensitivity(d: dict) -> str:
-    from sim2real_eval.real_sample import sensitivity_rows
     from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies.real_sample import sensitivity_rows
 
     return markdown_table(*sensitivity_rows(d["record"]["sensitivity"]))
 
@@ -305,7 +305,7 @@ def real_run_means(d: dict) -> str:
 def real_fitted_sentence(d: dict) -> str:
     """The fitted variants against the untuned one they improve on, one clause each."""
     from sim2real_eval.metrics import separation
-    from sim2real_eval.real_sample import (
+    from sim2real_eval.studies.real_sample import (
         CALIBRATED,
         CALIBRATED_IMU,
         TUNED,
@@ -329,14 +329,14 @@ def real_fitted_sentence(d: dict) -> str:
 
 
 def real_rule_note(gps) -> str:
-    from sim2real_eval.real_sample import rule_note
+    from sim2real_eval.studies.real_sample import rule_note
 
     return rule_note(gps)
 
 
 def real_sensitivity_sentence(d: dict) -> str:
     """How far the covariance choice moves the VEPDs (ratios to the 1× ones)."""
-    from sim2real_eval.real_sample import PSEUDORANGE, scale_label
+    from sim2real_eval.studies.real_sample import PSEUDORANGE, scale_label
 
     sensitivity = d["record"]["sensitivity"]
     main = sensitivity[scale_label(1.0)]
@@ -368,7 +368,7 @@ def real_floor_sentence(d: dict) -> str:
 
 def render_real(d: dict) -> dict:
     """{region name: text} of every region generated from the real sample."""
-    from sim2real_eval.real_sample import design_lines
+    from sim2real_eval.studies.real_sample import design_lines
 
     record = d["record"]
     heading = (f"`demo --real-sample` as shipped (config/studies/demo_car.yaml): "

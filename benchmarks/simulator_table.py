@@ -75,7 +75,7 @@ def run_study(imu: str, out: Path) -> dict:
     """One ``demo --real-sample`` with the study file, its IMU study's IMU replaced by ``imu``."""
     import yaml
 
-    from sim2real_eval.demo import run_demo
+    from sim2real_eval.studies.demo import run_demo
 
     data = yaml.safe_load(STUDY.read_text(encoding="utf-8"))
     data["imu_study"]["imu"] = imu

@@ -40,12 +40,12 @@ import numpy as np
 import yaml
 
 from sim2real_eval import geodesy, rotations
-from sim2real_eval.demo import run_demo
 from sim2real_eval.importer.csv_layout import read_folder
 from sim2real_eval.importer.drive import write_runs
 from sim2real_eval.importer.scenario_csv import RoverLogs, write_scenario_csv
 from sim2real_eval.importer.vehicle import pose_velocity
 from sim2real_eval.resources import config_path
+from sim2real_eval.studies.demo import run_demo
 from sim2real_eval.truth.bag import smooth_derivative
 
 WINDOW = 30.0

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sim2real_eval.calibrate.tune import REAL_LAYOUT, real_runs_dir
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 from sim2real_eval.resources import config_candidates, config_path, find_config
+from sim2real_eval.studies.tune import REAL_LAYOUT, real_runs_dir
 
 REPO = Path(__file__).resolve().parents[1]
 BAG = REPO / "bags" / "reference" / "line" / "run_00"

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sim2real_eval import demo
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
+from sim2real_eval.studies import config as studies_config
+from sim2real_eval.studies import findings, plan, real_bags
 
 REPO = Path(__file__).resolve().parents[1]
 ALL_GPS_VARIANTS = ["ch_gauss", "ch_rw", "airsim", "ch_gauss_airsim", "ch_rw_airsim"]
@@ -209,9 +210,9 @@ def test_rerun_resumes_without_rejudging(quick_demo):
     from sim2real_eval.pipeline.batch import run_batch
 
     _tmp, config_path, out, _args, _code = quick_demo
-    config = demo.load_demo_config(config_path)
+    config = studies_config.load_demo_config(config_path)
     bags = {scenario: sorted((out / "reference" / scenario).iterdir()) for scenario in ("circle", "line")}
-    groups = demo.plan_groups(config, bags, "line")
+    groups = plan.plan_groups(config, bags, "line")
     stamps = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("run.yaml")}
     report = run_batch(groups, out / "runs", workers=1, progress=False)
     assert report.written == 0 and report.skipped == len(groups) and not report.failures
@@ -246,7 +247,7 @@ def test_user_bags_with_real(quick_demo, capsys):
 
 # ------------------------------------------------------------------------------ demo logic
 def test_shipped_demo_config_parses():
-    config = demo.load_demo_config()
+    config = studies_config.load_demo_config()
     assert config.gps_variants == tuple(ALL_GPS_VARIANTS)
     assert (config.repeats, config.quick_repeats) == (10, 3)
     assert config.imu_scenario == "line" and config.gps_study_imu == "chrono_paper_demo"
@@ -259,10 +260,10 @@ def test_config_errors_name_file_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("gps: [ch_gauss,", "gps: [ch gauss,"))
     with pytest.raises(UserError, match=r"bad\.yaml.*gps_study\.gps\[0\]"):
-        demo.load_demo_config(bad)
+        studies_config.load_demo_config(bad)
     bad.write_text(text + "extra: 1\n")
     with pytest.raises(UserError, match=r"bad\.yaml.*extra"):
-        demo.load_demo_config(bad)
+        studies_config.load_demo_config(bad)
 
 
 def test_find_real_bags_layout(tmp_path):
@@ -274,13 +275,13 @@ def test_find_real_bags_layout(tmp_path):
     (tmp_path / "line" / "notes").mkdir()                # not a bag: ignored
     (tmp_path / "rest").mkdir()                          # no bags: no scenario
     (tmp_path / "sine" / "old.bag").write_bytes(b"")     # ROS 1 bag file
-    found = demo.find_real_bags(tmp_path, 2)
+    found = real_bags.find_real_bags(tmp_path, 2)
     assert {s: [p.name for p in paths] for s, paths in found.items()} == {"line": ["a", "b"],
                                                                           "sine": ["old.bag", "x"]}
     with pytest.raises(UserError, match="no bags found"):
-        demo.find_real_bags(tmp_path / "rest", 2)
+        real_bags.find_real_bags(tmp_path / "rest", 2)
     with pytest.raises(UserError, match="not a directory"):
-        demo.find_real_bags(tmp_path / "missing", 2)
+        real_bags.find_real_bags(tmp_path / "missing", 2)
 
 
 def doc(vepd: dict) -> dict:
@@ -290,15 +291,15 @@ def doc(vepd: dict) -> dict:
 def test_ordering_checks():
     paper = {"ch_gauss": 0.155, "ch_rw": 0.043, "airsim": 0.039, "ch_gauss_airsim": 0.0627,
              "ch_rw_airsim": 0.0482}  # Table I of seed 003
-    result = demo.ordering_checks(doc(paper), doc({"sim_imu-x": 0.0211}))
+    result = findings.ordering_checks(doc(paper), doc({"sim_imu-x": 0.0211}))
     assert result["ranking_best_first"] == ["airsim", "ch_rw", "ch_rw_airsim", "ch_gauss_airsim", "ch_gauss"]
     assert result["checks"] == {"ch_gauss_worst": True, "ch_rw_and_airsim_best": True,
                                 "hdop_improves_ch_gauss": True, "sim_imu_small": True}
     swapped = dict(paper, ch_gauss=0.04, ch_gauss_airsim=0.2)
-    result = demo.ordering_checks(doc(swapped), doc({"sim_imu-x": 0.05}))
+    result = findings.ordering_checks(doc(swapped), doc({"sim_imu-x": 0.05}))
     assert result["checks"] == {"ch_gauss_worst": False, "ch_rw_and_airsim_best": False,
                                 "hdop_improves_ch_gauss": False, "sim_imu_small": False}
-    assert demo.ordering_checks(doc({"x": 1.0}), None)["checks"] == {
+    assert findings.ordering_checks(doc({"x": 1.0}), None)["checks"] == {
         "ch_gauss_worst": None, "ch_rw_and_airsim_best": None, "hdop_improves_ch_gauss": None}
 
 

@@ -162,7 +162,7 @@ def test_a_forged_tune_marker_never_replaces_a_users_folder(tmp_path, capsys, ex
     right) over a folder that also holds the user's thesis.tex — or lists it — was trusted and the folder
     replaced.  Refused, nothing touched."""
     pytest.importorskip("optuna")
-    from sim2real_eval.calibrate.tune import OUTPUT_FILES
+    from sim2real_eval.studies.tune_outputs import OUTPUT_FILES
 
     folder = tmp_path / "F"
     folder.mkdir()
@@ -180,7 +180,7 @@ def test_a_forged_tune_marker_never_replaces_a_users_folder(tmp_path, capsys, ex
 
 def test_a_verified_tune_output_is_still_its_own(tmp_path):
     """The legitimate case: every file is tune's, as its marker records (what write_outputs writes)."""
-    from sim2real_eval.calibrate.tune import COMMAND, OUTPUT_FILES
+    from sim2real_eval.studies.tune_outputs import COMMAND, OUTPUT_FILES
 
     folder = tmp_path / "F"
     folder.mkdir()
@@ -287,8 +287,8 @@ def test_score_refuses_a_bag_with_the_same_size_but_other_bytes(kept_runs, tmp_p
 
 
 def test_tune_refuses_a_swapped_real_run(kept_runs, tmp_path):
-    """tune reads its real runs through the same check (``calibrate.tune.load_real_records``)."""
-    from sim2real_eval.calibrate.tune import load_real_records
+    """tune reads its real runs through the same check (``studies.tune.load_real_records``)."""
+    from sim2real_eval.studies.tune import load_real_records
 
     root = tmp_path / "runs"
     shutil.copytree(kept_runs, root)

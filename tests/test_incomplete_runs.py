@@ -199,7 +199,7 @@ def test_a_manifest_naming_an_incomplete_run_is_refused(runs_tree, tmp_path, cap
 
 
 def test_tune_refuses_an_incomplete_real_run(runs_tree):
-    from sim2real_eval.calibrate.tune import load_real_records
+    from sim2real_eval.studies.tune import load_real_records
 
     with pytest.raises(UserError, match=r"real/real/line/1: incomplete run, not scored \(ekf_filter_node"):
         load_real_records(runs_tree, ("line",), ScoreOptions())

@@ -1,7 +1,7 @@
 """The real study end to end (issue 18 item 7): ``sim2real-eval demo --real-sample`` on the shipped comma2k19
 drive, and a newcomer's own logs in the generic CSV layout → the report in two commands (``import csv``,
 then ``demo --real … --config demo_car.yaml``).  Plus the pieces: the demo_car.yaml section, tuning on
-real bags (``calibrate.tune.tune_replay``), the paper's checks on renamed variants, the IMU study on
+real bags (``studies.tune.tune_replay``), the paper's checks on renamed variants, the IMU study on
 every scenario."""
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import yaml
 
-from sim2real_eval import demo, real_sample
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
+from sim2real_eval.studies import config as studies_config
+from sim2real_eval.studies import findings, plan, real_sample
 
 REPO = Path(__file__).resolve().parents[1]
 SEGMENT = REPO / "bags" / "real" / "comma2k19" / "b0c9d2329ad1606b_2018-08-02--08-34-47" / "40"
@@ -151,7 +152,7 @@ def test_real_sample_refuses_what_does_not_apply(tmp_path, capsys):
 def test_an_imported_folder_that_is_not_the_demos_is_refused(tmp_path):
     (tmp_path / "imported" / "windows").mkdir(parents=True)
     (tmp_path / "imported" / "windows" / "mine.txt").write_text("mine")
-    config = demo.load_demo_config(REPO / "config" / "studies" / "demo_car.yaml")
+    config = studies_config.load_demo_config(REPO / "config" / "studies" / "demo_car.yaml")
     with pytest.raises(UserError, match="not an import the demo wrote"):
         real_sample.import_windows(config.real_sample, tmp_path)
     assert (tmp_path / "imported" / "windows" / "mine.txt").read_text() == "mine"
@@ -159,20 +160,21 @@ def test_an_imported_folder_that_is_not_the_demos_is_refused(tmp_path):
 
 # ----------------------------------------------------------------------------------- demo_car.yaml
 def test_demo_car_config_parses():
-    config = demo.load_demo_config(REPO / "config" / "studies" / "demo_car.yaml")
+    config = studies_config.load_demo_config(REPO / "config" / "studies" / "demo_car.yaml")
     assert config.gps_variants == tuple(CAR_VARIANTS)
     assert dict(config.paper_variants) == {
         "ch_gauss": "car_gauss", "ch_rw": "car_rw", "airsim": "car_airsim",
         "ch_gauss_airsim": "car_gauss_airsim", "ch_rw_airsim": "car_rw_airsim"}
-    assert config.imu_scenario == demo.EVERY_SCENARIO
+    assert config.imu_scenario == studies_config.EVERY_SCENARIO
     assert config.judge.initial_state == "truth" and config.judge.warmup_s == 1.0
     assert Path(config.judge.ekf).name == "ekf_car.yaml" and not config.static_tfs_by_layout
     sample = config.real_sample
     assert (sample.window_s, sample.held_out_windows, sample.fix_covariance) == (5.0, 5, 0.3)
     assert sample.sensitivity == (0.5, 2.0) and sample.pseudorange_policy
     # the shipped ART demo has no real sample and the paper's own names
-    art = demo.load_demo_config()
-    assert art.real_sample is None and dict(art.paper_variants) == {v: v for v in demo.PAPER_VARIANTS}
+    art = studies_config.load_demo_config()
+    assert art.real_sample is None
+    assert dict(art.paper_variants) == {v: v for v in studies_config.PAPER_VARIANTS}
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -188,7 +190,7 @@ def test_demo_car_config_errors_name_the_key(tmp_path, edit, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace(edit[0], edit[1], 1))
     with pytest.raises(UserError, match=message):
-        demo.load_demo_config(bad)
+        studies_config.load_demo_config(bad)
 
 
 def test_scaled_covariance_is_the_importers_scale():
@@ -216,9 +218,9 @@ def test_paper_checks_on_renamed_variants_equal_the_paper_names():
     def doc(values):
         return {"combined": {name: {"VEPD": value} for name, value in values.items()}}
 
-    mapping = tuple((name, car_name(name)) for name in demo.PAPER_VARIANTS)
-    named = demo.ordering_checks(doc(paper), doc({"sim_imu-x": 0.0211}))
-    renamed = demo.ordering_checks(doc(car), doc({"sim_imu-x": 0.0211, "sim_imu-y": 0.5}), paper=mapping,
+    mapping = tuple((name, car_name(name)) for name in studies_config.PAPER_VARIANTS)
+    named = findings.ordering_checks(doc(paper), doc({"sim_imu-x": 0.0211}))
+    renamed = findings.ordering_checks(doc(car), doc({"sim_imu-x": 0.0211, "sim_imu-y": 0.5}), paper=mapping,
                                    imu_variants=["sim_imu-x"])
     assert renamed["checks"] == named["checks"] == {"ch_gauss_worst": True, "ch_rw_and_airsim_best": True,
                                                     "hdop_improves_ch_gauss": True, "sim_imu_small": True}
@@ -231,11 +233,11 @@ def test_imu_study_on_every_scenario(tmp_path):
     setup = reference.load_setup(REPO / "config" / "studies" / "demo_reference.yaml")
     bags = {s: [reference.run_path(reference.shipped_reference_dir(), s, k) for k in (0, 1)]
             for s in ("line", "circle")}
-    config = demo.load_demo_config()
+    config = studies_config.load_demo_config()
     assert setup.scenarios  # the shipped reference runs exist
-    one = demo.plan_groups(config, bags, "line")
-    every = demo.plan_groups(config, bags, demo.EVERY_SCENARIO)
-    imu = demo.imu_variant(config)
+    one = plan.plan_groups(config, bags, "line")
+    every = plan.plan_groups(config, bags, studies_config.EVERY_SCENARIO)
+    imu = plan.imu_variant(config)
     assert [any(s.variant == imu for s in g.sims) for g in one] == [True, True, False, False]
     assert all(any(s.variant == imu for s in g.sims) for g in every)
 
@@ -244,14 +246,14 @@ def test_imu_study_on_every_scenario(tmp_path):
 def test_tune_on_real_bags_is_seeded_and_never_worse_than_untuned(tmp_path):
     """``tune_replay`` on three imported windows: the same seed gives the same trials; the result is the
     untuned model unless a trial beat it."""
-    from sim2real_eval.calibrate.tune import tune_replay
     from sim2real_eval.importer import import_comma2k19
     from sim2real_eval.runs import RealBag
+    from sim2real_eval.studies.tune import tune_replay
 
     result = import_comma2k19(SEGMENT, tmp_path / "windows", window=5, estimate_mounting=True,
                               fix_covariance=0.3)
     bags = [RealBag(run.path, "highway", k) for k, run in enumerate(result.runs[:3])]
-    judge = demo.load_demo_config(REPO / "config" / "studies" / "demo_car.yaml").judge
+    judge = studies_config.load_demo_config(REPO / "config" / "studies" / "demo_car.yaml").judge
     params = "gps.position_noise.sigma=0.01:1:log"
     base = {"gps": "car_gauss", "imu": "car_mems"}
     first = tune_replay(bags, judge, base, params, budget=3, progress=False)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from fixtures.benchmarks import load_benchmark
 
-from sim2real_eval.demo import load_demo_config
 from sim2real_eval.models import load_gps_model, load_imu_model
+from sim2real_eval.studies.config import load_demo_config
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim2real_eval.calibrate.tune import apply_params, parse_params, tunable_names
 from sim2real_eval.errors import UserError
+from sim2real_eval.studies.tune_params import apply_params, parse_params, tunable_names
 
 MODELS = {
     "gps": {"rate": 10.0, "datum": [43.07, -89.4, 260.0], "geodesy": "wgs84",

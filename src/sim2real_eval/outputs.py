@@ -15,6 +15,10 @@ One policy (docs/pipeline.md, "Outputs"), used by every command:
   new folder is complete before the old one is moved away).
 - Nothing is ever deleted or written *through* a symbolic link: an output that is a link is replaced as
   a link (its target is left alone), and a command refuses to write into a link inside its output.
+- A command that writes its folder piece by piece (the demo) claims it (``claim_folder``: its own output
+  resumed, a new one marked at once, anything else moved aside with ``--overwrite`` and put back on
+  failure), builds its report files in a staging folder inside it (``staging_folder``) and moves them in
+  only when all are done (``publish_files``), then writes its marker.
 - Run trees (``simulate``, ``replay``, the demo's ``OUT/runs``) are resumed run by run: a run directory
   that exists is kept only when its run.yaml and data files are what was written
   (``runs.existing_run``), else refused.
@@ -27,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -329,6 +334,18 @@ def publish_files(staging: PathLike, out: PathLike, previous: Mapping, option: s
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@contextlib.contextmanager
+def staging_folder(out: PathLike) -> Iterator[Path]:
+    """Yields a folder path ``report`` inside a hidden staging folder in ``out`` (``.report.tmp-*``: on the
+    same file system, so ``publish_files`` renames), where a command builds its files; the staging folder
+    is removed whatever happens."""
+    root = Path(tempfile.mkdtemp(prefix=".report.tmp-", dir=out))
+    try:
+        yield root / "report"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def plain_relative(name: object) -> bool:

@@ -79,12 +79,12 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from .. import demo
-    from ..demo import run_demo, summary_table
     from ..importer import shipped_comma2k19
     from ..outputs import check_name, check_paths
     from ..reference import shipped_reference_dir
     from ..resources import find_config
+    from ..studies import demo
+    from ..studies.demo import run_demo, summary_table
 
     check_name(args.out, "--out")
     out = Path(args.out)

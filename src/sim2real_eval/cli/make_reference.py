@@ -42,11 +42,11 @@ def run(args) -> int:
     from pathlib import Path
 
     from .. import reference as ref
-    from ..demo import _map
     from ..errors import UserError
     from ..limits import check_repeats
     from ..pipeline.batch import available_cores
     from ..scenarios import available_scenarios
+    from ..studies.real_bags import map_items as _map
 
     setup = ref.load_setup(args.setup)
     if args.seed is not None:

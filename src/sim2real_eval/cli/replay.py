@@ -64,10 +64,10 @@ def add_arguments(parser) -> None:
 def recorded_judge(bags):
     """The judge of the study template ``import`` recorded for these bags (DIR/import.yaml), said in one
     line on stderr; None when they are no import.  Bags of imports with different templates: an error."""
-    from ..demo import load_demo_config
     from ..errors import UserError
     from ..importer.vehicle import recorded_template
     from ..resources import config_path
+    from ..studies.config import load_demo_config
 
     found = {}
     for bag in bags:

@@ -55,9 +55,10 @@ def run(args) -> int:
         raise UserError("tune needs optuna: pip install 'sim2real_eval[all]' (or: pip install optuna)"
                         ) from None
 
-    from ..calibrate.tune import COMMAND, OUTPUT_FILES, real_runs_dir, tune, write_outputs
     from ..outputs import OwnNames, check_paths, output_folder
     from ..resources import find_config
+    from ..studies.tune import real_runs_dir, tune
+    from ..studies.tune_outputs import COMMAND, OUTPUT_FILES, write_outputs
 
     out = Path(args.out)
     args.study = str(find_config(args.study, "studies", option="--study"))  # a bare name: config/studies/

@@ -1,6 +1,7 @@
 """The real sample (issue 18): the paper's study on the real car drive shipped in ``bags/real/comma2k19``,
 end to end from its raw numpy arrays — ``sim2real-eval demo --real-sample`` (docs/demo.md, "The real
-sample"; the choices are the ``real_sample:`` section of ``config/studies/demo_car.yaml``).
+sample"; the choices are the ``real_sample:`` section of ``config/studies/demo_car.yaml``, parsed
+with the rest of the demo file by ``config.load_demo_config``).
 
 ``prepare`` turns the segment into what the demo judges, before any run:
 
@@ -16,7 +17,7 @@ sample"; the choices are the ``real_sample:`` section of ``config/studies/demo_c
    preset (Gauss–Markov error, stamp lag and jitter, the receiver's covariance) with the GPS study's
    IMU → variant ``calibrated`` of the GPS study; the IMU preset (the IMU − truth residual as Chrono
    drift noise) → variant ``sim_imu-calibrated`` of the IMU study.
-4. **Tuned variant** (``calibrate.tune.tune_replay`` on the held-out windows): the search starts from
+4. **Tuned variant** (``tune.tune_replay`` on the held-out windows): the search starts from
    ``tune.variant`` (with the GPS study's IMU) and minimises its VEPD against the held-out windows' real
    runs; its best model → variant ``tuned`` of the GPS study.
 
@@ -34,68 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .yamlio import Section
+from ..errors import UserError
+from .config import DemoConfig, RealSampleConfig
 
-KEYS = ("segment", "scenario", "window_s", "held_out_windows", "estimate_mounting", "fix_covariance",
-        "sensitivity", "pseudorange_policy", "calibrate", "tune")
 IMPORTED = "imported"                 # OUT/imported: the imported windows (real bags), written by the demo
 CALIBRATED, TUNED, CALIBRATED_IMU = "calibrated", "tuned", "sim_imu-calibrated"
 PSEUDORANGE = "pseudorange"
 HELD_OUT, WINDOWS = "held_out", "windows"
-
-
-@dataclass(frozen=True)
-class RealSampleConfig:
-    source: str
-    segment: str | None          # None: the shipped comma2k19 segment
-    scenario: str
-    window_s: float
-    held_out_windows: int
-    estimate_mounting: bool
-    fix_covariance: float
-    sensitivity: tuple
-    pseudorange_policy: bool
-    t_b: float
-    min_imu_duration: float
-    tune_variant: str
-    tune_params: str
-    tune_budget: int
-    tune_seed: int
-
-
-def load_config(section: Section, base_dir: Path) -> RealSampleConfig:
-    """The ``real_sample:`` section of a demo file; errors name file: key."""
-    from .pipeline.study import check_name
-
-    section.unknown_keys(KEYS)
-    calibrate = section.section("calibrate")
-    calibrate.unknown_keys(("t_b", "min_imu_duration"))
-    tune = section.section("tune", required=True)
-    tune.unknown_keys(("variant", "params", "budget", "seed"))
-    scales = section.data.get("sensitivity", [0.5, 2.0])
-    if not isinstance(scales, list) or not all(isinstance(s, (int, float)) and not isinstance(s, bool)
-                                               and 0 < s < float("inf") and s != 1 for s in scales):
-        raise section.error("sensitivity", f"expected a list of factors > 0 other than 1, got {scales!r}")
-    segment = section.string("segment", None)
-    if segment is not None and not Path(segment).is_absolute():
-        segment = str(base_dir / segment)
-    scenario = check_name(section, "scenario", section.string("scenario", "highway"), "scenario")
-    return RealSampleConfig(
-        source=section.source, segment=segment, scenario=scenario,
-        window_s=section.number("window_s", required=True, positive=True),
-        held_out_windows=section.integer("held_out_windows", required=True, minimum=2),
-        estimate_mounting=section.boolean("estimate_mounting", True),
-        fix_covariance=section.number("fix_covariance", required=True, positive=True),
-        sensitivity=tuple(float(s) for s in scales),
-        pseudorange_policy=section.boolean("pseudorange_policy", True),
-        t_b=calibrate.number("t_b", 0.1, positive=True),
-        min_imu_duration=calibrate.number("min_imu_duration", 30.0, positive=True),
-        tune_variant=tune.string("variant", required=True),
-        tune_params=tune.string("params", required=True),
-        tune_budget=tune.integer("budget", 16, minimum=1),
-        tune_seed=tune.integer("seed", 0, minimum=0),
-    )
 
 
 @dataclass
@@ -109,7 +55,7 @@ class Prepared:
     sensitivity_bags: dict    # {label: {scenario: [bag paths]}}: the evaluated windows, other covariances
     sensitivity_sigma: dict   # {label: median horizontal fix σ (m)} of every import, the main one included
     calibration: Any          # calibrate.drive.DriveCalibration (held-out run)
-    tuned: Any                # calibrate.tune.TuneResult (held-out windows)
+    tuned: Any                # tune.TuneResult (held-out windows)
     gps_variants: tuple       # replay.offline.Replacement: calibrated, tuned (GPS study)
     imu_variants: tuple       # replay.offline.Replacement: sim_imu-calibrated (IMU study)
     windows: list             # [(run name, start s, end s, "held out" | "scored")] from the drive's start
@@ -126,8 +72,8 @@ def scale_label(scale: float) -> str:
 
 def _is_import(path: Path) -> bool:
     """``path`` is a folder ``sim2real-eval import`` wrote (its import.yaml lists runs)."""
-    from .importer import SIDECAR
-    from .yamlio import load_yaml
+    from ..importer import SIDECAR
+    from ..yamlio import load_yaml
 
     summary = path / SIDECAR
     if path.is_symlink() or not summary.is_file():
@@ -141,7 +87,7 @@ def _is_import(path: Path) -> bool:
 def _write(path: Path, drive, offset: int, scenario: str, window: float, stride: float | None = None):
     """One import (``importer.drive.write_runs``) into ``path``, replacing an earlier one the demo wrote;
     anything else there is refused."""
-    from .importer.drive import write_runs
+    from ..importer.drive import write_runs
 
     if os.path.lexists(path) and not _is_import(path):
         raise UserError(f"{path}: not an import the demo wrote; move it away (the demo writes its imported "
@@ -166,8 +112,8 @@ def _median_sigma(drive) -> float:
 def import_windows(config: RealSampleConfig, out: Path) -> tuple:
     """Step 1 (module docstring): (windows ImportResult, held-out ImportResult, {label: ImportResult},
     {label: median σ}, segment path)."""
-    from .importer import shipped_comma2k19
-    from .importer.comma2k19 import read_segment
+    from ..importer import shipped_comma2k19
+    from ..importer.comma2k19 import read_segment
 
     segment = Path(config.segment) if config.segment else shipped_comma2k19()
     root = out / IMPORTED
@@ -207,14 +153,15 @@ def _evaluated(result, held_out_windows: int) -> list:
     return [run.path for run in result.runs[held_out_windows:]]
 
 
-def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = True) -> Prepared:
-    """Steps 1–4 of the module docstring; ``demo_config`` (``demo.DemoConfig``) gives the judge, the
-    GPS study's IMU and the seed."""
-    from .calibrate.drive import calibrate_drive, read_drive
-    from .calibrate.tune import tune_replay
-    from .replay.offline import Replacement
-    from .runs import RealBag
+def prepare(demo_config: DemoConfig, out: Path, progress: bool = True) -> Prepared:
+    """Steps 1–4 of the module docstring on ``demo_config.real_sample``; the rest of the demo file gives
+    the judge, the GPS study's IMU and the truth's rate."""
+    from ..calibrate.drive import calibrate_drive, read_drive
+    from ..replay.offline import Replacement
+    from ..runs import RealBag
+    from .tune import tune_replay
 
+    config = demo_config.real_sample
     windows, held_out_run, others, sigma, segment = import_windows(config, out)
     n = config.held_out_windows
     held_out = [run.path for run in windows.runs[:n]]
@@ -244,7 +191,7 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
 def record(prepared: Prepared) -> dict:
     """What demo.json and ``OUT/real_sample/real_sample.json`` keep of the preparation (what
     ``design_lines`` and ``console_lines`` read)."""
-    from .calibrate.tune import summary
+    from .tune_outputs import summary
 
     config = prepared.config
     cal = prepared.calibration.report
@@ -265,7 +212,7 @@ def record(prepared: Prepared) -> dict:
 
 def display_path(path) -> str:
     """A path inside this installation's share directory relative to it (``bags/real/…``), else as is."""
-    from .resources import share_dir
+    from ..resources import share_dir
 
     try:
         return Path(path).resolve().relative_to(share_dir().resolve()).as_posix()
@@ -278,7 +225,7 @@ def verdict(result, variant: str) -> tuple:
     """(short verdict, explanation) of one variant against the real runs: not above the judge-noise floor
     (the floor cannot tell it from the real sensor), above it with p < 0.05 (measurably farther), or
     above it without a significant p."""
-    from .metrics import separation
+    from ..metrics import separation
 
     cell = result.statistics.get("combined", {}).get(variant, {})
     p, limit = cell.get("p_VEPD"), separation.floor_threshold(result, variant)
@@ -299,8 +246,8 @@ def verdict(result, variant: str) -> tuple:
 def verdict_rows(studies: list) -> list:
     """[[study, variant, VEPD, 95 % CI, p, floor, verdict, group]] of every variant of every (name, result);
     group: the variant's letters within its study (``separation.group_letters``)."""
-    from .metrics import separation
-    from .report.tables import fmt_p
+    from ..metrics import separation
+    from ..report.tables import fmt_p
 
     rows = []
     for name, result in studies:
@@ -319,8 +266,8 @@ def verdict_rows(studies: list) -> list:
 def comparison_rows(result, variants=(CALIBRATED, TUNED)) -> list:
     """[[fitted, other, VEPD fitted, VEPD other, difference, 95 % CI, p, separable?]] of every compared
     pair that involves a fitted variant (``variants``)."""
-    from .metrics import separation
-    from .report.tables import fmt_p
+    from ..metrics import separation
+    from ..report.tables import fmt_p
 
     rows = []
     for entry in separation.comparisons(result):
@@ -345,7 +292,7 @@ def comparison_rows(result, variants=(CALIBRATED, TUNED)) -> list:
 def _separable_text(result, entry: dict, separable, reason: str) -> str:
     """"yes", or "no" with every criterion of ``metrics.separation.RULE`` that stands in the way
     (``metrics.separation.verdict`` decides)."""
-    from .metrics import separation
+    from ..metrics import separation
 
     if separable is None:
         return reason
@@ -399,7 +346,7 @@ def sensitivity_rows(sensitivity: dict) -> tuple:
 # ------------------------------------------------------------------------------------ rendering
 def section_markdown(record: dict, gps, imu, sensitivity: dict) -> str:
     """The real sample's part of tables.md (``section_html`` says the same on the page)."""
-    from .report.tables import markdown_table
+    from ..report.tables import markdown_table
 
     header, rows = sensitivity_rows(sensitivity)
     lines = ["", "## The real sample: comma2k19, a real car", "", *design_lines(record), "",
@@ -451,7 +398,7 @@ def _axes(values: dict) -> str:
 def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> list:
     """HTML parts of the real sample's section of report.html; ``images`` {title: PNG bytes} (the
     calibration's GPS error plot, the tuning's convergence)."""
-    from .report.html import image_html, table_html
+    from ..report.html import image_html, table_html
 
     header, rows = sensitivity_rows(sensitivity)
     parts = ["<h2>The real sample: comma2k19, a real car</h2>", "<ul>"]
@@ -480,7 +427,7 @@ def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> lis
 
 def rule_note(result) -> str:
     """The separability rule the "separable?" column and the group letters follow (one sentence)."""
-    from .metrics import separation
+    from ..metrics import separation
 
     return (f"“separable?” and “group” (within each study) follow one rule — {separation.rule(result)}; "
             "the interval and the p are both shown.")
@@ -496,7 +443,7 @@ def fitted_rows(gps, imu) -> list:
 def console_lines(record: dict, gps, imu) -> list:
     """What the demo prints about the real sample: its design, which models the floor cannot tell from
     the real sensors, the fitted variants against the untuned one, the covariance sensitivity."""
-    from .metrics import separation
+    from ..metrics import separation
 
     scored = [w for w in record["windows"] if w["use"] == "scored"]
     held = [w for w in record["windows"] if w["use"] == "held out"]

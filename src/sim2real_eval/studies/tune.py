@@ -14,16 +14,12 @@ pooled) or the VEPD of one scenario.  Every trial uses the same variant name and
 same random streams (common random numbers): differences between trials come from the parameters,
 not from the noise draw.  Parallel trials are proposed with TPE's constant-liar strategy.
 
-Parameter names are dotted paths into the resolved model dicts (``gps.position.sigma``); a unique
-suffix is enough (``gps.sigma``).  A list-valued parameter (per-axis) is set to the same value on every
-axis.  Ranges: ``NAME=LOW:HIGH`` (uniform) or ``NAME=LOW:HIGH:log`` (log-uniform).
+The searched parameters and their ranges: ``tune_params``; the files of ``--out``: ``tune_outputs``.
 """
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
-import io
 import math
 import os
 import tempfile
@@ -33,124 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .tune_params import apply_params, parse_params
 
 TUNE_VARIANT = "tuned"
 OBJECTIVE_COMBINED = "combined"
-COMMAND = "tune"  # in the marker of its --out (outputs.write_marker)
-OUTPUT_FILES = ("best_gps.yaml", "best_imu.yaml", "best.yaml", "trials.csv", "convergence.png")  # in --out
 
 
-# ------------------------------------------------------------------------------------ parameters
-@dataclass(frozen=True)
-class ParamRange:
-    """A searched parameter: ``path`` into the {"gps": …, "imu": …} model dicts, bounds, scale."""
-
-    name: str         # as the user wrote it
-    path: tuple       # full key path, e.g. ("gps", "position", "sigma")
-    low: float
-    high: float
-    log: bool = False
-
-    @property
-    def full_name(self) -> str:
-        return ".".join(self.path)
-
-
-def tunable_names(models: dict) -> list[str]:
-    """Every numeric leaf (or list of numbers) of {"gps": dict, "imu": dict}, as dotted paths."""
-    names = []
-
-    def walk(node, prefix):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                walk(value, prefix + (str(key),))
-        elif _is_number(node) or (isinstance(node, list) and node and all(_is_number(v) for v in node)):
-            names.append(".".join(prefix))
-
-    walk(models, ())
-    return names
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _parse_bound(text: str, item: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UserError(f"--params: {item!r}: {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise UserError(f"--params: {item!r}: bounds must be finite")
-    return value
-
-
-def parse_params(text: str, models: dict) -> list[ParamRange]:
-    """``"gps.sigma=0.01:0.1,gps.v_max=0.005:0.05:log"`` → ParamRanges, checked against ``models``.
-
-    Unknown or ambiguous names and empty ranges are UserErrors listing the valid names.
-    """
-    valid = tunable_names(models)
-    listing = ", ".join(valid) or "none"
-    items = [item.strip() for item in (text or "").split(",") if item.strip()]
-    if not items:
-        raise UserError(f"--params: give at least one NAME=LOW:HIGH; valid names: {listing}")
-    ranges, seen = [], set()
-    for item in items:
-        name, low, high, log = _parse_item(item, listing)
-        full = _full_name(name, valid, listing)
-        if not low < high:
-            raise UserError(f"--params: {name}: empty range {low:g}:{high:g} (need LOW < HIGH); "
-                            f"valid names: {listing}")
-        if log and low <= 0:
-            raise UserError(f"--params: {name}: a log range needs LOW > 0, got {low:g}")
-        if full in seen:
-            raise UserError(f"--params: {full} is given twice")
-        seen.add(full)
-        ranges.append(ParamRange(name, tuple(full.split(".")), low, high, log))
-    return ranges
-
-
-def _parse_item(item: str, listing: str) -> tuple:
-    """``NAME=LOW:HIGH[:log|:linear]`` → (name, low, high, log)."""
-    if "=" not in item:
-        raise UserError(f"--params: {item!r} is not NAME=LOW:HIGH[:log]; valid names: {listing}")
-    name, bounds = (part.strip() for part in item.split("=", 1))
-    parts = bounds.split(":")
-    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("log", "linear")):
-        raise UserError(f"--params: {item!r}: expected LOW:HIGH or LOW:HIGH:log")
-    low, high = _parse_bound(parts[0], item), _parse_bound(parts[1], item)
-    return name, low, high, len(parts) == 3 and parts[2] == "log"
-
-
-def _full_name(name: str, valid: list, listing: str) -> str:
-    """The tunable parameter ``name`` means: itself, or the one ``KIND.….LEAF`` its ``KIND.LEAF`` names."""
-    kind, _, leaf = name.partition(".")
-    matches = [v for v in valid if v == name] or [
-        v for v in valid if leaf and v.startswith(kind + ".") and v.endswith("." + leaf)]
-    if not matches:
-        raise UserError(f"--params: unknown parameter {name!r}; valid names: {listing}")
-    if len(matches) > 1:
-        raise UserError(f"--params: {name!r} is ambiguous ({', '.join(matches)}); valid names: {listing}")
-    return matches[0]
-
-
-def apply_params(models: dict, ranges: list, values: dict) -> dict:
-    """A deep copy of ``models`` with each range's leaf set to ``values[full_name]`` (lists: every axis)."""
-    import copy
-
-    out = copy.deepcopy(models)
-    for rng in ranges:
-        node = out
-        for key in rng.path[:-1]:
-            node = node[key]
-        value = float(values[rng.full_name])
-        old = node[rng.path[-1]]
-        node[rng.path[-1]] = [value] * len(old) if isinstance(old, list) else value
-    return out
-
-
-# ------------------------------------------------------------------------------------ one trial
 @dataclass(frozen=True)
 class TrialContext:
     """Everything a trial needs besides its parameter values (picklable; shipped once to Ray)."""
@@ -765,101 +649,3 @@ class _Progress:
         if self.enabled:
             self.bar.__exit__(*exc)
         return False
-
-
-# ------------------------------------------------------------------------------------ outputs
-def trials_csv(result: TuneResult) -> str:
-    """number, state, VEPD, W1, W2, parameters, per-scenario VEPD, seconds, error — one row per trial."""
-    from ..report.tables import csv_text
-
-    scenarios = sorted({s for t in result.trials for s in t.per_scenario} | set(result.baseline.per_scenario))
-    names = [r.full_name for r in result.ranges]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["trial", "state", "vepd", "w1", "w2", *names, *(f"vepd_{s}" for s in scenarios),
-                     "seconds", "error"])
-
-    def fmt(value):
-        return "" if value is None else repr(float(value))
-
-    base = result.baseline
-    writer.writerow(["baseline", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2), *([""] * len(names)),
-                     *(fmt(base.per_scenario.get(s)) for s in scenarios), fmt(base.seconds), ""])
-    for t in sorted(result.trials, key=lambda t: t.number):
-        writer.writerow([t.number, "complete" if t.vepd is not None else "failed", fmt(t.vepd), fmt(t.w1),
-                         fmt(t.w2), *(fmt(t.values.get(n)) for n in names),
-                         *(fmt(t.per_scenario.get(s)) for s in scenarios), fmt(t.seconds),
-                         csv_text(t.error or "")])
-    return buffer.getvalue()
-
-
-def summary(result: TuneResult) -> dict:
-    base, best = result.baseline, result.best
-    return {
-        "study": result.study_name,
-        "objective_baseline_vepd": base.vepd,
-        "best_vepd": best.vepd,
-        "improvement_factor": (base.vepd / best.vepd) if best.vepd else None,
-        "best_trial": "baseline" if result.best_is_baseline else best.number,
-        "best_params": {k: float(v) for k, v in best.values.items()},
-        "best_w1": best.w1,
-        "best_w2": best.w2,
-        "trials": len(result.trials),
-        "failed_trials": sum(1 for t in result.trials if t.vepd is None),
-        "wall_seconds": round(result.wall_seconds, 3),
-        "executor": result.executor,
-        "parallel_trials": result.parallel,
-        "params": [{"name": r.full_name, "low": r.low, "high": r.high, "log": r.log} for r in result.ranges],
-    }
-
-
-def convergence_plot(result: TuneResult, path) -> Path:
-    """VEPD per trial, the running best, and the untuned baseline (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from ..atomic import atomic_file
-
-    trials = sorted((t for t in result.trials if t.vepd is not None), key=lambda t: t.number)
-    numbers = np.array([t.number for t in trials])
-    values = np.array([t.vepd for t in trials])
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    ax.plot(numbers, values, "o", ms=4, alpha=0.6, label="trial VEPD")
-    ax.step(numbers, np.minimum.accumulate(values), where="post", label="best so far")
-    ax.axhline(result.baseline.vepd, color="C3", ls="--", label=f"untuned {result.baseline.vepd:.4g}")
-    ax.set_xlabel("trial")
-    ax.set_ylabel("VEPD")
-    ax.set_yscale("log")
-    which = "the untuned model" if result.best_is_baseline else f"trial {result.best.number}"
-    ax.set_title(f"{result.study_name}: best {result.best.vepd:.4g} ({which})")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    with atomic_file(Path(path), "wb") as stream:
-        fig.savefig(stream, format="png", dpi=110)
-    plt.close(fig)
-    return Path(path)
-
-
-def write_outputs(result: TuneResult, out, overwrite: bool = False, marker: bool = True) -> Path:
-    """OUT/: best_gps.yaml, best_imu.yaml (presets for load_*_model), best.yaml (a study variant plus
-    the numbers), trials.csv, convergence.png — built in a temporary sibling, renamed on success.
-    ``marker``: tune's output marker (False inside another command's output: the demo's real sample)."""
-    from ..atomic import atomic_directory
-    from ..outputs import file_record, write_marker
-    from ..yamlio import dump_yaml
-
-    with atomic_directory(out, overwrite=overwrite) as tmp:
-        tmp.mkdir()
-        (tmp / "best_gps.yaml").write_text(dump_yaml(result.best_models["gps"]), encoding="utf-8")
-        (tmp / "best_imu.yaml").write_text(dump_yaml(result.best_models["imu"]), encoding="utf-8")
-        best = {"variants": {TUNE_VARIANT: result.best_models}, "tune": summary(result)}
-        (tmp / "best.yaml").write_text(dump_yaml(best), encoding="utf-8")
-        (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
-        convergence_plot(result, tmp / "convergence.png")
-        if marker:  # a later tune with this --out replaces it (an earlier tune output, recognised by it)
-            write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES})
-    return Path(out)
