@@ -53,8 +53,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
-from .tune import (OBJECTIVE_COMBINED, TUNE_VARIANT, ParamRange, ReplayTrials, TrialContext, check_storage,
-                   search)
+from .tune import (
+    OBJECTIVE_COMBINED,
+    TUNE_VARIANT,
+    ParamRange,
+    ReplayTrials,
+    TrialContext,
+    check_storage,
+    search,
+)
 
 COMMAND = "fit"
 OUTPUT_FILES = ("fit_gps.yaml", "fit_imu.yaml", "fit.yaml", "trials.csv")
@@ -248,8 +255,8 @@ def drive_runs(path, runs: str | None = None) -> list:
     bags = sorted(find_real_bags([path], what="DRIVE"), key=lambda b: (b.scenario, b.k))
     scenarios = sorted({b.scenario for b in bags})
     if len(scenarios) != 1:
-        raise UserError(f"DRIVE {path}: runs of {len(scenarios)} scenarios ({', '.join(scenarios)}); fit takes "
-                        "the windows of one drive (one scenario folder)")
+        raise UserError(f"DRIVE {path}: runs of {len(scenarios)} scenarios ({', '.join(scenarios)}); "
+                        "fit takes the windows of one drive (one scenario folder)")
     if runs:
         try:
             start, _, stop = runs.partition(":")
@@ -286,8 +293,8 @@ def _joined(parts: list):
                                           "covariance_type")), sum(x.dropped for x in gps))
     i = ImuSeries(cat(imu, "t"), cat(imu, "gyro"), cat(imu, "accel"))
     first = parts[0][0]
-    data = StandstillData(f"{Path(first.source).parent} ({len(parts)} runs)", first.gps_topic, first.imu_topic,
-                          g, i, None, None, None)
+    data = StandstillData(f"{Path(first.source).parent} ({len(parts)} runs)", first.gps_topic,
+                          first.imu_topic, g, i, None, None, None)
     return data, truth, parts[0][2]
 
 
@@ -365,7 +372,8 @@ def replay_pairs(bags: list, pairs: dict, setup: FitSetup, workers: int = 1) -> 
 
     replacements = tuple(Replacement(dict(pair), name=name) for name, pair in pairs.items())
     tasks = plan_replays(bags, replacements, setup.judge, scoring=_score_options(setup), write=False,
-                         floor_draws=setup.floor_draws, seed=setup.seed, ground_truth_rate=setup.ground_truth_rate,
+                         floor_draws=setup.floor_draws, seed=setup.seed,
+                         ground_truth_rate=setup.ground_truth_rate,
                          static_tfs_by_layout=setup.static_tfs_by_layout)
     with tempfile.TemporaryDirectory(prefix="sim2real-fit-") as tmp:
         replayed = replay_bags(tasks, tmp, workers=workers, progress=False, warn_health=False)
@@ -471,7 +479,8 @@ def _param_ranges(start: FitStart) -> tuple:
 
 
 def fit_fold(index: int, bags: list, fit_idx: list, val_idx: list, setup: FitSetup, budget: int, seeds: int,
-             seed: int, storage: str | None, ray_address: str | None, workers: int, progress: bool) -> FoldResult:
+             seed: int, storage: str | None, ray_address: str | None, workers: int,
+             progress: bool) -> FoldResult:
     """One fold: calibrate on its fit runs, search there, validate on its block (module docstring)."""
     from ..metrics.options import ScoreOptions
 
@@ -482,8 +491,8 @@ def fit_fold(index: int, bags: list, fit_idx: list, val_idx: list, setup: FitSet
     trials = FoldTrials(f"fit-fold{index}", tuple(fit_bags), setup.judge, setup.seed, setup.ground_truth_rate,
                         start=start, seeds=seeds, static_tfs_by_layout=setup.static_tfs_by_layout)
     models = {"gps": start.gps, "imu": start.imu, "fit": start.values}
-    context = TrialContext(trials, trials.scenarios, models, _param_ranges(start), trials.real_records(options),
-                           OBJECTIVE_COMBINED, options)
+    context = TrialContext(trials, trials.scenarios, models, _param_ranges(start),
+                           trials.real_records(options), OBJECTIVE_COMBINED, options)
     found = search(context, f"fit-fold{index}", START, budget, storage=storage, ray_address=ray_address,
                    workers=workers, seed=seed + index, progress=progress,
                    real_label=", ".join(b.path for b in fit_bags))
@@ -525,8 +534,8 @@ def fit(bags: list, setup: FitSetup, folds: int = DEFAULT_FOLDS, budget: int = D
 
             Console(stderr=True).print(f"fold {index + 1}/{len(plan)}: fit on runs {_spans(fit_idx)}, "
                                        f"validate on runs {_spans(val_idx)}")
-        results.append(fit_fold(index, bags, fit_idx, val_idx, setup, budget, seeds, seed, storage, ray_address,
-                                workers, progress))
+        results.append(fit_fold(index, bags, fit_idx, val_idx, setup, budget, seeds, seed, storage,
+                                ray_address, workers, progress))
     rows, fitted = summarise_parameters(results)
     pair = build_pair(results[0].start, fitted)
     pooled = _pooled(results, setup)
@@ -553,3 +562,157 @@ def _pooled(folds: list, setup: FitSetup) -> dict:
     records = [r for fold in folds for r in fold.records]
     draws = [[r for fold in folds for r in fold.draws[d]] for d in range(min(len(f.draws) for f in folds))]
     return result_table(score_pairs(records, draws, setup))
+
+
+# ------------------------------------------------------------------------------------ outputs
+def provenance(result: FitResult) -> dict:
+    """Where the fitted pair comes from: drive, runs, folds, budget, seeds, seed, software, date."""
+    import datetime
+
+    from ..report.provenance import software
+
+    return {"command": "sim2real-eval fit", "drive": result.drive, "runs": list(result.runs),
+            "folds": [{"fit": fold.fit_runs, "validation": fold.validation_runs} for fold in result.folds],
+            "budget_per_fold": result.budget, "seeds_per_trial": result.seeds, "sampler_seed": result.seed,
+            "software": software(),
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def _preset_text(kind: str, pair: dict, record: dict, result: FitResult) -> str:
+    """A preset file gps_noise_node / imu_noise_node / sensors.launch.py load as it is, provenance in
+    its description and in a comment header."""
+    from ..yamlio import dump_yaml
+
+    software = record["software"]
+    held = result.pooled["variants"].get(FITTED, {})
+    description = (f"{kind.upper()} half of the pair fitted by sim2real-eval fit to {result.drive} "
+                   f"({len(result.runs)} runs, {len(result.folds)} blocked folds, {result.budget} trials per "
+                   f"fold, {result.seeds} seeds per trial, sampler seed {result.seed}; cross-validated "
+                   f"held-out VEPD {held.get('VEPD', float('nan')):.4f}); sim2real-eval {software['version']}"
+                   f"{' commit ' + software['commit'][:12] if software.get('commit') else ''}, "
+                   f"{record['date_utc']}")
+    spec = {"description": description, **pair[kind]}
+    header = [f"# Fitted by sim2real-eval fit ({record['date_utc']}): {result.drive}",
+              f"# runs: {len(result.runs)}; folds: {len(result.folds)} (blocked); budget: {result.budget} "
+              f"trials per fold; seeds per trial: {result.seeds}; sampler seed: {result.seed}",
+              f"# sim2real-eval {software['version']}, commit {software.get('commit') or 'unknown'}; "
+              "the whole record is in fit.yaml beside this file"]
+    return "\n".join(header) + "\n" + dump_yaml(_plain(spec))
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    return value
+
+
+def record(result: FitResult, record_provenance: dict | None = None) -> dict:
+    """fit.yaml: provenance, the parameters (per fold, fitted, spread, identified), the held-out VEPD per
+    fold and pooled against the presets and the floor, the fitted pair."""
+    return _plain({
+        "provenance": record_provenance or provenance(result),
+        "identification_rule": (f"a parameter is not identified by this data when its fold values spread "
+                                f"over more than {SPREAD_LIMIT:g} of its search range (log10 scale on log "
+                                "ranges); the fitted value is the median over the folds (geometric on log "
+                                "ranges)"),
+        "parameters": result.parameters,
+        "folds": [{"fold": fold.index, "fit_runs": fold.fit_runs, "validation_runs": fold.validation_runs,
+                   "search": {"start_vepd": fold.search.baseline.vepd, "best_vepd": fold.search.best.vepd,
+                              "trials": len(fold.search.trials),
+                              "best_trial": ("start" if fold.search.best_is_baseline
+                                             else fold.search.best.number)},
+                   "values": fold.values, "held_out": fold.validation} for fold in result.folds],
+        "held_out_pooled": result.pooled,
+        "wall_seconds": round(result.wall_seconds, 1), "executor": result.executor,
+        "pair": result.pair,
+    })
+
+
+def trials_csv(result: FitResult) -> str:
+    """fold, trial, state, VEPD (mean over the seeds), W1, W2, parameters, seconds, error."""
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["fold", "trial", "state", "vepd", "w1", "w2", *PARAMS, "seconds", "error"])
+
+    def fmt(value):
+        return "" if value is None else repr(float(value))
+
+    for fold in result.folds:
+        base = fold.search.baseline
+        writer.writerow([fold.index, "start", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2),
+                         *(fmt(fold.start.values[n]) for n in PARAMS), fmt(base.seconds), ""])
+        for t in sorted(fold.search.trials, key=lambda t: t.number):
+            values = {k.split(".", 1)[1]: v for k, v in t.values.items()}
+            state = "complete" if t.vepd is not None else "failed"
+            writer.writerow([fold.index, t.number, state, fmt(t.vepd), fmt(t.w1), fmt(t.w2),
+                             *(fmt(values.get(n)) for n in PARAMS), fmt(t.seconds),
+                             (t.error or "").replace("\n", " ")])
+    return buffer.getvalue()
+
+
+def write_outputs(result: FitResult, out, overwrite: bool = False) -> Path:
+    """OUT/: fit_gps.yaml, fit_imu.yaml (presets), fit.yaml (the record), trials.csv — built in a temporary
+    sibling and renamed on success, with fit's marker."""
+    from ..atomic import atomic_directory
+    from ..outputs import file_record, write_marker
+    from ..yamlio import dump_yaml
+
+    prov = provenance(result)
+    with atomic_directory(out, overwrite=overwrite) as tmp:
+        tmp.mkdir()
+        (tmp / "fit_gps.yaml").write_text(_preset_text("gps", result.pair, prov, result), encoding="utf-8")
+        (tmp / "fit_imu.yaml").write_text(_preset_text("imu", result.pair, prov, result), encoding="utf-8")
+        (tmp / "fit.yaml").write_text(dump_yaml(record(result, prov)), encoding="utf-8")
+        (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
+        write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES})
+    return Path(out)
+
+
+def _ci(interval) -> str:
+    return "–" if not interval else f"[{interval[0]:.4f}, {interval[1]:.4f}]"
+
+
+def _table_lines(table: dict, indent: str = "  ") -> list:
+    lines = []
+    floor = table.get("floor")
+    if floor:
+        lines.append(f"{indent}judge-noise floor {floor['VEPD']:.4f} [{floor['interval'][0]:.4f}, "
+                     f"{floor['interval'][1]:.4f}] (mean [range] over pairs of timing draws)")
+    ordered = sorted(table["variants"].items(), key=lambda item: (item[0] != FITTED, item[1]["VEPD"]))
+    for name, cell in ordered:
+        line = f"{indent}{name:<18} VEPD {cell['VEPD']:.4f} {_ci(cell['VEPD_ci95'])}"
+        if "fitted_minus" in cell:
+            p = cell.get("fitted_minus_p")
+            line += (f"   fitted − this {cell['fitted_minus']:+.4f} {_ci(cell['fitted_minus_ci95'])}"
+                     f"{'' if p is None else f' p {p:.3g}'}")
+        lines.append(line)
+    return lines
+
+
+def summary_lines(result: FitResult) -> list:
+    """What ``fit`` prints: the folds' held-out VEPD against the presets and the floor, the pooled
+    (cross-validated) one, each parameter with its spread and whether the folds agree on it."""
+    lines = [f"fit: {len(result.runs)} runs of {result.drive}, {len(result.folds)} blocked folds, "
+             f"{result.budget} trials per fold, {result.seeds} seeds per trial, seed {result.seed} "
+             f"({result.wall_seconds:.0f} s, {result.executor})"]
+    for fold in result.folds:
+        search = fold.search
+        lines.append(f"fold {fold.index}: validate on {len(fold.validation_runs)} runs (search on "
+                     f"{len(fold.fit_runs)}: start {search.baseline.vepd:.4f} → best {search.best.vepd:.4f})")
+        lines += _table_lines(fold.validation)
+    lines.append(f"held out, every fold (K = {result.pooled['k']}: each run judged with the pair fitted "
+                 "without it):")
+    lines += _table_lines(result.pooled)
+    lines.append(f"parameters (median over folds; spread = fold max − min as a fraction of the search range; "
+                 f"> {SPREAD_LIMIT:g}: not identified by this data):")
+    for row in result.parameters:
+        folds = ", ".join(f"{v:.4g}" for v in row["folds"])
+        verdict = "identified" if row["identified"] else "not identified by this data"
+        lines.append(f"  {row['name']:<24} {row['fitted']:.4g} {row['unit']}  folds [{folds}]  spread "
+                     f"{row['spread_of_range']:.2f}  {verdict}")
+    return lines
