@@ -272,13 +272,22 @@ def drive_runs(path, runs: str | None = None) -> list:
 def _joined(parts: list):
     """(data, truth, datum) of several windows of one drive joined in time order (calibrate --truth on
     them as on one recording; the gaps between non-adjacent blocks hold no samples)."""
+    from ..geodesy import enu_to_geodetic, geodetic_to_enu
     from ..truth import FIELDS, GroundTruth
     from .standstill import GpsSeries, ImuSeries, StandstillData
 
-    datums = {tuple(np.round(d, 9)) for _data, _truth, d in parts}
-    if len(datums) != 1:
-        raise UserError("the runs have different datums: fit takes the windows of one drive")
     parts = sorted(parts, key=lambda p: float(p[1].t[0]))
+    datum = parts[0][2]
+    moved = []
+    for data, truth, own in parts:  # separate runs: each truth's ENU re-expressed at the first's datum
+        if not np.allclose(own, datum, rtol=0, atol=1e-9):
+            lat, lon, alt = enu_to_geodetic(truth.position, own)
+            if float(np.max(np.abs(geodetic_to_enu(lat, lon, alt, datum)[:, :2]))) > 5e3:
+                raise UserError(f"{data.source}: more than 5 km from the first run: fit takes runs of one "
+                                "place (the ENU frames of runs far apart differ by a rotation)")
+            truth = dataclasses.replace(truth, position=geodetic_to_enu(lat, lon, alt, datum))
+        moved.append((data, truth, datum))
+    parts = moved
 
     def cat(objects, name):
         return np.concatenate([getattr(o, name) for o in objects])
@@ -298,11 +307,22 @@ def _joined(parts: list):
     return data, truth, parts[0][2]
 
 
+def _static_tfs(bag, setup: FitSetup) -> tuple:
+    """The judge's static TFs for ``bag``: the demo file's, or (no static_tfs there) the bag's default as
+    every replay gets it (the ART ones for a bag in the ART layout)."""
+    if not setup.static_tfs_by_layout:
+        return tuple(setup.judge.static_tfs)
+    from ..service import plan_replays
+
+    task = plan_replays([bag], (), setup.judge, real=False, static_tfs_by_layout=True)[0]
+    return tuple(task.spec.judge.static_tfs)
+
+
 def calibrate_runs(bags: list, setup: FitSetup):
     """``calibrate --truth`` on the windows ``bags`` joined (``_joined``)."""
     from .drive import DEFAULT_MIN_IMU_DURATION, calibrate_drive, read_drive
 
-    parts = [read_drive(bag.path, static_tfs=setup.judge.static_tfs) for bag in bags]
+    parts = [read_drive(bag.path, static_tfs=_static_tfs(bag, setup)) for bag in bags]
     data, truth, datum = _joined(parts)
     imu_span = float(data.imu.t[-1] - data.imu.t[0]) if len(data.imu.t) else 0.0
     # the Allan analysis reads what the span allows; a fit window set is shorter than a standstill log
