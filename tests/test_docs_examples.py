@@ -326,7 +326,8 @@ def world(tmp_path_factory):
     small_demo = small_demo_config(tmp)
     small_real = tmp / "small_real.yaml"
     text = (REPO / "config" / "studies" / "demo_car.yaml").read_text()
-    for old, new in (("budget: 16", "budget: 2"), ("sensitivity: [0.5, 2.0]", "sensitivity: [2.0]"),
+    for old, new in (("budget: 16", "budget: 2"), ("budget: 40", "budget: 2"),  # tune, fit
+                     ("sensitivity: [0.5, 2.0]", "sensitivity: [2.0]"),
                      ("pseudorange_policy: true", "pseudorange_policy: false"),
                      ("bootstrap: 1000", "bootstrap: 200"), ("permutations: 1000", "permutations: 200")):
         assert old in text, old

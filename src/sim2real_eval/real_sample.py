@@ -38,7 +38,7 @@ from .errors import UserError
 from .yamlio import Section
 
 KEYS = ("segment", "scenario", "window_s", "held_out_windows", "estimate_mounting", "fix_covariance",
-        "sensitivity", "pseudorange_policy", "calibrate", "tune")
+        "sensitivity", "pseudorange_policy", "calibrate", "tune", "fit")
 IMPORTED = "imported"                 # OUT/imported: the imported windows (real bags), written by the demo
 CALIBRATED, TUNED, CALIBRATED_IMU = "calibrated", "tuned", "sim_imu-calibrated"
 PSEUDORANGE = "pseudorange"
@@ -62,6 +62,7 @@ class RealSampleConfig:
     tune_params: str
     tune_budget: int
     tune_seed: int
+    fit: tuple = ()              # (budget, seeds, folds, seed) of `fit` on the held-out windows (issue 31)
 
 
 def load_config(section: Section, base_dir: Path) -> RealSampleConfig:
@@ -73,6 +74,8 @@ def load_config(section: Section, base_dir: Path) -> RealSampleConfig:
     calibrate.unknown_keys(("t_b", "min_imu_duration"))
     tune = section.section("tune", required=True)
     tune.unknown_keys(("variant", "params", "budget", "seed"))
+    fit = section.section("fit")
+    fit.unknown_keys(("budget", "seeds", "folds", "seed"))
     scales = section.data.get("sensitivity", [0.5, 2.0])
     if not isinstance(scales, list) or not all(isinstance(s, (int, float)) and not isinstance(s, bool)
                                                and 0 < s < float("inf") and s != 1 for s in scales):
@@ -95,6 +98,8 @@ def load_config(section: Section, base_dir: Path) -> RealSampleConfig:
         tune_params=tune.string("params", required=True),
         tune_budget=tune.integer("budget", 16, minimum=1),
         tune_seed=tune.integer("seed", 0, minimum=0),
+        fit=(fit.integer("budget", 40, minimum=1), fit.integer("seeds", 3, minimum=1),
+             fit.integer("folds", 2, minimum=2), fit.integer("seed", 0, minimum=0)),
     )
 
 
@@ -211,6 +216,7 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
     """Steps 1–4 of the module docstring; ``demo_config`` (``demo.DemoConfig``) gives the judge, the
     GPS study's IMU and the seed."""
     from .calibrate.drive import calibrate_drive, read_drive
+    from .calibrate.fit import fitted_variant
     from .calibrate.tune import tune_replay
     from .replay.offline import Replacement
     from .runs import RealBag
@@ -233,6 +239,9 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
     gps_variants = (Replacement({"gps": calibration.gps_preset, "imu": imu}, name=CALIBRATED),
                     Replacement({"gps": tuned_gps, "imu": tuned.best_models["imu"]}, name=TUNED))
     imu_variants = (Replacement({"imu": calibration.imu_preset}, name=CALIBRATED_IMU),)
+    # issue 31: fit's GPS + IMU pair of the held-out windows, one more GPS study variant ("fitted")
+    gps_variants += (fitted_variant([RealBag(p, config.scenario, k) for k, p in enumerate(held_out)],
+                                    demo_config, *config.fit, progress=progress),)
     spans = [(Path(run.path).name, run.start_s - windows.runs[0].start_s, run.end_s - windows.runs[0].start_s,
               "held out" if k < n else "scored") for k, run in enumerate(windows.runs)]
     return Prepared(config, str(segment), {config.scenario: _evaluated(windows, n)}, held_out,
@@ -316,7 +325,7 @@ def verdict_rows(studies: list) -> list:
     return rows
 
 
-def comparison_rows(result, variants=(CALIBRATED, TUNED)) -> list:
+def comparison_rows(result, variants=(CALIBRATED, TUNED, "fitted")) -> list:
     """[[fitted, other, VEPD fitted, VEPD other, difference, 95 % CI, p, separable?]] of every compared
     pair that involves a fitted variant (``variants``)."""
     from .metrics import separation

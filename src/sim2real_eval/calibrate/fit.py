@@ -736,3 +736,15 @@ def summary_lines(result: FitResult) -> list:
         lines.append(f"  {row['name']:<24} {row['fitted']:.4g} {row['unit']}  folds [{folds}]  spread "
                      f"{row['spread_of_range']:.2f}  {verdict}")
     return lines
+
+
+# ------------------------------------------------------------------------------------ the demo's hook
+def fitted_variant(bags: list, demo_config, budget: int = DEFAULT_BUDGET, seeds: int = DEFAULT_SEEDS,
+                   folds: int = DEFAULT_FOLDS, seed: int = 0, progress: bool = True):
+    """The demo's real sample: the pair ``fit`` makes of the held-out windows ``bags`` (the demo file's
+    ``real_sample.fit``), as the GPS study's variant ``fitted`` (``replay.offline.Replacement``)."""
+    from ..replay.offline import Replacement
+
+    result = fit(bags, setup_from_demo(demo_config), folds=folds, budget=budget, seeds=seeds, seed=seed,
+                 progress=progress, drive="held-out windows")
+    return Replacement(dict(result.pair), name=FITTED)
