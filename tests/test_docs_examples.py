@@ -211,6 +211,7 @@ REDUCTIONS = [
      "the real sample: demo_car.yaml with 2 tuning trials, one sensitivity import and 200 resamples (as "
      "shipped in tests/test_real_sample.py and test_readme_numbers.py)"),
     (re.compile(r"^tune\b"), ["--budget", "1"], "tune: one trial"),
+    (re.compile(r"^fit\b"), ["--budget", "2", "--seeds", "1"], "fit: two trials per fold, one noise draw"),
 ]
 STUDY_REDUCTIONS = [("paper_gps.yaml", "tiny.yaml",
                      "the paper's GPS study (150 runs): the tiny study (4 runs)")]

@@ -98,11 +98,11 @@ PARAMS = ("gps_white_sigma_h", "gps_gm_sigma_h", "gps_gm_tau", "gps_stamp_lag", 
 
 
 def _log_range(name: str, unit: str, start: float, floor: float, factor: float = 10.0,
-               limits: tuple = (0.0, math.inf)) -> FitParam:
+               limits: tuple = (0.0, math.inf), reach: float = 0.0) -> FitParam:
     """Log range ×/÷ ``factor`` around the start value (at least ``floor``: a calibrated 1e-9 m says
-    "none", and a log range needs a scale), clipped to ``limits``."""
+    "none", and a log range needs a scale), up to ``reach`` at least, clipped to ``limits``."""
     centre = max(float(start), floor)
-    low, high = max(centre / factor, limits[0]), min(centre * factor, limits[1])
+    low, high = max(centre / factor, limits[0]), min(max(centre * factor, reach), limits[1])
     return FitParam(name, unit, float(min(max(start, low), high)), low, high, True)
 
 
@@ -153,8 +153,10 @@ def start_point(calibration, period_hint: float | None = None) -> FitStart:
         cov_h, ratio = _mean(stats.std), 2.0
     accel, gyro = imu_preset["accelerometer"], imu_preset["gyroscope"]
     params = (
-        _log_range("gps_white_sigma_h", "m", _mean(white), 0.01),
-        _log_range("gps_gm_sigma_h", "m", _mean(stationary), 0.01),
+        # either part may carry the whole measured scatter: the judge may respond to a correlated error
+        # as to a white one of another size (tune's README example: white mm for a cm Gauss–Markov error)
+        _log_range("gps_white_sigma_h", "m", _mean(white), 0.01, reach=3.0 * _mean(stats.std)),
+        _log_range("gps_gm_sigma_h", "m", _mean(stationary), 0.01, reach=3.0 * _mean(stats.std)),
         _log_range("gps_gm_tau", "s", tau, 1.0, limits=(2.0 * period, 1000.0)),
         _linear_range("gps_stamp_lag", "s", float(gps_preset["stamp_lag"]), 0.0,
                       max(0.25, 2.0 * float(gps_preset["stamp_lag"]))),
@@ -697,7 +699,7 @@ def _ci(interval) -> str:
     return "–" if not interval else f"[{interval[0]:.4f}, {interval[1]:.4f}]"
 
 
-def _table_lines(table: dict, indent: str = "  ") -> list:
+def table_lines(table: dict, indent: str = "  ") -> list:
     lines = []
     floor = table.get("floor")
     if floor:
@@ -724,10 +726,10 @@ def summary_lines(result: FitResult) -> list:
         search = fold.search
         lines.append(f"fold {fold.index}: validate on {len(fold.validation_runs)} runs (search on "
                      f"{len(fold.fit_runs)}: start {search.baseline.vepd:.4f} → best {search.best.vepd:.4f})")
-        lines += _table_lines(fold.validation)
+        lines += table_lines(fold.validation)
     lines.append(f"held out, every fold (K = {result.pooled['k']}: each run judged with the pair fitted "
                  "without it):")
-    lines += _table_lines(result.pooled)
+    lines += table_lines(result.pooled)
     lines.append(f"parameters (median over folds; spread = fold max − min as a fraction of the search range; "
                  f"> {SPREAD_LIMIT:g}: not identified by this data):")
     for row in result.parameters:
