@@ -188,6 +188,7 @@ SUBSTITUTIONS = [
      "FORMAT SRC...: the shipped comma2k19 segment"),
     ("--truth DRIVE_BAG", "--truth {drive}",
      "a drive with ground truth: the shipped segment imported as one run"),
+    ("fit DRIVE ", "fit {windows} ", "DRIVE: the shipped segment imported as 5-s windows"),
 ]
 # Names the examples use as written, linked into the working directory unless a line of its block
 # writes them: (name, world key, why, what writes it).
@@ -352,7 +353,10 @@ def world(tmp_path_factory):
     from sim2real_eval.importer import import_comma2k19, shipped_comma2k19
 
     import_comma2k19(shipped_comma2k19(), drive, estimate_mounting=True)
+    windows = tmp / "windows"
+    import_comma2k19(shipped_comma2k19(), windows, window=5.0, estimate_mounting=True)
     return {
+        "windows": str(windows),
         "drive": str(drive / "highway" / "run_00"),
         "my_drive": str(import_worked_example(tmp / "csv_example")),
         "tmp": str(tmp), "my_bags": str(my_bags), "study": str(study), "small_demo": str(small_demo),
