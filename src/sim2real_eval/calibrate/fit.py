@@ -517,7 +517,7 @@ def fit_fold(index: int, bags: list, fit_idx: list, val_idx: list, setup: FitSet
                            trials.real_records(options), OBJECTIVE_COMBINED, options)
     found = search(context, f"fit-fold{index}", START, budget, storage=storage, ray_address=ray_address,
                    workers=workers, seed=seed + index, progress=progress,
-                   real_label=", ".join(b.path for b in fit_bags))
+                   real_label=", ".join(b.path for b in fit_bags), progress_label=f"fit, fold {index + 1}")
     values = dict(start.values)
     values.update({name.split(".", 1)[1]: float(v) for name, v in found.best.values.items()})
     records, draws = replay_pairs([bags[i] for i in val_idx], compared_pairs(start, values, setup), setup,
@@ -642,7 +642,7 @@ def record(result: FitResult, record_provenance: dict | None = None) -> dict:
                                 "ranges); the fitted value is the median over the folds (geometric on log "
                                 "ranges)"),
         "parameters": result.parameters,
-        "folds": [{"fold": fold.index, "fit_runs": fold.fit_runs, "validation_runs": fold.validation_runs,
+        "folds": [{"fold": fold.index + 1, "fit_runs": fold.fit_runs, "validation_runs": fold.validation_runs,
                    "search": {"start_vepd": fold.search.baseline.vepd, "best_vepd": fold.search.best.vepd,
                               "trials": len(fold.search.trials),
                               "best_trial": ("start" if fold.search.best_is_baseline
@@ -666,12 +666,12 @@ def trials_csv(result: FitResult) -> str:
 
     for fold in result.folds:
         base = fold.search.baseline
-        writer.writerow([fold.index, "start", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2),
+        writer.writerow([fold.index + 1, "start", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2),
                          *(fmt(fold.start.values[n]) for n in PARAMS), fmt(base.seconds), ""])
         for t in sorted(fold.search.trials, key=lambda t: t.number):
             values = {k.split(".", 1)[1]: v for k, v in t.values.items()}
             state = "complete" if t.vepd is not None else "failed"
-            writer.writerow([fold.index, t.number, state, fmt(t.vepd), fmt(t.w1), fmt(t.w2),
+            writer.writerow([fold.index + 1, t.number, state, fmt(t.vepd), fmt(t.w1), fmt(t.w2),
                              *(fmt(values.get(n)) for n in PARAMS), fmt(t.seconds),
                              (t.error or "").replace("\n", " ")])
     return buffer.getvalue()
@@ -724,7 +724,7 @@ def summary_lines(result: FitResult) -> list:
              f"({result.wall_seconds:.0f} s, {result.executor})"]
     for fold in result.folds:
         search = fold.search
-        lines.append(f"fold {fold.index}: validate on {len(fold.validation_runs)} runs (search on "
+        lines.append(f"fold {fold.index + 1}: validate on {len(fold.validation_runs)} runs (search on "
                      f"{len(fold.fit_runs)}: start {search.baseline.vepd:.4f} → best {search.best.vepd:.4f})")
         lines += table_lines(fold.validation)
     lines.append(f"held out, every fold (K = {result.pooled['k']}: each run judged with the pair fitted "
