@@ -41,6 +41,7 @@ KEYS = ("segment", "scenario", "window_s", "held_out_windows", "estimate_mountin
         "sensitivity", "pseudorange_policy", "calibrate", "tune", "fit")
 IMPORTED = "imported"                 # OUT/imported: the imported windows (real bags), written by the demo
 CALIBRATED, TUNED, CALIBRATED_IMU = "calibrated", "tuned", "sim_imu-calibrated"
+FITTED = "fitted"                     # calibrate.fit.FITTED: `fit`'s pair of the held-out windows (issue 31)
 PSEUDORANGE = "pseudorange"
 HELD_OUT, WINDOWS = "held_out", "windows"
 
@@ -325,7 +326,7 @@ def verdict_rows(studies: list) -> list:
     return rows
 
 
-def comparison_rows(result, variants=(CALIBRATED, TUNED, "fitted")) -> list:
+def comparison_rows(result, variants=(CALIBRATED, TUNED, FITTED)) -> list:
     """[[fitted, other, VEPD fitted, VEPD other, difference, 95 % CI, p, separable?]] of every compared
     pair that involves a fitted variant (``variants``)."""
     from .metrics import separation
@@ -524,7 +525,7 @@ def console_lines(record: dict, gps, imu) -> list:
         lines.append(f"  {text}: {', '.join(groups.get(key, [])) or 'none'}")
     base = record["tune"]["base"]
     compared = []
-    for study, mine, other in ((gps, CALIBRATED, base), (gps, TUNED, base),
+    for study, mine, other in ((gps, CALIBRATED, base), (gps, TUNED, base), (gps, FITTED, base),
                                (imu, CALIBRATED_IMU, imu_variants_base(imu))):
         entry = separation.comparison(study, mine, other)
         if entry is None:
