@@ -106,6 +106,7 @@ def _param(record: dict, name: str) -> dict:
     return next(row for row in record["parameters"] if row["name"] == name)
 
 
+@pytest.mark.slow  # the module's fit: ~20 s once
 def test_fit_recovers_the_known_gps_and_imu_parameters(fitted):
     """Tolerances, each from what the fit windows (3 runs of 10 s, 100 Hz IMU, 10 Hz GPS) can tell:
 
@@ -134,6 +135,7 @@ def test_fit_recovers_the_known_gps_and_imu_parameters(fitted):
         assert _param(record, name)["identified"], name  # the folds agree on what the data pins down
 
 
+@pytest.mark.slow  # the module's fit: ~20 s once
 def test_fitted_pair_is_within_the_judge_noise_floor_on_held_out_runs(fitted):
     """Every run judged with the pair fitted without it: its VEPD is not above the floor's upper end."""
     _out, record = fitted
@@ -146,6 +148,7 @@ def test_fitted_pair_is_within_the_judge_noise_floor_on_held_out_runs(fitted):
     assert len(presets) == 5 and all(pooled["variants"][name]["fitted_minus"] < 0 for name in presets)
 
 
+@pytest.mark.slow  # the module's fit: ~20 s once
 def test_the_record_holds_folds_budget_seed_and_the_identification_rule(fitted):
     out, record = fitted
     provenance = record["provenance"]
@@ -163,6 +166,7 @@ def test_the_record_holds_folds_budget_seed_and_the_identification_rule(fitted):
     assert marker["command"] == "fit" and set(marker["files"]) == set(fitmod.OUTPUT_FILES)
 
 
+@pytest.mark.slow  # the module's fit: ~20 s once
 def test_the_fitted_presets_are_what_the_noise_nodes_and_sensors_launch_take(fitted):
     """gps_noise_node / imu_noise_node load fit_gps.yaml / fit_imu.yaml as they are (their own config
     loader, through sensors.launch.py's plan), and the models sample a trajectory."""

@@ -130,7 +130,7 @@ def _mean(values, axes=(0, 1)) -> float:
     return float(np.mean([float(values[i]) for i in axes]))
 
 
-def start_point(calibration, period_hint: float | None = None) -> FitStart:
+def start_point(calibration) -> FitStart:
     """``FitStart`` of a ``calibrate.drive.DriveCalibration`` (module docstring, "Searched")."""
     gps_preset, imu_preset = calibration.gps_preset, calibration.imu_preset
     noise = gps_preset["position_noise"]
@@ -144,7 +144,7 @@ def start_point(calibration, period_hint: float | None = None) -> FitStart:
         white = [float(s) for s in noise["sigma"]]
         stationary = [0.0, 0.0, 0.0]
         offset = [float(v) for v in noise["mean"]]
-    period = 1.0 / float(gps_preset["rate"]) if period_hint is None else period_hint
+    period = 1.0 / float(gps_preset["rate"])
     cov = gps_preset["covariance"]
     stats = calibration.gps.stats
     if cov.get("model") == "diagonal":
