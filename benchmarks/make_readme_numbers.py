@@ -308,6 +308,7 @@ def real_fitted_sentence(d: dict) -> str:
     from sim2real_eval.studies.real_sample import (
         CALIBRATED,
         CALIBRATED_IMU,
+        FITTED,
         TUNED,
         comparison_rows,
         imu_variants_base,
@@ -316,8 +317,8 @@ def real_fitted_sentence(d: dict) -> str:
     gps, imu = studies(d)
     base = d["record"]["tune"]["base"]
     parts = []
-    for study, mine, other in ((gps, CALIBRATED, base), (gps, TUNED, base), (imu, CALIBRATED_IMU,
-                                                                               imu_variants_base(imu))):
+    for study, mine, other in ((gps, CALIBRATED, base), (gps, TUNED, base), (gps, FITTED, base),
+                               (imu, CALIBRATED_IMU, imu_variants_base(imu))):
         entry = separation.comparison(study, mine, other)
         row = next(r for r in comparison_rows(study, (mine,)) if r[1] == other)
         separable = separation.verdict(study, entry)[0]

@@ -188,6 +188,7 @@ SUBSTITUTIONS = [
      "FORMAT SRC...: the shipped comma2k19 segment"),
     ("--truth DRIVE_BAG", "--truth {drive}",
      "a drive with ground truth: the shipped segment imported as one run"),
+    ("fit DRIVE ", "fit {windows} ", "DRIVE: the shipped segment imported as 5-s windows"),
 ]
 # Names the examples use as written, linked into the working directory unless a line of its block
 # writes them: (name, world key, why, what writes it).
@@ -211,6 +212,7 @@ REDUCTIONS = [
      "the real sample: demo_car.yaml with 2 tuning trials, one sensitivity import and 200 resamples (as "
      "shipped in tests/test_real_sample.py and test_readme_numbers.py)"),
     (re.compile(r"^tune\b"), ["--budget", "1"], "tune: one trial"),
+    (re.compile(r"^fit\b"), ["--budget", "2", "--seeds", "1"], "fit: two trials per fold, one noise draw"),
 ]
 STUDY_REDUCTIONS = [("paper_gps.yaml", "tiny.yaml",
                      "the paper's GPS study (150 runs): the tiny study (4 runs)")]
@@ -326,7 +328,8 @@ def world(tmp_path_factory):
     small_demo = small_demo_config(tmp)
     small_real = tmp / "small_real.yaml"
     text = (REPO / "config" / "studies" / "demo_car.yaml").read_text()
-    for old, new in (("budget: 16", "budget: 2"), ("sensitivity: [0.5, 2.0]", "sensitivity: [2.0]"),
+    for old, new in (("budget: 16", "budget: 2"), ("budget: 40", "budget: 2"),  # tune, fit
+                     ("sensitivity: [0.5, 2.0]", "sensitivity: [2.0]"),
                      ("pseudorange_policy: true", "pseudorange_policy: false"),
                      ("bootstrap: 1000", "bootstrap: 200"), ("permutations: 1000", "permutations: 200")):
         assert old in text, old
@@ -350,7 +353,10 @@ def world(tmp_path_factory):
     from sim2real_eval.importer import import_comma2k19, shipped_comma2k19
 
     import_comma2k19(shipped_comma2k19(), drive, estimate_mounting=True)
+    windows = tmp / "windows"
+    import_comma2k19(shipped_comma2k19(), windows, window=5.0, estimate_mounting=True)
     return {
+        "windows": str(windows),
         "drive": str(drive / "highway" / "run_00"),
         "my_drive": str(import_worked_example(tmp / "csv_example")),
         "tmp": str(tmp), "my_bags": str(my_bags), "study": str(study), "small_demo": str(small_demo),

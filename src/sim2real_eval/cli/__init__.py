@@ -35,6 +35,7 @@ COMMANDS = {
     "import": ("import_drive", "import a real drive (comma2k19, generic CSV) as bags DIR/<scenario>/<run>/"),
     "calibrate": ("calibrate", "estimate GPS/IMU noise parameters from a standstill bag, or a drive + truth"),
     "tune": ("tune", "search noise-model parameters that minimise VEPD against real runs"),
+    "fit": ("fit", "fit a GPS + IMU model pair to a real drive's windows (blocked cross-validation)"),
 }
 
 

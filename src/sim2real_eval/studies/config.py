@@ -18,7 +18,7 @@ REAL_SAMPLE_CONFIG = ("studies", "demo_car.yaml")  # --real-sample: the car stud
 TOP_KEYS = ("name", "seed", "repeats", "quick_repeats", "reference", "gps_study", "imu_study", "judge",
             "ground_truth_rate", "score", "paper_variants", "real_sample")
 REAL_SAMPLE_KEYS = ("segment", "scenario", "window_s", "held_out_windows", "estimate_mounting",
-                    "fix_covariance", "sensitivity", "pseudorange_policy", "calibrate", "tune")
+                    "fix_covariance", "sensitivity", "pseudorange_policy", "calibrate", "tune", "fit")
 EVERY_SCENARIO = "*"       # imu_study.scenario: the IMU study on every scenario
 # The paper's GPS variants, the names its findings (``findings``) are stated in.
 PAPER_VARIANTS = ("ch_gauss", "ch_rw", "airsim", "ch_gauss_airsim", "ch_rw_airsim")
@@ -43,6 +43,7 @@ class RealSampleConfig:
     tune_params: str
     tune_budget: int
     tune_seed: int
+    fit: tuple = ()              # (budget, seeds, folds, seed) of `fit` on the held-out windows (issue 31)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,8 @@ def _real_sample_config(section: Section, base_dir: Path) -> RealSampleConfig:
     calibrate.unknown_keys(("t_b", "min_imu_duration"))
     tune = section.section("tune", required=True)
     tune.unknown_keys(("variant", "params", "budget", "seed"))
+    fit = section.section("fit")
+    fit.unknown_keys(("budget", "seeds", "folds", "seed"))
     scales = section.data.get("sensitivity", [0.5, 2.0])
     if not isinstance(scales, list) or not all(isinstance(s, (int, float)) and not isinstance(s, bool)
                                                and 0 < s < float("inf") and s != 1 for s in scales):
@@ -179,6 +182,8 @@ def _real_sample_config(section: Section, base_dir: Path) -> RealSampleConfig:
         tune_params=tune.string("params", required=True),
         tune_budget=tune.integer("budget", 16, minimum=1),
         tune_seed=tune.integer("seed", 0, minimum=0),
+        fit=(fit.integer("budget", 40, minimum=1), fit.integer("seeds", 3, minimum=1),
+             fit.integer("folds", 2, minimum=2), fit.integer("seed", 0, minimum=0)),
     )
 
 

@@ -40,6 +40,7 @@ from .config import DemoConfig, RealSampleConfig
 
 IMPORTED = "imported"                 # OUT/imported: the imported windows (real bags), written by the demo
 CALIBRATED, TUNED, CALIBRATED_IMU = "calibrated", "tuned", "sim_imu-calibrated"
+FITTED = "fitted"                     # studies.fit.FITTED: `fit`'s pair of the held-out windows (issue 31)
 PSEUDORANGE = "pseudorange"
 HELD_OUT, WINDOWS = "held_out", "windows"
 
@@ -159,6 +160,7 @@ def prepare(demo_config: DemoConfig, out: Path, progress: bool = True) -> Prepar
     from ..calibrate.drive import calibrate_drive, read_drive
     from ..replay.offline import Replacement
     from ..runs import RealBag
+    from .fit import fitted_variant
     from .tune import tune_replay
 
     config = demo_config.real_sample
@@ -180,6 +182,9 @@ def prepare(demo_config: DemoConfig, out: Path, progress: bool = True) -> Prepar
     gps_variants = (Replacement({"gps": calibration.gps_preset, "imu": imu}, name=CALIBRATED),
                     Replacement({"gps": tuned_gps, "imu": tuned.best_models["imu"]}, name=TUNED))
     imu_variants = (Replacement({"imu": calibration.imu_preset}, name=CALIBRATED_IMU),)
+    # issue 31: fit's GPS + IMU pair of the held-out windows, one more GPS study variant ("fitted")
+    gps_variants += (fitted_variant([RealBag(p, config.scenario, k) for k, p in enumerate(held_out)],
+                                    demo_config, *config.fit, progress=progress),)
     spans = [(Path(run.path).name, run.start_s - windows.runs[0].start_s, run.end_s - windows.runs[0].start_s,
               "held out" if k < n else "scored") for k, run in enumerate(windows.runs)]
     return Prepared(config, str(segment), {config.scenario: _evaluated(windows, n)}, held_out,
@@ -263,7 +268,7 @@ def verdict_rows(studies: list) -> list:
     return rows
 
 
-def comparison_rows(result, variants=(CALIBRATED, TUNED)) -> list:
+def comparison_rows(result, variants=(CALIBRATED, TUNED, FITTED)) -> list:
     """[[fitted, other, VEPD fitted, VEPD other, difference, 95 % CI, p, separable?]] of every compared
     pair that involves a fitted variant (``variants``)."""
     from ..metrics import separation
@@ -462,7 +467,7 @@ def console_lines(record: dict, gps, imu) -> list:
         lines.append(f"  {text}: {', '.join(groups.get(key, [])) or 'none'}")
     base = record["tune"]["base"]
     compared = []
-    for study, mine, other in ((gps, CALIBRATED, base), (gps, TUNED, base),
+    for study, mine, other in ((gps, CALIBRATED, base), (gps, TUNED, base), (gps, FITTED, base),
                                (imu, CALIBRATED_IMU, imu_variants_base(imu))):
         entry = separation.comparison(study, mine, other)
         if entry is None:

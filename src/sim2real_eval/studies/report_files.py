@@ -84,7 +84,7 @@ def _report_files(job: DemoJob, side: RealSide, scored: ScoredStudies, sensitivi
     sections, sample_doc, sample_dir = (), None, staging.parent / REAL_SAMPLE
     if side.sample is not None:
         sections, sample_doc = _real_sample_files(side.sample, gps_result, imu_result, sensitivity,
-                                                  sample_dir)
+                                                  sample_dir, job.config.seed)
     write_report(staging, gps_result, scored.gps_series, source, extra_options=extra, workers=job.workers,
                  provenance=collect_provenance(gps_result, "demo runs", source, context, scored.run_records),
                  studies=[imu_section], pngs=scored.pngs, sections=sections)
@@ -99,9 +99,11 @@ def _report_files(job: DemoJob, side: RealSide, scored: ScoredStudies, sensitivi
     return tables.vepd_document(gps_result, extra), tables.vepd_document(imu_result, extra), sample_doc
 
 
-def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder: Path) -> tuple:
+def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder: Path, seed: int) -> tuple:
     """The real sample's files in ``folder`` (calibration/: calibrate --truth's presets, report and
-    plots; tune/: tune's outputs; real_sample.json) and its report section: ((ReportSection,), record)."""
+    plots; tune/: tune's outputs; shortfall/: the closest preset's error statistics against the real
+    sensors; real_sample.json) and its report section: ((ReportSection,), record)."""
+    from ..calibrate import shortfall
     from ..calibrate.drive import write_drive_calibration
     from ..report import ReportSection
 
@@ -112,11 +114,18 @@ def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder
     record = dict(rs.record(sample), sensitivity=sensitivity,
                   verdicts=rs.verdict_rows([("GPS study", gps_result), ("IMU study", imu_result)]),
                   comparisons=rs.fitted_rows(gps_result, imu_result))
+    gap = shortfall.closest_preset_shortfall(sum(sample.bags.values(), []), gps_result,
+                                             sample.gps_variants[0].replace["imu"], seed,
+                                             exclude=(rs.CALIBRATED, rs.TUNED))
+    gap_files = shortfall.write_shortfall(gap, folder / "shortfall")
+    record["shortfall"] = {"variant": gap.vepd["variant"], "differs": gap.differing(), "vepd": gap.vepd}
     text = json.dumps(record, indent=2, sort_keys=True, default=float) + "\n"
     (folder / "real_sample.json").write_text(text, encoding="utf-8")
     images = {"Calibration on the held-out windows: fix minus truth":
               (calibration / "gps_error.png").read_bytes(),
               "Tuning on the held-out windows": (folder / "tune" / "convergence.png").read_bytes()}
-    section = ReportSection(rs.section_html(record, gps_result, imu_result, sensitivity, images),
-                            rs.section_markdown(record, gps_result, imu_result, sensitivity))
+    section = ReportSection(rs.section_html(record, gps_result, imu_result, sensitivity, images)
+                            + shortfall.section_html(gap, gap_files["figure"].read_bytes()),
+                            rs.section_markdown(record, gps_result, imu_result, sensitivity)
+                            + shortfall.markdown_section(gap, "##", "real_sample/shortfall/shortfall.png"))
     return (section,), record

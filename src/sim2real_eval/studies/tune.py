@@ -451,7 +451,7 @@ def tune_replay(bags, judge, base: dict, params: str, budget: int = 20, name: st
 
 def search(context: TrialContext, study_name: str, variant_name: str, budget: int, storage: str | None = None,
            ray_address: str | None = None, workers: int = 1, seed: int = 0, progress: bool = True,
-           real_label: str = "") -> TuneResult:
+           real_label: str = "", progress_label: str = "tune") -> TuneResult:
     """The seeded TPE search over ``context.ranges`` (``budget`` finished trials in total, resumable in
     ``storage``): the untuned model first, then the trials in-process, in local processes or on Ray.
     ``tune`` (a study's scenarios simulated) and ``tune_replay`` (real bags replayed) both run it."""
@@ -467,7 +467,7 @@ def search(context: TrialContext, study_name: str, variant_name: str, budget: in
         baseline = _stored_baseline(optuna_study)
         finished = len(optuna_study.get_trials(deepcopy=False, states=(states.COMPLETE, states.FAIL)))
         ran: list = []
-        with _Progress(progress, budget, finished) as advance:
+        with _Progress(progress, budget, finished, progress_label) as advance:
             if baseline is None:  # the untuned variant: what the search has to beat
                 baseline = _untuned_baseline(optuna_study, context, models, variant_name)
                 ran.append(baseline)
@@ -624,8 +624,8 @@ def _result_of(trial) -> TrialResult:
 class _Progress:
     """rich progress over the trial budget; shows the best VEPD so far."""
 
-    def __init__(self, enabled: bool, total: int, done: int):
-        self.enabled, self.total, self.done = enabled, total, done
+    def __init__(self, enabled: bool, total: int, done: int, label: str = "tune"):
+        self.enabled, self.total, self.done, self.label = enabled, total, done, label
         self.best = math.inf
 
     def __enter__(self):
@@ -633,7 +633,7 @@ class _Progress:
             return lambda result: None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.bar = Progress(TextColumn("tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        self.bar = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             TextColumn("{task.fields[best]}"), transient=False)
         self.bar.__enter__()
         self.task = self.bar.add_task("trials", total=self.total, completed=self.done, best="")
