@@ -182,12 +182,12 @@ def describe_circle(graph: dict, circle: list) -> str:
 
 def test_the_graph_sees_imports_inside_functions_and_submodule_imports():
     # Checks of the checker, on modules whose imports are known: judge.runner imports judge.series at
-    # module level; pipeline.run.start_stamp_ns imports truth inside the function; ``from .. import
+    # module level; runs.start.start_stamp_ns imports truth inside the function; ``from .. import
     # rotations`` in truth/stream.py is an import of the module sim2real_eval.rotations.
     graph, everything = import_graph()
     assert "sim2real_eval.judge.series" in graph["sim2real_eval.judge.runner"]
     inner = [i for i in everything
-             if i.source == "sim2real_eval.pipeline.run" and i.target == "sim2real_eval.truth"]
+             if i.source == "sim2real_eval.runs.start" and i.target == "sim2real_eval.truth"]
     assert inner and not any(i.top_level for i in inner)
     assert "sim2real_eval.rotations" in graph["sim2real_eval.truth.stream"]
     circle = {"a": {"b": 0}, "b": {"c": 0}, "c": {"a": 0}, "d": {"a": 0}}

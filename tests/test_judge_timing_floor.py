@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 
 from sim2real_eval import service
+from sim2real_eval.judge.config import JudgeConfig
 from sim2real_eval.metrics import ScoreOptions
 from sim2real_eval.metrics.inputs import discover_runs_dir, load_and_score
 from sim2real_eval.metrics.per_run import RunScore
 from sim2real_eval.metrics.study import RunRecord, score_study, wasserstein
 from sim2real_eval.noise_floor.compute import DEFINITION, judge_noise_floor
-from sim2real_eval.pipeline.run import JudgeConfig
-from sim2real_eval.pipeline.timing import RunTiming
 from sim2real_eval.replay.offline import judged_scores, read_real_streams
 from sim2real_eval.report import write_report
 from sim2real_eval.resources import config_path
 from sim2real_eval.runs import RealBag
+from sim2real_eval.runs.timing import RunTiming
 
 REFERENCE = Path(__file__).resolve().parents[1] / "bags" / "reference"
 OPTIONS = ScoreOptions(bootstrap=0, permutations=0).validate()

@@ -130,7 +130,7 @@ def test_the_issue_case_diverges_and_names_its_cause(tmp_path, capsys, repo_root
 def test_divergence_check_units():
     from types import SimpleNamespace
 
-    from sim2real_eval.pipeline.run import check_divergence
+    from sim2real_eval.judge.findings import check_divergence
 
     class Filtered:
         def __init__(self, speeds):

@@ -14,9 +14,8 @@ import pytest
 
 from sim2real_eval.atomic import atomic_directory
 from sim2real_eval.errors import UserError
-from sim2real_eval.pipeline.batch import RunFailure, run_batch
-from sim2real_eval.pipeline.run import RUN_FILE, RunOutcome
-from sim2real_eval.runs import FILES_KEY, data_files
+from sim2real_eval.pipeline.batch import RunFailure, RunOutcome, run_batch
+from sim2real_eval.runs import FILES_KEY, RUN_FILE, data_files
 from sim2real_eval.yamlio import dump_yaml
 
 

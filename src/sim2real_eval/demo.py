@@ -120,7 +120,7 @@ def _paper_variants(sec: Section, variants) -> tuple:
 
 def load_demo_config(path=None) -> DemoConfig:
     """Parse the demo YAML (default: config/studies/demo.yaml); errors name file: key."""
-    from .pipeline.run import check_ground_truth_rate
+    from .bags.records import check_ground_truth_rate
     from .pipeline.study import check_name, load_judge_config
     from .resources import config_path
 

@@ -26,7 +26,7 @@ from rosbags.typesys.store import Typestore
 
 from .. import geodesy, rotations, sbg
 from .. import message_fields as F
-from ..stamps import seconds_to_ns, split_ns
+from ..stamps import period_ns, seconds_to_ns, split_ns
 from ..truth import GroundTruth
 from . import cdr
 from .reader import BagMessage
@@ -255,7 +255,7 @@ def truth_odometry_cdr(truth: GroundTruth, topic: str = "/ground_truth/odom", fr
 
 def tick_stamps_ns(truth: GroundTruth, rate_hz: float) -> np.ndarray:
     """Exact multiples of round(1e9/rate) ns inside the truth span (architecture.md "Time")."""
-    period = int(round(1e9 / rate_hz))
+    period = period_ns(rate_hz)
     first = -(-int(np.ceil(truth.t[0] * 1e9)) // period)
     last = int(np.floor(truth.t[-1] * 1e9)) // period
     return np.arange(first, last + 1, dtype=np.int64) * period

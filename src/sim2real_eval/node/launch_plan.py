@@ -20,7 +20,7 @@ from ..errors import UserError
 from ..runs import is_number
 from ..static_tf import parse_static_tf, parse_static_tf_list, static_tf_list_text
 from .params import RECORDED_TOPICS, REPLAY_MODES, ROBOT_GPS_MODEL, ROBOT_IMU_MODEL, STORAGES
-from .ticks import period_ns
+from .ticks import checked_period_ns
 
 PACKAGE = "sim2real_eval"
 MODES = REPLAY_MODES
@@ -167,7 +167,7 @@ def _rate(value: str, name: str) -> float:
         rate = float(value)
     except ValueError:
         raise UserError(f"launch argument {name}:={value!r}: expected a number (Hz)") from None
-    period_ns(rate, f"launch argument {name}")
+    checked_period_ns(rate, f"launch argument {name}")
     return rate
 
 

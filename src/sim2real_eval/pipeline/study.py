@@ -37,14 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
+from ..bags.records import DEFAULT_GROUND_TRUTH_RATE, check_ground_truth_rate
 from ..errors import UserError
+from ..judge.config import JudgeConfig
 from ..limits import check_repeats
 from ..resources import config_path
 from ..runs import NAME_RULE, STORAGES, is_name
+from ..runs.start import INITIAL_STATES
+from ..runs.timing import TimingModel
 from ..yamlio import Section, load_yaml
-from .run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, SimRunSpec, check_ground_truth_rate
-from .start import INITIAL_STATES
-from .timing import TimingModel
+from .simulated_run import SimRunSpec
 
 TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate",
             "storage")

@@ -33,31 +33,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..pipeline.run import (
+from ..art import TOPICS
+from ..bags.records import (
     DEFAULT_GROUND_TRUTH_RATE,
     IMU,
     NAVSATFIX,
-    TOPICS,
-    JudgeConfig,
-    RunOutcome,
-    are_sensor_blocks,
-    check_divergence,
     gps_cdr_records,
     imu_cdr_records,
-    imu_findings,
     in_receive_order,
     judge_records,
-    judge_run,
-    load_gps,
-    load_imu,
     magnetic_field_cdr_records,
-    model_imu_findings,
-    model_parameters,
-    sensor_block,
     truth_records,
     write_run,
 )
+from ..errors import UserError
+from ..judge.config import (
+    JudgeConfig,
+    are_sensor_blocks,
+    judge_parts,
+    judge_run,
+    load_gps,
+    load_imu,
+    model_parameters,
+    sensor_block,
+)
+from ..judge.findings import check_divergence, imu_findings, model_imu_findings
+from ..pipeline.batch import RunOutcome
 from ..runs import (
     SENSORS,
     RealBag,
@@ -147,7 +148,7 @@ class ReplaySpec:
 
     @property
     def timing(self):
-        """The judge timing of every run of this bag (``pipeline.timing``: the real run and each sim run
+        """The judge timing of every run of this bag (``runs.timing``: the real run and each sim run
         share it — common random numbers)."""
         return self.judge.run_timing(self.seed, self.scenario, self.k)
 
@@ -171,7 +172,7 @@ class ReplaySpec:
 
     def start_state(self, streams: RealStreams):
         """ekf_node's ``initial_state`` for every run of this bag (the real one, each sim one and the
-        noise floor's): the truth at the window's start, or None (the YAML's own; ``pipeline.start``)."""
+        noise floor's): the truth at the window's start, or None (the YAML's own; ``runs.start``)."""
         return self.judge.start_state(streams.truth, streams.window_ns[0])
 
 
@@ -358,9 +359,7 @@ def check_frames(spec: ReplaySpec, streams: RealStreams, hint: str = FRAMES_HINT
     gets no TF by default)."""
     from ..bags import get_typestore
     from ..judge.tf import TfBuffer, parse_static_tf
-    from ..pipeline.run import _judge_parts
-
-    base = _judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0].base_link_frame
+    base = judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0].base_link_frame
     store = get_typestore()
     frames: dict = {}
     for records, msgtype, topic in ((streams.imu, IMU, spec.imu_topic),
@@ -399,7 +398,7 @@ def real_imu_covariances(streams: RealStreams, limit: int = 8) -> list:
 
 
 def run_imu_findings(spec: ReplaySpec, streams: RealStreams, sim: Replacement | None = None) -> list:
-    """The covariance lint (``pipeline.run.imu_findings``) of the IMU a run judges: the replaced IMU
+    """The covariance lint (``judge.findings.imu_findings``) of the IMU a run judges: the replaced IMU
     model of ``sim``, else the bag's real IMU."""
     if sim is not None and "imu" in sim.replace:
         return model_imu_findings(spec.judge, sim.replace["imu"], frame=spec.imu_frame)
@@ -531,7 +530,7 @@ def estimate_score(spec: ReplaySpec, streams: RealStreams, options, estimate, na
 
 
 def judged_scores(spec: ReplaySpec, streams: RealStreams, options, timings) -> list:
-    """The bag's real /fix + /imu judged once per ``timings`` (``pipeline.timing.RunTiming``), each scored
+    """The bag's real /fix + /imu judged once per ``timings`` (``runs.timing.RunTiming``), each scored
     as the scorer scores the real run's bag (``estimate_score``) → [RunScore]."""
     sensors = sensor_blocks(spec, streams) or in_receive_order(streams.gps + streams.imu)
     start = spec.start_state(streams)
@@ -550,7 +549,7 @@ def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options, draws: i
     ``draws`` independent random timings, draw d seeded (seed, "timing", scenario, k, "noise-floor", d)
     → ((draw, RunRecord), ...)."""
     from ..noise_floor.compute import SEED_KEY, floor_record
-    from ..pipeline.timing import TimingModel
+    from ..runs.timing import TimingModel
 
     periods = spec.judge.periods()
     timings = [TimingModel("random").run_timing(periods, spec.seed, spec.scenario, spec.k, SEED_KEY, draw)
@@ -712,7 +711,6 @@ def health_of_run_bag(path, info, series, score, options) -> dict:
     gravity, bias and mount need them); the GPS lag (it needs the real bag's datum) is not measured."""
     from ..art import GPS_ODOMETRY_TOPIC
     from ..bags import open_bag
-    from ..pipeline.run import _judge_parts
     from ..truth.bag import truth_from_bag
     from .health import (
         HealthInputs,
@@ -739,7 +737,7 @@ def health_of_run_bag(path, info, series, score, options) -> dict:
     exist = all(files.get(key) and Path(str(files[key])).is_file() for key in ("ekf", "navsat"))
     judge = (JudgeConfig(str(files["ekf"]), str(files["navsat"]), tuple(files.get("static_tfs") or ()))
              if exist else None)
-    ekf = None if judge is None else _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
+    ekf = None if judge is None else judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
     inputs = HealthInputs(series.t_est, series.v_est, series.t_gt, series.v_gt, series.timeline_end,
                           score.rmse, options, truth=truth, filtered=outputs.get(estimate),
                           gps_odometry=outputs.get(GPS_ODOMETRY_TOPIC), imu=imu_columns(imu_records),
