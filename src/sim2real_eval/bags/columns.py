@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from .. import message_fields as F
-from ..errors import UserError
+from ..errors import UserError, exception_line
 from ..stamps import join_ns
 from . import cdr
 
@@ -74,7 +74,7 @@ def _one_by_one(store, table: F.MessageFields, fields, raws: list, ros1: bool, w
         try:
             msg = deserialize(raw, table.msgtype)
         except Exception as exc:  # noqa: BLE001 - any decoding failure is a damaged message
-            raise UserError(f"{where}cannot decode {table.msgtype} ({_one_line(exc)})") from None
+            raise UserError(f"{where}cannot decode {table.msgtype} ({exception_line(exc)})") from None
         try:
             rows.append(F.read(msg, table, names))
         except AttributeError as exc:
@@ -113,10 +113,6 @@ class _Topic:
             parts = [part[field.name] for part in self.parts]
             out[field.name] = np.concatenate(parts) if parts else _empty(field)
         return out
-
-
-def _one_line(exc: BaseException) -> str:
-    return (" ".join(str(exc).split()) or type(exc).__name__)[:300]
 
 
 def read_topics(reader, tables: Mapping[str, F.MessageFields],

@@ -60,7 +60,7 @@ class StandstillData:
     velocity: np.ndarray | None     # (M, 3) m/s, frame as recorded (only its horizontal norm is used)
 
 
-def _sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
+def sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
     """Indices that put the messages in stamp order, dropping repeated stamps."""
     order = np.argsort(t, kind="stable")
     keep = np.ones(len(order), dtype=bool)
@@ -70,7 +70,7 @@ def _sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
     return order[keep]
 
 
-def _refuse_non_finite(path, topic: str, field: str, values: np.ndarray, used=None) -> None:
+def refuse_non_finite(path, topic: str, field: str, values: np.ndarray, used=None) -> None:
     """A NaN/inf in a field the statistics use is bad input: name bag, topic, field and message."""
     bad = ~np.isfinite(values).all(axis=1)
     if used is not None:
@@ -126,15 +126,15 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
     valid = (fixes[:, 4] >= 0) & np.isfinite(fixes[:, 1:4]).all(axis=1)
     if valid.sum() == 0:
         raise UserError(f"{path}: {gps_topic}: every fix is NO_FIX or NaN")
-    _refuse_non_finite(path, gps_topic, "position_covariance", fixes[:, 6:15], valid)
+    refuse_non_finite(path, gps_topic, "position_covariance", fixes[:, 6:15], valid)
     dropped = int((~valid).sum())
     fixes = fixes[valid]
-    fixes = fixes[_sorted_unique(fixes[:, 0], gps_topic, str(path))]
+    fixes = fixes[sorted_unique(fixes[:, 0], gps_topic, str(path))]
     imu_arr = np.column_stack([ns_to_stamp_seconds(imu["stamp_ns"]), imu["angular_velocity"],
                                imu["linear_acceleration"]])
-    _refuse_non_finite(path, imu_topic, "angular_velocity", imu_arr[:, 1:4])
-    _refuse_non_finite(path, imu_topic, "linear_acceleration", imu_arr[:, 4:7])
-    imu_arr = imu_arr[_sorted_unique(imu_arr[:, 0], imu_topic, str(path))]
+    refuse_non_finite(path, imu_topic, "angular_velocity", imu_arr[:, 1:4])
+    refuse_non_finite(path, imu_topic, "linear_acceleration", imu_arr[:, 4:7])
+    imu_arr = imu_arr[sorted_unique(imu_arr[:, 0], imu_topic, str(path))]
     vel_t = vel = None
     if velocity_topic:
         vel_arr = np.column_stack([ns_to_stamp_seconds(columns[velocity_topic]["stamp_ns"]),
