@@ -4,7 +4,7 @@ One vocabulary: a node parameter has the name of the launch argument that sets i
 ``imu_rate``, ``truth_source``, ``output``…), so ``ros2 run … -p gps_model:=ch_rw`` and
 ``ros2 launch … gps_model:=ch_rw`` mean the same.
 
-Values arrive as rclpy gives them (``ros._node.parameter_values``).  A parameter given without a
+Values arrive as rclpy gives them (``ros.node_runtime.parameter_values``).  A parameter given without a
 value — ``seed_keys: []`` in a params file or ``-p seed_keys:=[]`` — reaches the node as ``None``
 (rcl stores an empty YAML list as NOT_SET); a list parameter then takes the empty list, any other
 parameter is refused naming it.
