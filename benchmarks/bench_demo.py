@@ -45,7 +45,7 @@ AREAS = (
     ("embedded judge (robot_localization port)", "judge/config.py", "judge_run"),
     ("  of which the judge-noise floor's draws", "replay/offline.py", "noise_floor_scores"),
     ("per-run scores from memory", "replay/offline.py", "estimate_series"),
-    ("run bag writing (--keep-runs)", "bags/records.py", "write_run"),
+    ("run bag writing (--keep-runs)", "runs/write.py", "write_run"),
     ("statistics: intervals, permutations, comparisons", "metrics/study.py", "score_study"),
     ("figures", "report/__init__.py", "draw"),
     ("report files", "report/__init__.py", "write_report"),

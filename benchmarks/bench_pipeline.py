@@ -33,6 +33,7 @@ from sim2real_eval.pipeline import simulated_run as R
 from sim2real_eval.pipeline.batch import run_batch
 from sim2real_eval.pipeline.study import load_study
 from sim2real_eval.resources import config_path
+from sim2real_eval.runs import write as W
 
 STAGES = ("truth", "truth_messages", "models", "messages", "judge", "bag_write")
 
@@ -63,7 +64,7 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
     t5 = time.perf_counter()
     records = B.in_receive_order(sensors + B.judge_records(result) + truth_messages)
     t6 = time.perf_counter()
-    B.write_run(out, records, spec.info(), spec.storage)
+    W.write_run(out, records, spec.info(), spec.storage)
     t7 = time.perf_counter()
     times["truth"] = t1 - t0
     times["truth_messages"] = t2 - t1
@@ -102,7 +103,7 @@ def profile_replay(out: Path, repeats: int) -> dict:
             records = B.in_receive_order(list(sensors) + B.judge_records(result)
                                          + streams.truth_records(spec.ground_truth_rate))
             t3 = time.perf_counter()
-            B.write_run(out / f"replay{repeat}_{i}", records, info.with_outcome(result), spec.storage)
+            W.write_run(out / f"replay{repeat}_{i}", records, info.with_outcome(result), spec.storage)
             t4 = time.perf_counter()
             for name, value in zip(("sensors", "judge", "bag_records", "bag_write"),
                                    (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):

@@ -55,8 +55,8 @@ def test_floor_of_two_draws_is_the_vepd_between_them():
 def test_floor_of_several_draws_is_the_mean_over_their_pairs_with_their_range():
     """Three draws: one VEPD per pair (0-1, 0-2, 1-2), the floor their mean, the interval their range;
     ``threshold`` (what a result must exceed) is the range's upper end."""
+    from sim2real_eval.metrics.separation import threshold
     from sim2real_eval.metrics.study import distances
-    from sim2real_eval.noise_floor.compute import threshold
 
     draws = [records([("line", 0, 0.10 + d, 0.30), ("line", 1, 0.11, 0.35 - d), ("line", 2, 0.12, 0.31)])
              for d in (0.0, 0.004, 0.02)]

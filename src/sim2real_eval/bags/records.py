@@ -1,29 +1,17 @@
 """A run's bag records: /ground_truth/odom at the study's rate, the sensors' /fix, /imu (and /imu/mag)
 and the judge's /odometry/filtered, /odometry/gps as (recv_ns, topic, msgtype, CDR bytes) records in
-receive order, and the run directory they are written to (rosbag2 + run.yaml, in one atomic rename;
-``runs`` names and reads it).
+receive order (``runs.write.write_run`` writes them as a run directory).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from .. import runs
 from ..art import GPS_ODOMETRY_TOPIC, MAGNETIC_FIELD_TOPIC, TOPICS
 from ..errors import UserError
 from ..limits import GROUND_TRUTH_RATE
-from ..runs import RUN_FILE, RunInfo
-from ..yamlio import dump_yaml
 from . import messages as bag_messages
-from .writer import write_bag
 
 DEFAULT_GROUND_TRUTH_RATE = 50.0  # Hz: plenty for speed metrics, 2× fewer messages than a 100 Hz truth
-
-NAVSATFIX = "sensor_msgs/msg/NavSatFix"
-IMU = "sensor_msgs/msg/Imu"
-ODOMETRY = "nav_msgs/msg/Odometry"
-
 
 def check_ground_truth_rate(rate: float, where: str) -> float:
     """A ground_truth_rate inside ``limits.GROUND_TRUTH_RATE`` (1 Hz … 1 kHz); errors name ``where``."""
@@ -87,19 +75,3 @@ def judge_records(result) -> list:
 def in_receive_order(records: list) -> list:
     """Stable sort by receive time (ties keep their input order, so the result is deterministic)."""
     return sorted(records, key=lambda r: r[0])
-
-
-def write_run(path: Path, records: list, record: RunInfo | dict, storage: str) -> dict:
-    """Write the run bag + run.yaml atomically; return {topic: count}."""
-    counts: dict[str, int] = {}
-    for rec in records:
-        counts[rec[1]] = counts.get(rec[1], 0) + 1
-    def run_yaml(directory: Path) -> str:
-        # The data files' sizes and SHA-256 as written: resume checks them (runs.existing_run).
-        if isinstance(record, RunInfo):
-            return record.with_files(directory).to_yaml()
-        return dump_yaml({**record, runs.FILES_KEY: runs.data_files(directory)})
-
-    # write_bag builds the bag in a temporary sibling and renames it: no half directory on failure.
-    write_bag(path, records, storage=storage, extra_files={RUN_FILE: run_yaml})
-    return counts

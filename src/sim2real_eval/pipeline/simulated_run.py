@@ -28,13 +28,13 @@ from ..bags.records import (
     judge_records,
     sensor_bag_records,
     truth_records,
-    write_run,
 )
 from ..judge.config import JudgeConfig, judge_run, load_gps, load_imu, model_parameters
 from ..judge.findings import check_divergence, model_imu_findings
 from ..runs import RunId, RunInfo, existing_run, plain, remove_stale_temporaries, run_topics
 from ..runs.start import start_stamp_ns
 from ..runs.timing import RunTiming
+from ..runs.write import write_run
 from .batch import RunOutcome
 
 

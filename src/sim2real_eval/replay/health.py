@@ -476,7 +476,7 @@ def imu_frame_rotation(records, judge) -> np.ndarray | None:
     connects it."""
     from .. import rotations
     from ..bags import get_typestore
-    from ..bags.records import IMU as IMU_TYPE
+    from ..bags.messages import IMU as IMU_TYPE
     from ..judge.config import judge_parts
     from ..static_tf import mounting_rpy
 

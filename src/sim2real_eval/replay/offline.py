@@ -34,17 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from ..art import TOPICS
+from ..bags.messages import IMU, NAVSATFIX
 from ..bags.records import (
     DEFAULT_GROUND_TRUTH_RATE,
-    IMU,
-    NAVSATFIX,
     gps_cdr_records,
     imu_cdr_records,
     in_receive_order,
     judge_records,
     magnetic_field_cdr_records,
     truth_records,
-    write_run,
 )
 from ..errors import UserError
 from ..judge.config import (
@@ -71,6 +69,7 @@ from ..runs import (
     remove_stale_temporaries,
     replay_variant,
 )
+from ..runs.write import write_run
 from ..truth import truth_window_ns
 
 
