@@ -19,6 +19,7 @@ from .. import message_fields as F
 from ..errors import UserError, exception_line
 from ..stamps import join_ns
 from . import cdr
+from .reader import require_topic
 
 BATCH = 4096  # messages decoded at once: bounded memory, numpy speed
 
@@ -127,12 +128,7 @@ def read_topics(reader, tables: Mapping[str, F.MessageFields],
     names = names or {}
     topics = {}
     for topic, table in tables.items():
-        info = reader.topics.get(topic)
-        if info is None:
-            raise UserError(f"{reader.path}: topic {topic} is not in the bag "
-                            f"(topics: {', '.join(sorted(reader.topics)) or 'none'})")
-        if info.msgtype != table.msgtype:
-            raise UserError(f"{reader.path}: topic {topic} has type {info.msgtype}, expected {table.msgtype}")
+        require_topic(reader, topic, table.msgtype)
         topics[topic] = _Topic(reader, topic, table, names.get(topic))
     for raw in reader.raw_messages(topics=list(topics), allow_empty=allow_empty):
         topics[raw.topic].add(raw.recv_ns, raw.data)

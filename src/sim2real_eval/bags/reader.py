@@ -440,6 +440,21 @@ class BagReader:
         return False
 
 
+def require_topic(reader, topic: str, msgtype: str, role: str = "", what: str = "topic") -> TopicInfo:
+    """The ``TopicInfo`` of ``topic`` in the open bag ``reader``, which must hold it with type ``msgtype``:
+    the one check of "topic present, with the right type".  A one-line UserError names the bag, the
+    topic (with its ``role`` in parentheses, e.g. an option or a truth role) and, when it is absent, the
+    bag's topics, or, when it has another type, both types."""
+    info = reader.topics.get(topic)
+    label = f"{what} {topic}" + (f" ({role})" if role else "")
+    if info is None:
+        raise UserError(f"{reader.path}: {label} is not in the bag "
+                        f"(topics: {', '.join(sorted(reader.topics)) or 'none'})")
+    if info.msgtype != msgtype:
+        raise UserError(f"{reader.path}: {label} has type {info.msgtype}, expected {msgtype}")
+    return info
+
+
 def open_bag(path, typestore: Typestore | None = None, msg_path=None) -> BagReader:
     """Open a bag read-only: a rosbag2 directory (sqlite3 or MCAP), a bare .db3/.mcap, or a ROS 1 .bag.
 

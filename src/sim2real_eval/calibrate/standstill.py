@@ -85,6 +85,7 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
     """All GPS, IMU (and INS velocity) samples of a bag as arrays; missing topics are named."""
     from ..bags import open_bag  # heavy import (rosbags) only when a bag is read
     from ..bags.columns import read_topics
+    from ..bags.reader import require_topic
 
     path = Path(path)
     if gps_topic == imu_topic:
@@ -98,8 +99,7 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
             have = ", ".join(f"{n} ({i.msgtype})" for n, i in sorted(topics.items())) or "none"
             raise UserError(f"{path}: missing topic(s) {', '.join(missing)}; the bag has: {have}")
         for name, msgtype, option in expected:
-            if topics[name].msgtype != msgtype:
-                raise UserError(f"{path}: {name} ({option}) is {topics[name].msgtype}, expected {msgtype}")
+            require_topic(reader, name, msgtype, option)
         if velocity_topic is None:
             candidates = sorted(n for n, i in topics.items() if i.msgtype.startswith("sbg_driver/")
                                 and i.msgtype in VELOCITY_TYPES)

@@ -296,18 +296,14 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     from ..bags import RawMessage, get_typestore, open_bag
     from ..bags.cdr import CDR_LE_HEADER
     from ..bags.columns import decode_messages
+    from ..bags.reader import require_topic
     from ..truth.bag import truth_from_bag
 
     wanted = {spec.gps_topic: NAVSATFIX, spec.imu_topic: IMU}
     tables = {NAVSATFIX: message_fields.NAVSATFIX, IMU: message_fields.IMU}
     with open_bag(spec.bag, msg_path=spec.msg_path) as reader:
         for topic, msgtype in wanted.items():
-            info = reader.topics.get(topic)
-            if info is None:
-                raise UserError(f"{spec.bag}: topic {topic} not found "
-                                f"(topics: {', '.join(sorted(reader.topics))})")
-            if info.msgtype != msgtype:
-                raise UserError(f"{spec.bag}: topic {topic} has type {info.msgtype}, expected {msgtype}")
+            info = require_topic(reader, topic, msgtype)
             if info.count == 0:
                 raise UserError(f"{spec.bag}: topic {topic} is empty")
         truth, datum = truth_from_bag(reader, source=spec.truth_source)

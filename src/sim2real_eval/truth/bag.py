@@ -44,6 +44,7 @@ import numpy as np
 from .. import geodesy, rotations, sbg
 from .. import message_fields as F
 from ..bags.columns import read_topic
+from ..bags.reader import require_topic
 from ..errors import UserError
 from . import GroundTruth, body_rates_from_orientation, time_derivative
 
@@ -230,12 +231,7 @@ def _resolve_topic(reader, role: str, topics: dict, required: bool) -> str | Non
     msgtype = ROLE_TYPES[role]
     if role in topics:
         topic = topics[role]
-        info = reader.topics.get(topic)
-        if info is None:
-            raise UserError(f"{reader.path}: ground-truth topic {topic} ({role}) is not in the bag "
-                            f"(topics: {', '.join(sorted(reader.topics)) or 'none'})")
-        if info.msgtype != msgtype:
-            raise UserError(f"{reader.path}: topic {topic} has type {info.msgtype}, expected {msgtype}")
+        require_topic(reader, topic, msgtype, role, what="ground-truth topic")
         return topic
     default = DEFAULT_TOPICS[role]
     info = reader.topics.get(default)
