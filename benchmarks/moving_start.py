@@ -26,7 +26,7 @@ from sim2real_eval.judge.config import JudgeConfig
 from sim2real_eval.metrics import ScoreOptions
 from sim2real_eval.metrics.inputs import discover_runs_dir, load_and_score
 from sim2real_eval.reference import shipped_reference_dir
-from sim2real_eval.replay.offline import Replacement
+from sim2real_eval.replay.real_bag import Replacement
 from sim2real_eval.resources import config_path
 from sim2real_eval.runs import find_real_bags
 from sim2real_eval.service import plan_replays, replay_bags

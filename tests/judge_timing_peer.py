@@ -276,7 +276,7 @@ def bag_streams(scenario: str):
     window), and the uncropped /fix + /imu of the input bag (ROS got all of them)."""
     from sim2real_eval.bags import open_bag
     from sim2real_eval.judge.config import JudgeConfig
-    from sim2real_eval.replay.offline import ReplaySpec, read_real_streams
+    from sim2real_eval.replay.real_bag import ReplaySpec, read_real_streams
     from sim2real_eval.resources import config_path
 
     judge = JudgeConfig(str(config_path("ekf_art_iros2024.yaml")),

@@ -15,7 +15,8 @@ from sim2real_eval.metrics.inputs import discover_runs_dir, load_and_score
 from sim2real_eval.metrics.per_run import RunScore
 from sim2real_eval.metrics.study import RunRecord, score_study, wasserstein
 from sim2real_eval.noise_floor.compute import DEFINITION, judge_noise_floor
-from sim2real_eval.replay.offline import judged_scores, read_real_streams
+from sim2real_eval.replay.offline import judged_scores
+from sim2real_eval.replay.real_bag import read_real_streams
 from sim2real_eval.report import write_report
 from sim2real_eval.resources import config_path
 from sim2real_eval.runs import RealBag

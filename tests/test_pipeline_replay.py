@@ -386,7 +386,7 @@ def test_a_damaged_real_message_is_one_line(art_bag, tmp_path, capsys):
 
 def test_stream_rate_hand_values():
     from sim2real_eval.errors import UserError
-    from sim2real_eval.replay.offline import stream_rate
+    from sim2real_eval.replay.real_bag import stream_rate
 
     ms = 1_000_000
     assert stream_rate([0, 100 * ms, 200 * ms, 300 * ms], "s") == 10.0
@@ -404,7 +404,7 @@ def test_stream_rate_hand_values():
 def test_stream_rate_ignores_jitter_and_drops(rate, n, jitter, seed):
     """Ticks at ``rate`` with uniform stamp jitter up to ``jitter`` periods and ~3 % dropped messages
     (never two in a row): the estimate is 1/period to the stream's span resolution."""
-    from sim2real_eval.replay.offline import stream_rate
+    from sim2real_eval.replay.real_bag import stream_rate
 
     rng = np.random.default_rng(seed)
     period = 1e9 / rate

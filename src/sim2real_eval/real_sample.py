@@ -212,7 +212,7 @@ def prepare(config: RealSampleConfig, demo_config, out: Path, progress: bool = T
     GPS study's IMU and the seed."""
     from .calibrate.drive import calibrate_drive, read_drive
     from .calibrate.tune import tune_replay
-    from .replay.offline import Replacement
+    from .replay.real_bag import Replacement
     from .runs import RealBag
 
     windows, held_out_run, others, sigma, segment = import_windows(config, out)

@@ -420,8 +420,8 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
     else none).  ``replay_bags`` says which bags got the ART TFs and lints the IMU covariances."""
     import dataclasses
 
-    from .replay.offline import BagReplay, ReplaySpec
-
+    from .replay.offline import BagReplay
+    from .replay.real_bag import ReplaySpec
     tasks = []
     for bag in bags:
         tfs, real_imu = _peek_real_bag(bag.path, judge, options, by_layout=static_tfs_by_layout)

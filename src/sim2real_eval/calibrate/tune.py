@@ -211,7 +211,7 @@ class ReplayTrials:
     def score(self, models: dict, real_records, options):
         """``metrics.StudyResult`` of the bags replayed with ``models`` against ``real_records``."""
         from ..metrics import score_study
-        from ..replay.offline import Replacement
+        from ..replay.real_bag import Replacement
 
         sim = self._replay((Replacement(dict(models), name=TUNE_VARIANT),), False, options)
         return score_study(list(real_records) + sim, options)

@@ -94,7 +94,7 @@ def run(args) -> int:
     from ..errors import UserError
     from ..judge.config import JudgeConfig
     from ..pipeline.study import parse_static_tf_text
-    from ..replay.offline import parse_replace
+    from ..replay.real_bag import parse_replace
     from ..resources import config_path, find_config
     from ..runs import RealBag, find_real_bags
     from ..service import plan_replays, replay_bags

@@ -95,7 +95,7 @@ def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, 
     from ..judge.config import JudgeConfig, judge_parts
     from ..resources import config_path
     from ..runs import name_real_bag
-    from .offline import Replacement, ReplaySpec, check_frames, read_real_streams
+    from .real_bag import Replacement, ReplaySpec, check_frames, read_real_streams
 
     named = name_real_bag(bag, scenario or None, None if k is None or k < 0 else int(k))
     ekf = str(Path(ekf_config or config_path(EKF_CONFIG)).resolve())
