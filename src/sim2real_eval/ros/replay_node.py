@@ -3,7 +3,7 @@ player's clock at the receive times the offline replay gives them.
 
 evaluate.launch.py starts ``ros2 bag play --clock --start-paused`` on the bag's real /fix and /imu
 (remapped to /real/*, so nobody judges them: the player is the clock).  This node reads the bag
-ahead (``replay.node``: the offline replay's streams, window and seeds), waits until the judge and
+ahead (``replay.read_ahead``: the offline replay's streams, window and seeds), waits until the judge and
 the recorder have subscribed (``wait_for``), resumes the player, and publishes each record as the
 CDR bytes the offline run writes, when the sim clock reaches its receive time.  The sim clock
 between two /clock messages is followed with ``node.clock.ClockFollower`` (a publisher thread
@@ -28,7 +28,7 @@ from ..art import TOPICS
 from ..errors import UserError
 from ..node import params
 from ..node.clock import ClockFollower, Schedule
-from ..replay.node import load_replay
+from ..replay.read_ahead import load_replay
 from . import node_runtime
 
 TYPES = {TOPICS["gps"]: NavSatFix, TOPICS["imu"]: Imu, TOPICS["ground_truth"]: Odometry}
