@@ -21,7 +21,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from ..errors import DataWarning, UserError
 from ..runs import existing_run
@@ -45,6 +45,7 @@ class RunOutcome:
     health: Any = None  # a replayed real run's judge health (replay.health.assess), when assessed
 
 
+@runtime_checkable
 class RunTask(Protocol):
     """What the batch runner runs: one picklable task that writes (or, for a task judged in memory,
     only returns) the runs of one unit of work.  Optional attributes the runner reads when present:
