@@ -422,6 +422,7 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
 
     from .replay.offline import BagReplay
     from .replay.real_bag import ReplaySpec
+
     tasks = []
     for bag in bags:
         tfs, real_imu = _peek_real_bag(bag.path, judge, options, by_layout=static_tfs_by_layout)
