@@ -26,11 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from sim2real_eval.bags import records as B
+from sim2real_eval.judge import config as J
 from sim2real_eval.models import sensor_seed
-from sim2real_eval.pipeline import run as R
+from sim2real_eval.pipeline import simulated_run as R
 from sim2real_eval.pipeline.batch import run_batch
 from sim2real_eval.pipeline.study import load_study
 from sim2real_eval.resources import config_path
+from sim2real_eval.runs import write as W
 
 STAGES = ("truth", "truth_messages", "models", "messages", "judge", "bag_write")
 
@@ -49,19 +52,19 @@ def profile_one(spec: R.SimRunSpec, out: Path) -> dict:
     t0 = time.perf_counter()
     truth = R.scenario_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k)
     t1 = time.perf_counter()
-    truth_messages = R.truth_records(truth, spec.ground_truth_rate)
+    truth_messages = B.truth_records(truth, spec.ground_truth_rate)
     t2 = time.perf_counter()
     keys = (spec.seed, spec.variant, spec.scenario, spec.k)
-    gps = R.load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
-    imu = R.load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
+    gps = J.load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
+    imu = J.load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     t3 = time.perf_counter()
-    sensors = R.in_receive_order(R.sensor_bag_records(gps, imu))
+    sensors = B.in_receive_order(B.sensor_bag_records(gps, imu))
     t4 = time.perf_counter()
-    result = R.judge_run(spec.judge, sensors)
+    result = J.judge_run(spec.judge, sensors)
     t5 = time.perf_counter()
-    records = R.in_receive_order(sensors + R.judge_records(result) + truth_messages)
+    records = B.in_receive_order(sensors + B.judge_records(result) + truth_messages)
     t6 = time.perf_counter()
-    R.write_run(out, records, spec.info(), spec.storage)
+    W.write_run(out, records, spec.info(), spec.storage)
     t7 = time.perf_counter()
     times["truth"] = t1 - t0
     times["truth_messages"] = t2 - t1
@@ -93,15 +96,15 @@ def profile_replay(out: Path, repeats: int) -> dict:
         stages["read_real_bag"].append(time.perf_counter() - t0)
         for i, sim in enumerate((None,) + task.sims):
             t0 = time.perf_counter()
-            sensors = R.in_receive_order(P.sensor_streams(spec, streams, sim))
+            sensors = B.in_receive_order(P.sensor_streams(spec, streams, sim))
             info = spec.run_info(streams, sim)
             t1 = time.perf_counter()
-            result = R.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
+            result = J.judge_run(spec.judge, ((recv, topic, msg) for recv, topic, _type, msg in sensors))
             t2 = time.perf_counter()
-            records = R.in_receive_order(list(sensors) + R.judge_records(result)
+            records = B.in_receive_order(list(sensors) + B.judge_records(result)
                                          + streams.truth_records(spec.ground_truth_rate))
             t3 = time.perf_counter()
-            R.write_run(out / f"replay{repeat}_{i}", records, info.with_outcome(result), spec.storage)
+            W.write_run(out / f"replay{repeat}_{i}", records, info.with_outcome(result), spec.storage)
             t4 = time.perf_counter()
             for name, value in zip(("sensors", "judge", "bag_records", "bag_write"),
                                    (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):

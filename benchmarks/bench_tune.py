@@ -45,7 +45,7 @@ PARAMS = "gps.position_noise.sigma=0.0005:0.5:log"
 def real_runs(root: Path, k: int, study) -> Path:
     """OUT/real/real/<scenario>/<k>/ from the reference bags (shipped, else regenerated)."""
     from sim2real_eval import reference as ref
-    from sim2real_eval.replay.offline import Replacement
+    from sim2real_eval.replay.real_bag import Replacement
     from sim2real_eval.runs import RealBag
     from sim2real_eval.service import plan_replays, replay_bags
 

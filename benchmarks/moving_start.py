@@ -22,11 +22,11 @@ import numpy as np
 from sim2real_eval import message_fields as F
 from sim2real_eval.bags import open_bag, write_bag
 from sim2real_eval.bags.columns import read_topics
+from sim2real_eval.judge.config import JudgeConfig
 from sim2real_eval.metrics import ScoreOptions
 from sim2real_eval.metrics.inputs import discover_runs_dir, load_and_score
-from sim2real_eval.pipeline.run import JudgeConfig
 from sim2real_eval.reference import shipped_reference_dir
-from sim2real_eval.replay.offline import Replacement
+from sim2real_eval.replay.real_bag import Replacement
 from sim2real_eval.resources import config_path
 from sim2real_eval.runs import find_real_bags
 from sim2real_eval.service import plan_replays, replay_bags

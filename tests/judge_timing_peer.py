@@ -275,8 +275,8 @@ def bag_streams(scenario: str):
     """(ReplaySpec, RealStreams) of the reference run the real runs were fed (run_00: its INS truth and
     window), and the uncropped /fix + /imu of the input bag (ROS got all of them)."""
     from sim2real_eval.bags import open_bag
-    from sim2real_eval.pipeline.run import JudgeConfig
-    from sim2real_eval.replay.offline import ReplaySpec, read_real_streams
+    from sim2real_eval.judge.config import JudgeConfig
+    from sim2real_eval.replay.real_bag import ReplaySpec, read_real_streams
     from sim2real_eval.resources import config_path
 
     judge = JudgeConfig(str(config_path("ekf_art_iros2024.yaml")),
@@ -315,9 +315,9 @@ class Judged:
 
 
 def judged(scenario: str, timing) -> Judged:
-    """The embedded judge on the input the real runs got, with ``timing`` (pipeline.timing.RunTiming)."""
+    """The embedded judge on the input the real runs got, with ``timing`` (runs.timing.RunTiming)."""
+    from sim2real_eval.judge.config import judge_run
     from sim2real_eval.metrics import ScoreOptions
-    from sim2real_eval.pipeline.run import judge_run
     from sim2real_eval.replay.offline import estimate_score
 
     spec, streams, sensors = bag_streams(scenario)
@@ -351,7 +351,7 @@ def speed_rms(judge: Judged, real: Judged) -> float:
 def quarter_speed_timing(facts):
     """The quarter-speed run's timing as the model's fixed values: each timer's execution phase (where
     ROS ran its ticks), latency 0 — ROS integrates up to the execution time, so that is the phase."""
-    from sim2real_eval.pipeline.timing import RunTiming
+    from sim2real_eval.runs.timing import RunTiming
 
     return RunTiming(int(round(facts.ekf.exec_phase_ms * 1e6)), int(round(facts.navsat.exec_phase_ms * 1e6)),
                      0)
@@ -368,7 +368,7 @@ def acceptance_fixed(scenario: str) -> dict:
 
 
 def acceptance_random(scenario: str, seeds: int) -> dict:
-    from sim2real_eval.pipeline.timing import TimingModel
+    from sim2real_eval.runs.timing import TimingModel
 
     spec, _streams, _sensors = bag_streams(scenario)
     periods = spec.judge.periods()

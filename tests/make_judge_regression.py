@@ -46,17 +46,18 @@ def series(prefix, result, out):
 
 
 def pipeline_samples():
+    from sim2real_eval.judge.config import JudgeConfig, load_gps, load_imu
     from sim2real_eval.models import sensor_seed
-    from sim2real_eval.pipeline import run as pipeline_run
+    from sim2real_eval.pipeline.simulated_run import scenario_truth
 
-    judge = pipeline_run.JudgeConfig(str(config_path("ekf_art_iros2024.yaml")),
+    judge = JudgeConfig(str(config_path("ekf_art_iros2024.yaml")),
                                      str(config_path("navsat_art_iros2024.yaml")))
     params = {"phases": [{"duration": 0.5, "speed": 0.0}, {"duration": 4.0, "speed": 1.0},
                          {"duration": 0.5, "speed": 0.0}]}
-    truth = pipeline_run.scenario_truth("line", params, 11, 0)
-    gps = pipeline_run.load_gps("ch_gauss", sensor_seed(11, "v", "line", 0, "gps")).sample(truth)
+    truth = scenario_truth("line", params, 11, 0)
+    gps = load_gps("ch_gauss", sensor_seed(11, "v", "line", 0, "gps")).sample(truth)
     imu_seed = sensor_seed(11, "v", "line", 0, "imu")
-    imu = pipeline_run.load_imu("chrono_paper_demo", judge, imu_seed).sample(truth)
+    imu = load_imu("chrono_paper_demo", judge, imu_seed).sample(truth)
     return imu, gps
 
 

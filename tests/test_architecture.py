@@ -182,12 +182,12 @@ def describe_circle(graph: dict, circle: list) -> str:
 
 def test_the_graph_sees_imports_inside_functions_and_submodule_imports():
     # Checks of the checker, on modules whose imports are known: judge.runner imports judge.series at
-    # module level; pipeline.run.start_stamp_ns imports truth inside the function; ``from .. import
+    # module level; runs.start.start_stamp_ns imports truth inside the function; ``from .. import
     # rotations`` in truth/stream.py is an import of the module sim2real_eval.rotations.
     graph, everything = import_graph()
     assert "sim2real_eval.judge.series" in graph["sim2real_eval.judge.runner"]
     inner = [i for i in everything
-             if i.source == "sim2real_eval.pipeline.run" and i.target == "sim2real_eval.truth"]
+             if i.source == "sim2real_eval.runs.start" and i.target == "sim2real_eval.truth"]
     assert inner and not any(i.top_level for i in inner)
     assert "sim2real_eval.rotations" in graph["sim2real_eval.truth.stream"]
     circle = {"a": {"b": 0}, "b": {"c": 0}, "c": {"a": 0}, "d": {"a": 0}}
@@ -338,3 +338,157 @@ def test_the_robot_side_list_leaves_out_offline_modules(offline):
     modules = package_modules()
     assert any(imp.top_level and imp.target in OFFLINE_ONLY for imp in imports_of(offline, modules[offline],
                                                                                    modules))
+
+
+# ----------------------------------------------------------------------------- packages (issue 32)
+def package_of(module: str) -> str:
+    """The package a module belongs to for the package-level graph: ``sim2real_eval.judge.runner`` →
+    ``judge``; a top-level module is its own (``sim2real_eval.service`` → ``service``), as is the package's
+    ``__init__``.  TEMPORARY (issue 32, the studies/ split owns it): calibrate/tune.py sits on the top
+    layer, not calibrate's, and moves to studies/; until then it counts as its own."""
+    if module in MOVING_OUT:
+        return MOVING_OUT[module]
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+MOVING_OUT: dict = {}  # TEMPORARY: the lead shrinks this to {}
+
+
+def package_graph() -> dict:
+    """{package: {imported package: first Import}} from the module graph (imports inside functions too)."""
+    graph, _ = import_graph()
+    packages: dict = {}
+    for source, targets in graph.items():
+        packages.setdefault(package_of(source), {})
+        for target, imp in targets.items():
+            a, b = package_of(source), package_of(target)
+            packages.setdefault(b, {})
+            if a != b:
+                packages[a].setdefault(b, imp)
+    return packages
+
+
+def test_no_import_circle_between_packages():
+    # A package that imports another which (through any others) imports it back is one unit in
+    # disguise: bags <-> truth and metrics <-> noise_floor were (issue 32).  Every package edge must go
+    # one way, so the packages can be read bottom-up.
+    packages = package_graph()
+    circles = []
+    for component in strongly_connected(packages):
+        circle = one_circle(packages, component)
+        circles.append(" -> ".join(circle) + ": " + "; ".join(
+            f"{packages[a][b].source}:{packages[a][b].line} imports {packages[a][b].target}"
+            for a, b in zip(circle, circle[1:])))
+    assert not circles, "import circles between packages:\n" + "\n".join(circles)
+
+
+def test_the_package_check_sees_a_circle_through_a_third_package():
+    assert package_of("sim2real_eval.judge.runner") == "judge"
+    assert package_of("sim2real_eval.service") == "service"
+    through = {"bags": {"runs": 0}, "runs": {"truth": 0}, "truth": {"bags": 0}, "models": {"truth": 0}}
+    assert strongly_connected(through) == [["bags", "runs", "truth"]]
+
+
+# ------------------------------------------------------------------ private names (issue 32)
+# A name starting with "_" is its module's own: importing it from another module (``from x import _y``,
+# ``x._y``, or a module named ``_x``) ties the two together behind the names' backs.  Make it public
+# with a docstring, or move it where it belongs.  TEMPORARY: the lead shrinks this as the demo's split
+# (studies/) lands; each entry is (importing module, module.name).
+PRIVATE_IMPORTS_TEMPORARY: set = set()
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports() -> set:
+    """{(importing module, "module.name")} of every private name used across modules of the package."""
+    modules = package_modules()
+    found = set()
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        aliases = {}  # local name -> module of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    anchor = base[:len(base) - (node.level - 1)]
+                    source = ".".join(anchor + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                if source.split(".")[0] != PACKAGE:
+                    continue
+                for alias in node.names:
+                    full = f"{source}.{alias.name}"
+                    if is_private(alias.name) and full != name:
+                        found.add((name, full))
+                    if full in modules:
+                        aliases[alias.asname or alias.name] = full
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == PACKAGE:
+                        if any(is_private(part) for part in alias.name.split(".")):
+                            found.add((name, alias.name))
+                        if alias.asname:
+                            aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and is_private(node.attr)):
+                found.add((name, f"{aliases[node.value.id]}.{node.attr}"))
+    return found
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = private_imports()
+    new = sorted(found - PRIVATE_IMPORTS_TEMPORARY)
+    assert not new, "private names imported from another module (make them public with a docstring, or " \
+        "move them where they belong):\n" + "\n".join(f"{source} uses {target}" for source, target in new)
+    stale = sorted(PRIVATE_IMPORTS_TEMPORARY - found)
+    assert not stale, f"PRIVATE_IMPORTS_TEMPORARY lists uses that are gone (remove them): {stale}"
+
+
+def test_the_private_name_check_sees_each_form(tmp_path, monkeypatch):
+    # The three forms, in a throw-away package laid out like ours.
+    package = tmp_path / PACKAGE
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "_hidden.py").write_text("")
+    (package / "a.py").write_text("def _helper():\n    pass\n")
+    (package / "b.py").write_text("from .a import _helper\nfrom . import a\nfrom .sub import _hidden\n"
+                                  "def f():\n    return a._helper, _hidden\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
+    assert private_imports() == {("sim2real_eval.b", "sim2real_eval.a._helper"),
+                                 ("sim2real_eval.b", "sim2real_eval.sub._hidden")}
+
+
+# ---------------------------------------------------------------------- module size (issue 32)
+MAX_MODULE_LINES = 700
+LONG_MODULES = {  # module path under src/sim2real_eval: why it may be longer
+    "judge/kernels.py": "the compiled maths of ekf.cpp / ukf.cpp / tf2 LinearMath, mirrored function by "
+                        "function in upstream's order; split, it would no longer read side by side with it",
+    "judge/params.py": "robot_localization's parameter surface (every parameter, default and check of "
+                       "ros_filter.cpp / navsat_transform.cpp), mirrored in upstream's order",
+}
+# TEMPORARY (issue 32): still over the limit because other work owns them (the studies/ split: demo.py,
+# calibrate/tune.py; the command layer: service.py; models/noise.py and judge/ekf_node.py are not part
+# of this split).  The lead shrinks this to {}.
+LONG_MODULES_TEMPORARY = {"service.py", "models/noise.py", "judge/ekf_node.py", "calibrate/shortfall.py",
+                          "studies/fit.py"}
+
+
+def module_lines() -> dict:
+    """{path under src/sim2real_eval: number of lines} of every module."""
+    root = SRC / PACKAGE
+    return {path.relative_to(root).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+            for path in sorted(root.rglob("*.py"))}
+
+
+def test_no_module_is_longer_than_700_lines():
+    lines = module_lines()
+    allowed = set(LONG_MODULES) | LONG_MODULES_TEMPORARY
+    long = {path: n for path, n in lines.items() if n > MAX_MODULE_LINES and path not in allowed}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"
+    stale = sorted(path for path in allowed if lines.get(path, 0) <= MAX_MODULE_LINES)
+    assert not stale, f"listed as long but not (any more) over {MAX_MODULE_LINES} lines: remove {stale}"

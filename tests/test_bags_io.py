@@ -19,6 +19,7 @@ from rosbags.rosbag2 import Writer
 
 from sim2real_eval.bags import get_typestore, open_bag, write_bag
 from sim2real_eval.bags.messages import imu_messages, navsatfix_messages, truth_odometry_messages
+from sim2real_eval.bags.reader import require_topic
 from sim2real_eval.errors import UserError
 from sim2real_eval.models.samples import GpsSamples, ImuSamples
 from sim2real_eval.truth import GroundTruth
@@ -264,6 +265,22 @@ def test_absent_and_empty_topics(tmp_path):
         with pytest.raises(UserError, match="topic /empty has no messages"):
             list(bag.messages(["/s", "/empty"]))
         assert [m.msg.data for m in bag.messages(["/s", "/empty"], allow_empty=True)] == ["a"]
+
+
+def test_require_topic_names_the_bag_the_topic_its_role_and_the_types(tmp_path):
+    store = get_typestore()
+    with Writer(tmp_path / "b", version=8) as writer:
+        conn = writer.add_connection("/s", STRING, typestore=store)
+        writer.write(conn, 5, store.serialize_cdr(store.types[STRING]("a"), STRING))
+    with open_bag(tmp_path / "b") as bag:
+        assert require_topic(bag, "/s", STRING) == bag.topics["/s"]
+        with pytest.raises(UserError) as absent:
+            require_topic(bag, "/fix", "sensor_msgs/msg/NavSatFix", "--gps-topic")
+        assert str(absent.value) == f"{bag.path}: topic /fix (--gps-topic) is not in the bag (topics: /s)"
+        with pytest.raises(UserError) as wrong:
+            require_topic(bag, "/s", "sensor_msgs/msg/Imu", what="ground-truth topic")
+        assert str(wrong.value) == (f"{bag.path}: ground-truth topic /s has type {STRING}, "
+                                    "expected sensor_msgs/msg/Imu")
 
 
 def _strip_definitions(bag: Path) -> None:

@@ -76,7 +76,7 @@ def test_existing_outputs_need_overwrite(bag, tmp_path, existing, capsys):
 @pytest.mark.parametrize("args, expected", [
     (["--gps-topic", "/imu"], "--gps-topic and --imu-topic are both /imu"),
     (["--gps-topic", "/imu", "--imu-topic", "/fix"],
-     "/imu (--gps-topic) is sensor_msgs/msg/Imu, expected sensor_msgs/msg/NavSatFix"),
+     "topic /imu (--gps-topic) has type sensor_msgs/msg/Imu, expected sensor_msgs/msg/NavSatFix"),
 ])
 def test_wrong_message_type_is_one_line(bag, tmp_path, args, expected, capsys):
     assert main(["calibrate", str(bag), "--out", str(tmp_path / "p.yaml"), *args]) == 2

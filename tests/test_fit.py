@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim2real_eval.studies import fit as fitmod
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
+from sim2real_eval.studies import fit as fitmod
 from sim2real_eval.yamlio import load_yaml
 
 # The known truth (the GPS in the generator's ENU frame, the IMU in its own frame; σ of white terms)

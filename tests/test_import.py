@@ -193,7 +193,7 @@ def write_csv_drive(folder, family="ecef", attitude=False, rates=False, mount=No
     q = truth.orientation
     if family == "ecef":
         origin = geodesy.geodetic_to_ecef(*DATUM)
-        axes = geodesy._enu_rotation(geodesy.as_datum(DATUM))
+        axes = geodesy.enu_rotation(geodesy.as_datum(DATUM))
         position = origin + truth.position @ axes
         velocity = truth.velocity @ axes
         q = rotations.multiply(rotations.from_matrix(axes.T), q)
@@ -203,7 +203,7 @@ def write_csv_drive(folder, family="ecef", attitude=False, rates=False, mount=No
 
         lat, lon, alt = geodesy.enu_to_geodetic(truth.position, DATUM)
         position = np.column_stack([lat, lon, alt])
-        axes = geodesy._enu_rotation(geodesy.as_datum(DATUM))
+        axes = geodesy.enu_rotation(geodesy.as_datum(DATUM))
         # velocity and attitude in the local ENU frame of each point:
         # q_local←datum = q_local←ecef ⊗ q_ecef←datum
         q_local_datum = rotations.multiply(rotations.conjugate(local_enu_to_ecef_quaternions(lat, lon)),

@@ -1,6 +1,6 @@
 """Judge.run_blocks: messages handed over in columns (an in-memory run) give what the same messages as CDR
 records give — byte for byte, across chunk boundaries and receive-time ties — and the model samples'
-blocks (pipeline.run.sensor_block) are what the judge decodes from their CDR bytes."""
+blocks (judge.config.sensor_block) are what the judge decodes from their CDR bytes."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +10,9 @@ from sim2real_eval import art
 from sim2real_eval.bags import get_typestore
 from sim2real_eval.bags import messages as bag_messages
 from sim2real_eval.judge import Judge, SensorBlock, load_ekf_params, load_navsat_params, runner
+from sim2real_eval.judge.config import sensor_block
 from sim2real_eval.judge.input_rows import cdr_columns
 from sim2real_eval.judge.synthetic import ART_STATIC_TFS, art_like_samples
-from sim2real_eval.pipeline.run import sensor_block
 from sim2real_eval.resources import config_path
 
 SERIES_FIELDS = ("stamp_ns", "position", "orientation", "linear_velocity")

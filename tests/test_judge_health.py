@@ -383,8 +383,8 @@ def test_replay_and_score_flag_it_too(rover, capsys):
 def test_score_reads_back_the_health_the_replay_measured(rover, tmp_path):
     """A real run's health measured in memory by the replay equals the one ``score`` measures from its bag
     (same real streams, the judge's outputs stored as float64): one number, whichever command."""
-    from sim2real_eval.pipeline.run import JudgeConfig
-    from sim2real_eval.replay.offline import Replacement
+    from sim2real_eval.judge.config import JudgeConfig
+    from sim2real_eval.replay.real_bag import Replacement
     from sim2real_eval.resources import config_path
     from sim2real_eval.runs import RealBag, read_run_info
     from sim2real_eval.service import plan_replays, replay_bags

@@ -34,7 +34,7 @@ def art_judge():
 
 def pipeline_messages(reference: dict) -> list:
     """The pipeline's judge input: rosbags NavSatFix + Imu messages from the stored samples, in receive
-    order (stable: GPS before IMU at equal receive times, as pipeline.run.in_receive_order)."""
+    order (stable: GPS before IMU at equal receive times, as bags.records.in_receive_order)."""
     from sim2real_eval.bags import messages as bag_messages
     from sim2real_eval.models.samples import GpsSamples, ImuSamples
 

@@ -9,17 +9,18 @@ import numpy as np
 import pytest
 
 from sim2real_eval import service
+from sim2real_eval.judge.config import JudgeConfig
 from sim2real_eval.metrics import ScoreOptions
 from sim2real_eval.metrics.inputs import discover_runs_dir, load_and_score
 from sim2real_eval.metrics.per_run import RunScore
 from sim2real_eval.metrics.study import RunRecord, score_study, wasserstein
 from sim2real_eval.noise_floor.compute import DEFINITION, judge_noise_floor
-from sim2real_eval.pipeline.run import JudgeConfig
-from sim2real_eval.pipeline.timing import RunTiming
-from sim2real_eval.replay.offline import judged_scores, read_real_streams
+from sim2real_eval.replay.offline import judged_scores
+from sim2real_eval.replay.real_bag import read_real_streams
 from sim2real_eval.report import write_report
 from sim2real_eval.resources import config_path
 from sim2real_eval.runs import RealBag
+from sim2real_eval.runs.timing import RunTiming
 
 REFERENCE = Path(__file__).resolve().parents[1] / "bags" / "reference"
 OPTIONS = ScoreOptions(bootstrap=0, permutations=0).validate()
@@ -55,8 +56,8 @@ def test_floor_of_two_draws_is_the_vepd_between_them():
 def test_floor_of_several_draws_is_the_mean_over_their_pairs_with_their_range():
     """Three draws: one VEPD per pair (0-1, 0-2, 1-2), the floor their mean, the interval their range;
     ``threshold`` (what a result must exceed) is the range's upper end."""
+    from sim2real_eval.metrics.separation import threshold
     from sim2real_eval.metrics.study import distances
-    from sim2real_eval.noise_floor.compute import threshold
 
     draws = [records([("line", 0, 0.10 + d, 0.30), ("line", 1, 0.11, 0.35 - d), ("line", 2, 0.12, 0.31)])
              for d in (0.0, 0.004, 0.02)]

@@ -1,4 +1,4 @@
-"""The judge timing model (pipeline.timing): options, study files, per-run draws with common random
+"""The judge timing model (runs.timing): options, study files, per-run draws with common random
 numbers across variants, run.yaml records and resume."""
 from __future__ import annotations
 
@@ -16,12 +16,10 @@ from hypothesis import strategies as st
 from sim2real_eval.bags import open_bag
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
-from sim2real_eval.pipeline import timing
-from sim2real_eval.pipeline.run import existing_run
 from sim2real_eval.pipeline.study import load_study
-from sim2real_eval.pipeline.timing import LATENCY_HIGH_NS, RunTiming, TimingModel
 from sim2real_eval.resources import config_path
-from sim2real_eval.runs import RunInfo
+from sim2real_eval.runs import RunInfo, existing_run, timing
+from sim2real_eval.runs.timing import LATENCY_HIGH_NS, RunTiming, TimingModel
 from sim2real_eval.yamlio import Section
 
 PERIODS = (28_571_429, 100_000_000)  # the ART judge: 35 Hz EKF, 10 Hz navsat

@@ -1,12 +1,12 @@
 """The real judge's timer timing on the shipped real runs (../shared/peer), and the timing model fitted
-to it (pipeline.timing).  Skips without the peer data."""
+to it (runs.timing).  Skips without the peer data."""
 from __future__ import annotations
 
 import judge_timing_peer as peer
 import numpy as np
 import pytest
 
-from sim2real_eval.pipeline.timing import LATENCY_HIGH_NS
+from sim2real_eval.runs.timing import LATENCY_HIGH_NS
 
 pytestmark = pytest.mark.skipif(not peer.available(), reason=f"peer data {peer.ROS1} is absent")
 
@@ -57,7 +57,7 @@ def test_quarter_speed_runs_ticked_12_ms_into_the_ekf_period(facts):
 
 
 def test_humble_tick_latency_is_uniform_over_one_clock_period(facts):
-    """The fitted latency distribution of pipeline.timing: the Humble EKF ticks' delay after their
+    """The fitted latency distribution of runs.timing: the Humble EKF ticks' delay after their
     nominal time is U(0, 25 ms) (ros2 bag play --clock publishes /clock at 40 Hz) — and fits better than
     an exponential or a gamma."""
     fits = {fit.group.split(" ")[0]: fit for fit in peer.latency_fits(facts.values())}
@@ -95,7 +95,7 @@ def test_quarter_speed_timing_reproduces_the_quarter_speed_run(scenario):
 def test_zero_timing_matches_no_quarter_speed_run_as_well():
     """The default timing (exact multiples) is one arbitrary point of the real spread: it misses the
     quarter-speed runs by several times the tolerance (the test above can fail)."""
-    from sim2real_eval.pipeline.timing import RunTiming
+    from sim2real_eval.runs.timing import RunTiming
 
     real = peer.real_scored("line", peer.ROS1 / "line_run_00_quarter_speed.csv.gz")
     assert peer.speed_rms(peer.judged("line", RunTiming()), real) > 0.03
@@ -107,7 +107,7 @@ def test_random_timing_spreads_like_the_real_runs_gps_loss_mode_included(scenari
     """Random timing over 20 seeds spreads E over the real runs' range (to 2 % at either end; the full
     acceptance, 100 seeds, is in docs/judge.md), and a navsat phase where the real runs' stamps pinned
     the GPS-loss mode (line run 2: 45.9 ms) loses 18-26 % of /odometry/gps as they did."""
-    from sim2real_eval.pipeline.timing import RunTiming
+    from sim2real_eval.runs.timing import RunTiming
 
     result = peer.acceptance_random(scenario, 20)
     low, high = min(result["real_E"]), max(result["real_E"])

@@ -148,8 +148,8 @@ def test_evaluate_on_the_robots_python_says_where_it_runs(bag, tmp_path, monkeyp
     with pytest.raises(UserError, match=r"Python >= 3.10.*sensors.launch.py \(this is Python 3.8\)"):
         plan(bag, tmp_path)
     monkeypatch.undo()
-    monkeypatch.setitem(__import__("sys").modules, "sim2real_eval.replay.node", None)
-    with pytest.raises(UserError, match=r"sensors.launch.py \(import of sim2real_eval.replay.node"):
+    monkeypatch.setitem(__import__("sys").modules, "sim2real_eval.replay.read_ahead", None)
+    with pytest.raises(UserError, match=r"sensors.launch.py \(import of sim2real_eval.replay.read_ahead"):
         plan(bag, tmp_path)
 
 

@@ -18,8 +18,8 @@ from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 from sim2real_eval.metrics import ScoreOptions, score_run
 from sim2real_eval.metrics.inputs import RunSpec, warmup_of_runs
-from sim2real_eval.pipeline.start import check_warmup, initial_state_from_truth
 from sim2real_eval.runs import RunId, RunInfo, existing_run
+from sim2real_eval.runs.start import check_warmup, initial_state_from_truth
 from sim2real_eval.truth import GRAVITY, GroundTruth
 
 

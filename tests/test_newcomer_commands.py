@@ -163,8 +163,8 @@ def test_score_variant_filter_errors(two_studies, tmp_path, capsys):
 def test_replay_progress_counts_every_bag(art_bags, tmp_path, capsys):
     """Three bags on two workers: the first is judged before the workers fork, and the bar still
     counts it (3/3, not 2/2)."""
-    from sim2real_eval.pipeline.run import JudgeConfig
-    from sim2real_eval.replay.offline import Replacement
+    from sim2real_eval.judge.config import JudgeConfig
+    from sim2real_eval.replay.real_bag import Replacement
     from sim2real_eval.resources import config_path
     from sim2real_eval.runs import find_real_bags
     from sim2real_eval.service import plan_replays, replay_bags

@@ -130,7 +130,7 @@ def test_the_issue_case_diverges_and_names_its_cause(tmp_path, capsys, repo_root
 def test_divergence_check_units():
     from types import SimpleNamespace
 
-    from sim2real_eval.pipeline.run import check_divergence
+    from sim2real_eval.judge.findings import check_divergence
 
     class Filtered:
         def __init__(self, speeds):
@@ -233,7 +233,7 @@ def test_evaluate_launch_decides_the_static_tfs_as_the_offline_replay(tmp_path):
     from sim2real_eval.art import ART_STATIC_TFS
     from sim2real_eval.node import launch_plan
     from sim2real_eval.node.params import parse_replay_params
-    from sim2real_eval.replay.node import load_replay
+    from sim2real_eval.replay.read_ahead import load_replay
 
     def tfs_of(plan):
         return [(n.arguments[-3], n.arguments[-1]) for n in plan.nodes if n.name.startswith("static_tf_")]

@@ -22,15 +22,15 @@ S = 1_000_000_000
 
 # ------------------------------------------------------------------------------------------ time
 def test_period_ns_is_validated():
-    assert ticks.period_ns(10) == 100_000_000
-    assert ticks.period_ns(3) == 333_333_333  # round(1e9 / 3)
+    assert ticks.checked_period_ns(10) == 100_000_000
+    assert ticks.checked_period_ns(3) == 333_333_333  # round(1e9 / 3)
     for bad in (0, -5, float("nan"), True, "10"):
         with pytest.raises(UserError, match="rate"):
-            ticks.period_ns(bad)
+            ticks.checked_period_ns(bad)
 
 
 def test_ticks_are_exact_multiples_inside_the_interval():
-    p = ticks.period_ns(10)
+    p = ticks.checked_period_ns(10)
     assert ticks.ticks_ns(10 * S, 10 * S + 300_000_000, p, False).tolist() == [
         10 * S, 10 * S + p, 10 * S + 2 * p]
     assert ticks.ticks_ns(10 * S, 10 * S + 300_000_000, p, True).tolist()[-1] == 10 * S + 3 * p
@@ -201,7 +201,7 @@ def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both",
     node = type(parts[0]).concatenate(parts)
     truth = GroundTruth.from_kinematics(stamps_to_seconds(stamps), p, q, v, angular_velocity=w)
     # Every tick of the truth span (not node.stamp_ns: a model may publish fewer, e.g. AirSim's start-up)
-    tick_ns = ticks.ticks_ns(int(stamps[0]), int(stamps[-1]), ticks.period_ns(rate), True)
+    tick_ns = ticks.ticks_ns(int(stamps[0]), int(stamps[-1]), ticks.checked_period_ns(rate), True)
     offline = loader(spec, sensor_seed(2024, *keys, sensor)).sample(truth, tick_ns)
     return node, offline, stamps
 
@@ -209,7 +209,7 @@ def node_and_offline(sensor, spec, rate, truth_rate=5.0, n=30, keys=("sim_both",
 @pytest.mark.parametrize("spec", ["ch_gauss", "ch_rw_airsim", "hector", "robot_rtk_f9p"])
 def test_gps_node_path_equals_offline_sample(spec):
     node, offline, stamps = node_and_offline("gps", spec, 10.0)
-    period = ticks.period_ns(10.0)
+    period = ticks.checked_period_ns(10.0)
     expected_ticks = ticks.ticks_ns(int(stamps[0]), int(stamps[-1]), period, True)
     assert node.stamp_ns.tolist() == expected_ticks.tolist()  # every tick inside the truth span
     for name, value in offline.as_dict().items():

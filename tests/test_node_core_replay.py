@@ -1,4 +1,4 @@
-"""replay.node: what evaluate.launch.py publishes is the offline replay's run, byte for byte."""
+"""replay.read_ahead: what evaluate.launch.py publishes is the offline replay's run, byte for byte."""
 from __future__ import annotations
 
 import shutil
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sim2real_eval.replay.node import load_replay, replaced
+from sim2real_eval.replay.read_ahead import load_replay, replaced
 
 pytest.importorskip("sim2real_eval.bags")  # the offline stack (Python >= 3.10)
 

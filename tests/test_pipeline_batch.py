@@ -14,9 +14,8 @@ import pytest
 
 from sim2real_eval.atomic import atomic_directory
 from sim2real_eval.errors import UserError
-from sim2real_eval.pipeline.batch import RunFailure, run_batch
-from sim2real_eval.pipeline.run import RUN_FILE, RunOutcome
-from sim2real_eval.runs import FILES_KEY, data_files
+from sim2real_eval.pipeline.batch import RunFailure, RunOutcome, RunTask, run_batch
+from sim2real_eval.runs import FILES_KEY, RUN_FILE, data_files
 from sim2real_eval.yamlio import dump_yaml
 
 
@@ -118,3 +117,21 @@ def test_crash_leaves_no_half_directory(tmp_path):
 def test_bad_worker_count(tmp_path):
     with pytest.raises(UserError, match="--workers must be >= 1"):
         run_batch([PayloadTask("t0", 0)], tmp_path, workers=0, progress=False)
+
+
+def test_the_task_classes_are_run_tasks():
+    # The protocol the workers run (RunTask): the simulated run and the replay unit satisfy it, and
+    # "go to implementation" of RunTask.execute finds both.
+    from sim2real_eval.judge.config import JudgeConfig
+    from sim2real_eval.pipeline.simulated_run import SimRunSpec
+    from sim2real_eval.replay.offline import BagReplay
+    from sim2real_eval.resources import config_path
+
+    judge = JudgeConfig(str(config_path("ekf_art_iros2024.yaml")),
+                        str(config_path("navsat_art_iros2024.yaml")))
+    spec = SimRunSpec("v", "line", 0, 1, "ch_gauss", "chrono_paper_demo", judge)
+    assert isinstance(spec, RunTask)
+    for member in ("directory", "record", "execute"):
+        assert callable(getattr(BagReplay, member))
+    assert isinstance(BagReplay.label, property)
+    assert not isinstance(object(), RunTask)

@@ -19,8 +19,9 @@ pytest.importorskip("sim2real_eval.judge", reason="judge not in the tree")
 
 from sim2real_eval.bags import get_typestore, open_bag, write_bag  # noqa: E402
 from sim2real_eval.bags import messages as M  # noqa: E402
+from sim2real_eval.judge.config import load_imu  # noqa: E402
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed  # noqa: E402
-from sim2real_eval.pipeline import run as pipeline_run  # noqa: E402
+from sim2real_eval.pipeline.simulated_run import scenario_truth  # noqa: E402
 from sim2real_eval.pipeline.study import load_study  # noqa: E402
 from sim2real_eval.resources import config_path  # noqa: E402
 from sim2real_eval.ros import messages as ros_messages  # noqa: E402
@@ -66,9 +67,9 @@ def simulated(tmp_path_factory):
 def test_simulated_run_records_what_the_imu_node_publishes(simulated):
     study, out = simulated
     spec = next(s for s in load_study(study).runs() if s.variant == "with_mag")
-    truth = pipeline_run.scenario_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k)
+    truth = scenario_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k)
     keys = (spec.seed, spec.variant, spec.scenario, spec.k)
-    imu = pipeline_run.load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
+    imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
     assert imu.magnetic_field is not None
     store = get_typestore()
     published = [bytes(store.serialize_cdr(ros_messages.fill_magnetic_field(

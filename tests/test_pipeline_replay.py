@@ -309,7 +309,7 @@ def _bad(tmp_path, capsys, bag, *extra):
 def test_bad_inputs(tmp_path, capsys):
     truth = art_like_truth(6.0)
     no_imu = make_art_bag(tmp_path / "no_imu", truth, topics=("fix", "gps_pos", "gps_vel"))
-    assert "topic /imu not found" in _bad(tmp_path, capsys, no_imu)
+    assert "topic /imu is not in the bag (topics: /fix, " in _bad(tmp_path, capsys, no_imu)
     no_ins = make_art_bag(tmp_path / "no_ins", truth, topics=("imu", "fix"))
     assert str(no_ins) in _bad(tmp_path, capsys, no_ins)
     backwards = make_art_bag(tmp_path / "backwards", truth, backwards_imu=True)
@@ -386,7 +386,7 @@ def test_a_damaged_real_message_is_one_line(art_bag, tmp_path, capsys):
 
 def test_stream_rate_hand_values():
     from sim2real_eval.errors import UserError
-    from sim2real_eval.replay.offline import stream_rate
+    from sim2real_eval.replay.real_bag import stream_rate
 
     ms = 1_000_000
     assert stream_rate([0, 100 * ms, 200 * ms, 300 * ms], "s") == 10.0
@@ -404,7 +404,7 @@ def test_stream_rate_hand_values():
 def test_stream_rate_ignores_jitter_and_drops(rate, n, jitter, seed):
     """Ticks at ``rate`` with uniform stamp jitter up to ``jitter`` periods and ~3 % dropped messages
     (never two in a row): the estimate is 1/period to the stream's span resolution."""
-    from sim2real_eval.replay.offline import stream_rate
+    from sim2real_eval.replay.real_bag import stream_rate
 
     rng = np.random.default_rng(seed)
     period = 1e9 / rate

@@ -16,7 +16,9 @@ pytest.importorskip("sim2real_eval.scenarios", reason="scenarios (issue 2) not i
 pytest.importorskip("sim2real_eval.judge", reason="judge (issue 3) not in the tree yet")
 
 from sim2real_eval.bags import open_bag  # noqa: E402
-from sim2real_eval.pipeline import run as pipeline_run  # noqa: E402
+from sim2real_eval.bags.records import gps_records, imu_records, in_receive_order  # noqa: E402
+from sim2real_eval.judge.config import load_gps, load_imu  # noqa: E402
+from sim2real_eval.pipeline import simulated_run as pipeline_run  # noqa: E402
 from sim2real_eval.pipeline.batch import run_batch  # noqa: E402
 from sim2real_eval.pipeline.study import load_study  # noqa: E402
 from sim2real_eval.resources import config_path  # noqa: E402
@@ -182,9 +184,9 @@ def test_bulk_serialised_run_bag_equals_rosbags_serialisation_of_the_messages(st
     spec = load_study(study_file).runs()[0]
     truth = pipeline_run.scenario_truth(spec.scenario, spec.scenario_params, spec.seed, spec.k)
     keys = (spec.seed, spec.variant, spec.scenario, spec.k)
-    gps = pipeline_run.load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
-    imu = pipeline_run.load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
-    sensors = pipeline_run.in_receive_order(pipeline_run.gps_records(gps) + pipeline_run.imu_records(imu))
+    gps = load_gps(spec.gps, sensor_seed(*keys, "gps")).sample(truth)
+    imu = load_imu(spec.imu, spec.judge, sensor_seed(*keys, "imu")).sample(truth)
+    sensors = in_receive_order(gps_records(gps) + imu_records(imu))
     result = pipeline_run.judge_run(spec.judge, ((r, topic, msg) for r, topic, _type, msg in sensors))
     stamps = M.tick_stamps_ns(truth, spec.ground_truth_rate)
     sampled = truth.interpolate(np.clip(stamps * 1e-9, truth.t[0], truth.t[-1]))
@@ -192,7 +194,7 @@ def test_bulk_serialised_run_bag_equals_rosbags_serialisation_of_the_messages(st
     objects = (sensors + list(M.odometry_messages(result.filtered, "/odometry/filtered"))
                + list(M.odometry_messages(result.gps_odometry, "/odometry/gps"))
                + list(M.truth_odometry_messages(sampled, "/ground_truth/odom")))
-    for recv, topic, msgtype, msg in pipeline_run.in_receive_order(objects):
+    for recv, topic, msgtype, msg in in_receive_order(objects):
         expected.setdefault(topic, []).append((recv, bytes(store.serialize_cdr(msg, msgtype))))
     got = messages(spec.directory(out))
     assert set(got) == TOPICS

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from sim2real_eval.errors import UserError
-from sim2real_eval.pipeline import run as pipeline_run
-from sim2real_eval.pipeline.run import JudgeConfig, SimRunSpec, existing_run
+from sim2real_eval.judge.config import JudgeConfig, load_imu, model_parameters
+from sim2real_eval.pipeline.simulated_run import SimRunSpec
 from sim2real_eval.pipeline.study import load_study
-from sim2real_eval.runs import first_difference
+from sim2real_eval.runs import existing_run, first_difference, remove_stale_temporaries
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -143,12 +143,12 @@ def test_imu_model_is_mounted_like_the_judge_tf(judge_files):
     judge = JudgeConfig(str(judge_files[0]), str(judge_files[1]))
     # static_transform_publisher order: yaw pitch roll -> mounting (roll, pitch, yaw).
     assert judge.mounting_rpy() == [0.0, -1.5708, 3.1416]
-    model = pipeline_run.load_imu({"mounting_rpy": [0.1, 0.2, 0.3]}, judge)
+    model = load_imu({"mounting_rpy": [0.1, 0.2, 0.3]}, judge)
     assert list(model.mounting_rpy) == [0.0, -1.5708, 3.1416]  # the TF wins over the preset
-    assert pipeline_run.model_parameters("imu", {}, judge)["mounting_rpy"] == [0.0, -1.5708, 3.1416]
+    assert model_parameters("imu", {}, judge)["mounting_rpy"] == [0.0, -1.5708, 3.1416]
     no_imu_tf = JudgeConfig(judge.ekf, judge.navsat, ("base_link imu2 0 0 0 0 0 0",))
     with pytest.raises(UserError, match="frame_id 'imu' has no static TF in the judge"):
-        pipeline_run.load_imu({}, no_imu_tf)
+        load_imu({}, no_imu_tf)
 
 
 def test_existing_run_resume_and_mismatch(tmp_path, judge_files):
@@ -182,7 +182,7 @@ def test_stale_temporaries_are_removed(tmp_path):
     (stale / "half.db3").write_bytes(b"x")
     keep = final.parent / ".1.tmp-zzz"  # another run's temporary: not ours to remove
     keep.mkdir()
-    pipeline_run.remove_stale_temporaries(final)
+    remove_stale_temporaries(final)
     assert not stale.exists() and keep.exists()
 
 

@@ -8,7 +8,7 @@ from test_pipeline_replay import art_like_truth, make_art_bag
 
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
-from sim2real_eval.replay.offline import parse_replace
+from sim2real_eval.replay.real_bag import parse_replace
 
 
 def variants(*items):

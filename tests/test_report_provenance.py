@@ -9,8 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 
+from sim2real_eval.judge.config import JudgeConfig
 from sim2real_eval.metrics import RunRecord, RunScore, ScoreOptions, score_study
-from sim2real_eval.pipeline.run import JudgeConfig
 from sim2real_eval.report import Study, tables, write_report
 from sim2real_eval.report import provenance as prov
 from sim2real_eval.resources import config_path

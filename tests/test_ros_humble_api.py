@@ -373,7 +373,7 @@ NODE_FILE = REPO / "src" / "sim2real_eval" / "ros" / "snippet.py"
     # rclpy 5.2 (Iron) API: the crash of every node on Humble
     ("from rclpy.node import Node\n\ndef f(node: Node):\n    return node.list_parameters([], 0)\n",
      "rclpy.node.Node.list_parameters"),
-    ("from . import _node\nn = _node.make_node('x', {})\nn.list_parameters([], 0)\n",
+    ("from . import node_runtime\nn = node_runtime.make_node('x', {})\nn.list_parameters([], 0)\n",
      "rclpy.node.Node.list_parameters"),
     ("import rclpy\nrclpy.init(args=None, domain_id=0, bogus=1)\n", "no keyword 'bogus'"),
     ("from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor\n",

@@ -1,6 +1,6 @@
 """Static checks of the rclpy node modules and launch files, which cannot be imported without ROS 2.
 
-Every attribute of a project module the nodes and launch files use (``params.X``, ``_node.X``,
+Every attribute of a project module the nodes and launch files use (``params.X``, ``node_runtime.X``,
 ``la.X``…) and every name they import from one must exist, and every node module must expose the
 ``main`` that setup.py's console_scripts name: a typo in code that only runs on a robot is caught
 here instead of there.  (tests/test_ros_humble_api.py checks the rclpy/launch side against Humble.)

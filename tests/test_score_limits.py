@@ -11,7 +11,7 @@ from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 from sim2real_eval.metrics.options import MAX_RATE_HZ, ScoreOptions
 from sim2real_eval.metrics.per_run import score_run
-from sim2real_eval.replay.offline import _check_stamps
+from sim2real_eval.replay.real_bag import _check_stamps
 
 T = np.arange(0.0, 20.0, 0.05)
 SPEED = 1.0 + 0.1 * np.sin(T)

@@ -11,7 +11,7 @@ from fixtures.optional import requires
 
 from sim2real_eval.cli import main
 from sim2real_eval.models import load_gps_model, sensor_seed
-from sim2real_eval.pipeline.run import SimRunSpec
+from sim2real_eval.pipeline.simulated_run import SimRunSpec
 from sim2real_eval.pipeline.study import load_study
 
 pytestmark = requires("optuna", "all", "tune searches with Optuna")

@@ -2,7 +2,7 @@
 
 A crash, an exception or Ctrl-C leaves no half-written output, and an existing result is never
 touched until its replacement is complete.  Temporaries are named ``.<final name>.tmp-<random>``
-(pipeline.run.remove_stale_temporaries finds the leftovers of a SIGKILL by that name).
+(runs.remove_stale_temporaries finds the leftovers of a SIGKILL by that name).
 
 Permissions follow the user's umask, as if the output had been created directly: tempfile makes
 0700 directories and 0600 files, which would make results private whatever the umask says.

@@ -8,6 +8,12 @@ def one_line(text) -> str:
     return " ".join(str(text).splitlines())
 
 
+def exception_line(exc: BaseException) -> str:
+    """What a library's exception says, for the end of a UserError: its message on one line (all
+    whitespace runs made one space), at most 300 characters, or its type's name when it says nothing."""
+    return (" ".join(str(exc).split()) or type(exc).__name__)[:300]
+
+
 class UserError(Exception):
     """Bad input from the user.  The CLI prints ``sim2real-eval: error: <message>`` and exits 2."""
 

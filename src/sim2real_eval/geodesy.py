@@ -143,7 +143,7 @@ def arctan2(y, x) -> np.ndarray:
     return np.arctan2(np.array(y, dtype=float, copy=True), np.array(x, dtype=float, copy=True))
 
 
-def _enu_rotation(datum: Datum) -> np.ndarray:
+def enu_rotation(datum: Datum) -> np.ndarray:
     """Rows are the E, N, U unit vectors in ECEF at the datum (so enu = R·(ecef − ecef0))."""
     phi = np.radians(datum.lat)
     lam = np.radians(datum.lon)
@@ -163,7 +163,7 @@ def enu_to_geodetic(enu, datum, model: str = "wgs84") -> Tuple[np.ndarray, np.nd
         lon = datum.lon + enu[..., 0] / (CHRONO_EARTH_RADIUS * np.cos(np.radians(lat))) * (180.0 / np.pi)
         return lat, lon, datum.alt + enu[..., 2]
     origin = geodetic_to_ecef(datum.lat, datum.lon, datum.alt)
-    lat, lon, _ = ecef_to_geodetic(origin + enu @ _enu_rotation(datum))
+    lat, lon, _ = ecef_to_geodetic(origin + enu @ enu_rotation(datum))
     # The height relative to the datum: the point's offset from the point at its own lat/lon and the
     # datum's height, along the ellipsoid normal there.  Both are small vectors (``_enu_offset``), so
     # a last-bit difference in sin/cos/hypot/cbrt moves the height by ulps of the offset, where

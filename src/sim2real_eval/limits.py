@@ -59,7 +59,7 @@ GROUND_TRUTH_RATE = Bound(
     "ground_truth_rate (study, demo file, replay --ground-truth-rate)", 1.0, 1000.0, "Hz",
     "the scorer resamples at 15 Hz; below 1 Hz a run has too few truth messages to score, above "
     "1 kHz only the bag grows",
-    "pipeline.run.check_ground_truth_rate")
+    "bags.records.check_ground_truth_rate")
 SCENARIO_RATE = Bound(
     "scenario rate (integration of the bicycle model)", 100.0, 10_000.0, "Hz",
     "the IMU truth needs >= 100 Hz; an IMU model runs at most at 5 kHz",
@@ -80,7 +80,7 @@ JUDGE_FREQUENCY = Bound(
 TICK_LATENCY = Bound(
     "tick latency (--tick-latency-ms, judge timing tick_latency_ms)", None, 1000.0, "ms",
     "measured ROS tick latencies are < 26 ms (docs/judge.md, 'Timing')",
-    "pipeline.timing.TimingModel")
+    "runs.timing.TimingModel")
 SCORE_RATE = Bound("score --rate (common timeline)", None, 1000.0, "Hz",
                    "the scored series are published at tens of Hz", "metrics.options.ScoreOptions")
 RESAMPLES = Bound(

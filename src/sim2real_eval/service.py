@@ -56,7 +56,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
     configuration subscribes; every input topic is checked first (present, right type).  The judge
     reads the bag's raw CDR.
 
-    ``timing``: the timers' ``pipeline.timing.TimingModel`` (default: exact multiples, zero latency;
+    ``timing``: the timers' ``runs.timing.TimingModel`` (default: exact multiples, zero latency;
     random draws with its seed, default 0).
 
     ``static_tfs=None``: the ART static TFs (``art.ART_STATIC_TFS``, as ``replay`` applies) when the bag
@@ -80,8 +80,10 @@ def judge_bag(bag, ekf_config, navsat_config=None, *, node: str | None = None, f
         output_records,
         parse_static_tf,
     )
-    from .pipeline.timing import RunTiming, TimingModel, judge_timing, period_ns
+    from .judge.config import judge_timing
     from .runs import file_sha256
+    from .runs.timing import RunTiming, TimingModel
+    from .stamps import period_ns
 
     ekf_params = load_ekf_params(ekf_config, node, filter_type)
     navsat_params = load_navsat_params(navsat_config, navsat_node) if navsat_config else None
@@ -296,7 +298,8 @@ class SimulatedRuns:
 
 def simulate_runs(tasks: Sequence, out, *, workers: int | None = None, ray_address: str | None = None,
                   progress: bool = True, description: str = "runs") -> SimulatedRuns:
-    """Execute simulated runs (``pipeline.run.SimRunSpec``) into ``out``; complete ones are skipped."""
+    """Execute simulated runs (``pipeline.simulated_run.SimRunSpec``) into ``out``; complete ones are
+    skipped."""
     from .pipeline.batch import run_batch
 
     start = time.perf_counter()
@@ -308,7 +311,7 @@ def simulate_runs(tasks: Sequence, out, *, workers: int | None = None, ray_addre
 def simulate_study(study, out, *, storage: str | None = None, workers: int | None = None,
                    ray_address: str | None = None, progress: bool = True, timing=None) -> SimulatedRuns:
     """Every run of a study (a ``pipeline.study.Study`` or a study file) into ``out/sim/…``; ``timing``
-    (a ``pipeline.timing.TimingModel``) replaces the study's judge timing."""
+    (a ``runs.timing.TimingModel``) replaces the study's judge timing."""
     import dataclasses
 
     from .pipeline.study import load_study
@@ -332,7 +335,7 @@ def simulate_study(study, out, *, storage: str | None = None, workers: int | Non
 def lint_study_imus(study) -> None:
     """Before any run: each IMU model of the study whose covariance is no covariance once ekf_node has
     rotated it into base_link (``judge.lint``) is a DataWarning, one line per model."""
-    from .pipeline.run import model_imu_findings
+    from .judge.findings import model_imu_findings
 
     specs = {_json_key(variant.imu): variant.imu for variant in study.variants}
     findings = []
@@ -418,7 +421,8 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
     else none).  ``replay_bags`` says which bags got the ART TFs and lints the IMU covariances."""
     import dataclasses
 
-    from .replay.offline import BagReplay, ReplaySpec
+    from .replay.offline import BagReplay
+    from .replay.real_bag import ReplaySpec
 
     tasks = []
     for bag in bags:
@@ -438,7 +442,7 @@ def announce_replays(tasks: Sequence, notice: Callable | None = None) -> None:
     (first message of its bag) and each replaced IMU model, once per mount."""
     from .art import ART_STATIC_TFS
     from .bags.layout import art_static_tfs_note
-    from .pipeline.run import imu_findings, model_imu_findings
+    from .judge.findings import imu_findings, model_imu_findings
 
     applied = [t.spec.bag for t in tasks
                if t.default_static_tfs and t.spec.judge.static_tfs == ART_STATIC_TFS]
@@ -473,11 +477,11 @@ def _peek_real_bag(path: str, judge, options: dict, by_layout: bool) -> tuple:
     the replay, which names the problem."""
     from .art import TOPICS
     from .bags.layout import peek_real_bag
+    from .judge.config import judge_parts
     from .judge.lint import IMU_PARTS
-    from .pipeline.run import _judge_parts
 
     imu_topic, gps_topic = options.get("imu_topic", TOPICS["imu"]), options.get("gps_topic", TOPICS["gps"])
-    ekf = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
+    ekf = judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
     try:
         tfs, imu = peek_real_bag(path, imu_topic, gps_topic, ekf.base_link_frame, options.get("msg_path"),
                                  by_layout)
@@ -548,10 +552,10 @@ def warn_judge_health(records: Sequence) -> None:
 
 
 def warm_judge(judge) -> None:
-    """Run the embedded judge of ``judge`` (``pipeline.run.JudgeConfig``) once on a 3-s ART-like stream
+    """Run the embedded judge of ``judge`` (``judge.config.JudgeConfig``) once on a 3-s ART-like stream
     (/fix + /imu as CDR bytes, what every run gives it): every compiled kernel is then in this process."""
+    from .judge.config import judge_run
     from .judge.synthetic import art_like_records
-    from .pipeline.run import judge_run
 
     judge_run(judge, art_like_records(duration=3.0, heading_rate=0.05))
 

@@ -16,6 +16,12 @@ import numpy as np
 NS_PER_S = 1_000_000_000
 
 
+def period_ns(rate: float) -> int:
+    """The period of a ``rate`` Hz tick in integer nanoseconds, round(1e9 / rate): a sensor's ticks
+    (k·period on the data clock, docs/architecture.md "Time") and the judge's timers.  The one definition."""
+    return int(round(NS_PER_S / float(rate)))
+
+
 def seconds_to_ns(t) -> np.ndarray:
     """Seconds (float, scalar or array) -> int64 nanoseconds, rounded to the nearest ns."""
     return np.rint(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64)

@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from .. import message_fields as F
-from ..errors import UserError
+from ..errors import UserError, exception_line
 from ..stamps import join_ns
 from . import cdr
+from .reader import require_topic
 
 BATCH = 4096  # messages decoded at once: bounded memory, numpy speed
 
@@ -74,7 +75,7 @@ def _one_by_one(store, table: F.MessageFields, fields, raws: list, ros1: bool, w
         try:
             msg = deserialize(raw, table.msgtype)
         except Exception as exc:  # noqa: BLE001 - any decoding failure is a damaged message
-            raise UserError(f"{where}cannot decode {table.msgtype} ({_one_line(exc)})") from None
+            raise UserError(f"{where}cannot decode {table.msgtype} ({exception_line(exc)})") from None
         try:
             rows.append(F.read(msg, table, names))
         except AttributeError as exc:
@@ -115,10 +116,6 @@ class _Topic:
         return out
 
 
-def _one_line(exc: BaseException) -> str:
-    return (" ".join(str(exc).split()) or type(exc).__name__)[:300]
-
-
 def read_topics(reader, tables: Mapping[str, F.MessageFields],
                 names: Mapping[str, Iterable[str]] | None = None, allow_empty: bool = False) -> dict:
     """{topic: {column: array, "receive_ns": array}} of every message of each topic of ``tables``
@@ -131,12 +128,7 @@ def read_topics(reader, tables: Mapping[str, F.MessageFields],
     names = names or {}
     topics = {}
     for topic, table in tables.items():
-        info = reader.topics.get(topic)
-        if info is None:
-            raise UserError(f"{reader.path}: topic {topic} is not in the bag "
-                            f"(topics: {', '.join(sorted(reader.topics)) or 'none'})")
-        if info.msgtype != table.msgtype:
-            raise UserError(f"{reader.path}: topic {topic} has type {info.msgtype}, expected {table.msgtype}")
+        require_topic(reader, topic, table.msgtype)
         topics[topic] = _Topic(reader, topic, table, names.get(topic))
     for raw in reader.raw_messages(topics=list(topics), allow_empty=allow_empty):
         topics[raw.topic].add(raw.recv_ns, raw.data)

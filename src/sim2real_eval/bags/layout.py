@@ -1,7 +1,7 @@
 """Which static TFs a real bag gets when none are given: the ART vehicle's (``art.ART_STATIC_TFS``) for a
 bag in the ART layout (rules 1-4 of ``art.py``), none otherwise, and the one line every command prints
 when it applies them.  Every path that judges a real bag decides it here: the offline commands
-(``service``), the demo, and evaluate.launch.py (``replay.node``).
+(``service``), the demo, and evaluate.launch.py (``replay.read_ahead``).
 """
 
 from __future__ import annotations

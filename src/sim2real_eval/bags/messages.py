@@ -18,7 +18,7 @@ models.  The reverse direction, bag topics -> arrays, is ``bags.columns``.
 from __future__ import annotations
 
 from itertools import islice, repeat
-from typing import Mapping
+from typing import Mapping, Protocol
 
 import numpy as np
 from rosbags.typesys.base import Nodetype
@@ -26,11 +26,25 @@ from rosbags.typesys.store import Typestore
 
 from .. import geodesy, rotations, sbg
 from .. import message_fields as F
-from ..stamps import seconds_to_ns, split_ns
-from ..truth import GroundTruth
+from ..stamps import period_ns, seconds_to_ns, split_ns
 from . import cdr
 from .reader import BagMessage
 from .typestore import get_typestore
+
+
+class TruthSamples(Protocol):
+    """What the truth writers below read of a ``truth.GroundTruth`` (the container): bags does not import
+    the truth package, whose readers (``truth.bag``) import bags."""
+
+    t: np.ndarray                 # s, (N,)
+    position: np.ndarray          # ENU m, (N, 3)
+    orientation: np.ndarray       # xyzw body→ENU, (N, 4)
+    velocity: np.ndarray          # world ENU m/s, (N, 3)
+    angular_velocity: np.ndarray  # body rad/s, (N, 3)
+
+    def interpolate(self, times) -> TruthSamples:
+        """The samples at ``times`` (s)."""
+
 
 NAVSATFIX = F.NAVSATFIX.msgtype
 IMU = F.IMU.msgtype
@@ -226,14 +240,14 @@ def odometry_cdr(series, topic: str = "/odometry/filtered", typestore: Typestore
     return build_cdr(F.ODOMETRY, _attributes(F.ODOMETRY, series), series.stamp_ns, topic, typestore)
 
 
-def _truth_odometry_values(truth: GroundTruth, frame_id: str, child_frame_id: str) -> dict:
+def _truth_odometry_values(truth: TruthSamples, frame_id: str, child_frame_id: str) -> dict:
     return {"stamp_ns": seconds_to_ns(truth.t), "frame_id": frame_id, "child_frame_id": child_frame_id,
             "position": truth.position, "orientation": truth.orientation, "pose_covariance": 0.0,
             "linear_velocity": rotations.rotate_inverse(truth.orientation, truth.velocity),
             "angular_velocity": truth.angular_velocity, "twist_covariance": 0.0}
 
 
-def truth_odometry_messages(truth: GroundTruth, topic: str = "/ground_truth/odom", frame_id: str = "odom",
+def truth_odometry_messages(truth: TruthSamples, topic: str = "/ground_truth/odom", frame_id: str = "odom",
                             child_frame_id: str = "base_link", typestore: Typestore | None = None) -> list:
     """nav_msgs/Odometry per truth sample: pose in ENU ``frame_id``, twist in the body (``child_frame_id``).
 
@@ -244,7 +258,7 @@ def truth_odometry_messages(truth: GroundTruth, topic: str = "/ground_truth/odom
     return build_messages(F.ODOMETRY, values, values["stamp_ns"], topic, typestore)
 
 
-def truth_odometry_cdr(truth: GroundTruth, topic: str = "/ground_truth/odom", frame_id: str = "odom",
+def truth_odometry_cdr(truth: TruthSamples, topic: str = "/ground_truth/odom", frame_id: str = "odom",
                        child_frame_id: str = "base_link", typestore: Typestore | None = None) -> list:
     """``truth_odometry_messages`` as CDR bytes."""
     values = _truth_odometry_values(truth, frame_id, child_frame_id)
@@ -253,15 +267,15 @@ def truth_odometry_cdr(truth: GroundTruth, topic: str = "/ground_truth/odom", fr
 
 # --- sbg_driver messages from ground truth (synthetic real bags, reference.py) ----------------------
 
-def tick_stamps_ns(truth: GroundTruth, rate_hz: float) -> np.ndarray:
+def tick_stamps_ns(truth: TruthSamples, rate_hz: float) -> np.ndarray:
     """Exact multiples of round(1e9/rate) ns inside the truth span (architecture.md "Time")."""
-    period = int(round(1e9 / rate_hz))
+    period = period_ns(rate_hz)
     first = -(-int(np.ceil(truth.t[0] * 1e9)) // period)
     last = int(np.floor(truth.t[-1] * 1e9)) // period
     return np.arange(first, last + 1, dtype=np.int64) * period
 
 
-def sbg_sample(truth: GroundTruth, rate_hz: float, stamps_ns=None, frame_id: str = "imu_link_ned"):
+def sbg_sample(truth: TruthSamples, rate_hz: float, stamps_ns=None, frame_id: str = "imu_link_ned"):
     """(stamps ns, truth sampled at them, the sbg header/clock columns) of a synthetic sbg stream:
     ``stamps_ns`` or ticks at ``rate_hz``; device clock ``time_stamp`` in µs since an arbitrary power-up
     (wrapping like the uint32 field); ``gps_tow`` in ms of the GPS week."""
@@ -274,7 +288,7 @@ def sbg_sample(truth: GroundTruth, rate_hz: float, stamps_ns=None, frame_id: str
     return stamps, sample, columns
 
 
-def sbg_gps_vel_messages(truth: GroundTruth, rate_hz: float = 5.0, topic: str = "/sbg/gps_vel",
+def sbg_gps_vel_messages(truth: TruthSamples, rate_hz: float = 5.0, topic: str = "/sbg/gps_vel",
                          stamps_ns=None, velocity_accuracy: float = 0.05,
                          typestore: Typestore | None = None, frame_id: str = "imu_link_ned") -> list:
     """SbgGpsVel (NED velocity, course clockwise from north) sampled from ``truth`` at ``rate_hz``."""
@@ -286,7 +300,7 @@ def sbg_gps_vel_messages(truth: GroundTruth, rate_hz: float = 5.0, topic: str = 
     return build_messages(F.SBG_GPS_VEL, columns, stamps, topic, typestore)
 
 
-def sbg_gps_pos_messages(truth: GroundTruth, datum, rate_hz: float = 5.0, topic: str = "/sbg/gps_pos",
+def sbg_gps_pos_messages(truth: TruthSamples, datum, rate_hz: float = 5.0, topic: str = "/sbg/gps_pos",
                          undulation: float = 0.0, stamps_ns=None, position_accuracy: float = 0.02,
                          typestore: Typestore | None = None, frame_id: str = "imu_link_ned") -> list:
     """SbgGpsPos (lat/lon, MSL altitude = ellipsoidal − undulation) of ``truth`` positions at ``datum``."""

@@ -36,7 +36,7 @@ from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_
 from rosbags.typesys import get_typestore as _rosbags_typestore
 from rosbags.typesys.store import Typestore
 
-from ..errors import UserError
+from ..errors import UserError, exception_line
 from .typestore import LAYOUT_DEPENDENT, detect_sbg_layout, get_typestore, types_from_msg_dir
 
 # What a damaged storage file raises inside rosbags / apsw / the mcap parser.
@@ -242,7 +242,7 @@ class BagReader:
             raise
         except _STORAGE_ERRORS as exc:
             self.close()
-            raise UserError(f"{path}: cannot read bag ({_one_line(exc)})") from None
+            raise UserError(f"{path}: cannot read bag ({exception_line(exc)})") from None
 
     def _scratch(self) -> Path:
         """This reader's temporary folder (in TMPDIR; removed by ``close``)."""
@@ -391,7 +391,7 @@ class BagReader:
             except StopIteration:
                 return
             except _STORAGE_ERRORS as exc:
-                raise UserError(f"{self.path}: bag is damaged ({_one_line(exc)})") from None
+                raise UserError(f"{self.path}: bag is damaged ({exception_line(exc)})") from None
             yield RawMessage(int(stamp), conn.topic, conn.msgtype, data)
 
     def messages(self, topics: Iterable[str] | None = None, allow_empty: bool = False
@@ -416,7 +416,7 @@ class BagReader:
             except (SerdeError, struct.error, ValueError, IndexError) as exc:
                 raise UserError(
                     f"{self.path}: topic {raw.topic}: cannot decode {raw.msgtype} at {raw.recv_ns} ns "
-                    f"({_one_line(exc)}; wrong message definitions?)"
+                    f"({exception_line(exc)}; wrong message definitions?)"
                 ) from None
             yield BagMessage(raw.recv_ns, raw.topic, raw.msgtype, msg)
 
@@ -440,9 +440,19 @@ class BagReader:
         return False
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+def require_topic(reader, topic: str, msgtype: str, role: str = "", what: str = "topic") -> TopicInfo:
+    """The ``TopicInfo`` of ``topic`` in the open bag ``reader``, which must hold it with type ``msgtype``:
+    the one check of "topic present, with the right type".  A one-line UserError names the bag, the
+    topic (with its ``role`` in parentheses, e.g. an option or a truth role) and, when it is absent, the
+    bag's topics, or, when it has another type, both types."""
+    info = reader.topics.get(topic)
+    label = f"{what} {topic}" + (f" ({role})" if role else "")
+    if info is None:
+        raise UserError(f"{reader.path}: {label} is not in the bag "
+                        f"(topics: {', '.join(sorted(reader.topics)) or 'none'})")
+    if info.msgtype != msgtype:
+        raise UserError(f"{reader.path}: {label} has type {info.msgtype}, expected {msgtype}")
+    return info
 
 
 def open_bag(path, typestore: Typestore | None = None, msg_path=None) -> BagReader:

@@ -67,7 +67,7 @@ def data_from_samples(gps_samples, imu_samples, source: str = "samples") -> Stan
     return StandstillData(source, "/fix", "/imu", gps, imu, None, None, None)
 
 
-def _hdop(data: StandstillData, epe) -> tuple:
+def hdop_fit(data: StandstillData, epe) -> tuple:
     """(HdopFit or None, note): fit only when the bag reports a non-zero covariance."""
     cov = data.gps.covariance
     if np.all(cov[:, [0, 4]] == 0) or np.all(data.gps.covariance_type == 0):
@@ -122,7 +122,9 @@ def gps_preset(stats: gps_math.GpsNoiseStats, fit, data: StandstillData, datum) 
     }
 
 
-def _channel(fits, rate: float, t_b: float) -> dict:
+def chrono_drift_channel(fits, rate: float, t_b: float) -> dict:
+    """One IMU channel (gyro or accelerometer) of a ``chrono_drift`` preset from its three axes' Allan fits at
+    ``rate`` Hz: white-noise sigma per axis, the bias random walk's b0 over ``t_b`` seconds."""
     sigma = [float(f.noise_density * np.sqrt(rate)) for f in fits]
     walks = [f.rate_random_walk for f in fits if f.rate_random_walk is not None]
     k = float(np.sqrt(np.mean(np.square(walks)))) if walks else 0.0
@@ -134,8 +136,8 @@ def imu_preset(stats: imu_math.ImuNoiseStats, source: str, t_b: float) -> dict:
         "description": f"Calibrated from the standstill bag {source} ({stats.duration:.0f} s at "
                        f"{stats.rate:.1f} Hz, Allan deviation) by sim2real-eval calibrate",
         "rate": float(round(stats.rate, 6)),
-        "accelerometer": _channel(stats.accel, stats.rate, t_b),
-        "gyroscope": _channel(stats.gyro, stats.rate, t_b),
+        "accelerometer": chrono_drift_channel(stats.accel, stats.rate, t_b),
+        "gyroscope": chrono_drift_channel(stats.gyro, stats.rate, t_b),
     }
 
 
@@ -176,7 +178,7 @@ def calibrate_standstill(data: StandstillData, epe=DEFAULT_EPE, t_b: float = DEF
     enu = geodetic_to_enu(g.latitude, g.longitude, g.altitude, datum)
     speeds = check_standstill(data, enu, max_speed)
     stats = gps_math.gps_noise_stats(g.t, enu)
-    fit, note = _hdop(data, epe)
+    fit, note = hdop_fit(data, epe)
     imu_stats = imu_math.imu_noise_stats(data.imu.t, data.imu.gyro, data.imu.accel, min_imu_duration)
     gps_p = gps_preset(stats, fit, data, datum)
     imu_p = imu_preset(imu_stats, data.source, t_b)
@@ -267,18 +269,18 @@ def write_calibration(cal: Calibration, out, plots_dir=None, overwrite: bool = T
             plots.gps_plot(cal.gps, cal.data.gps.t, temp["gps_plot"])
         if "hdop_plot" in temp:
             plots.hdop_plot(cal.hdop, temp["hdop_plot"])
-        temp["report"].write_text(dump_yaml(_plain(document)), encoding="utf-8")
+        temp["report"].write_text(dump_yaml(plain_values(document)), encoding="utf-8")
     return files
 
 
-def _plain(value):
+def plain_values(value):
     """numpy scalars/arrays → Python floats/lists so the YAML is plain."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_values(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_values(v) for v in value]
     if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
+        return [plain_values(v) for v in value.tolist()]
     if isinstance(value, np.generic):
         return value.item()
     return value

@@ -232,10 +232,10 @@ def fit_imu_residual(t, accel, gyro, truth, min_duration: float = DEFAULT_MIN_IM
 
 def imu_residual_preset(fit: ImuResidual, source: str, t_b: float) -> dict:
     """Chrono drift preset of the residual: σ = N·√f, b0 = K·√t_b, mean = the residual's mean."""
-    from .core import _channel
+    from .core import chrono_drift_channel
 
-    accel = _channel(fit.stats.accel, fit.stats.rate, t_b)
-    gyro = _channel(fit.stats.gyro, fit.stats.rate, t_b)
+    accel = chrono_drift_channel(fit.stats.accel, fit.stats.rate, t_b)
+    gyro = chrono_drift_channel(fit.stats.gyro, fit.stats.rate, t_b)
     accel["mean"] = [float(v) for v in fit.accel_bias]
     gyro["mean"] = [float(v) for v in fit.gyro_bias]
     return {"description": f"Calibrated from the drive {source} ({fit.stats.duration:.0f} s at "
@@ -363,7 +363,7 @@ def write_drive_calibration(cal: DriveCalibration, out, plots_dir=None, overwrit
     from ..atomic import atomic_files
     from ..yamlio import dump_yaml
     from . import plots
-    from .core import _plain, output_paths
+    from .core import output_paths, plain_values
 
     files = drive_output_files(out, plots_dir)
     paths = output_paths(out)
@@ -374,10 +374,10 @@ def write_drive_calibration(cal: DriveCalibration, out, plots_dir=None, overwrit
         temp = dict(zip(files, temps))
         for write, path in zip(extra.values(), temps[len(files):]):
             write(path)
-        temp["gps"].write_text(dump_yaml(_plain(cal.gps_preset)), encoding="utf-8")
-        temp["imu"].write_text(dump_yaml(_plain(cal.imu_preset)), encoding="utf-8")
+        temp["gps"].write_text(dump_yaml(plain_values(cal.gps_preset)), encoding="utf-8")
+        temp["imu"].write_text(dump_yaml(plain_values(cal.imu_preset)), encoding="utf-8")
         if "gps_plot" in temp:
             plots.drive_gps_plot(cal.gps, temp["gps_plot"])
             plots.allan_plot(cal.imu.stats, temp["allan_plot"])
-        temp["report"].write_text(dump_yaml(_plain(document)), encoding="utf-8")
+        temp["report"].write_text(dump_yaml(plain_values(document)), encoding="utf-8")
     return dict(files, **{Path(path).name: Path(path) for path in extra})

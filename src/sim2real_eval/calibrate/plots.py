@@ -16,7 +16,8 @@ AXIS_NAMES = ("x", "y", "z")
 ENU_NAMES = ("east", "north", "up")
 
 
-def _save(fig, path: Path) -> Path:
+def save_png(fig, path: Path) -> Path:
+    """``fig`` written to ``path`` as a PNG (110 dpi) and closed; returns ``path``."""
     # The caller makes the file set atomic (core.write_calibration writes into temporaries).
     fig.savefig(path, format="png", dpi=110)
     plt.close(fig)
@@ -42,7 +43,7 @@ def allan_plot(imu_stats, path) -> Path:
     fig.suptitle("Overlapping Allan deviation — dotted: N/√τ (−½ slope), dashed: K·√(τ/3) (+½ slope), "
                  "thin line: 0.664·B")
     fig.tight_layout()
-    return _save(fig, Path(path))
+    return save_png(fig, Path(path))
 
 
 def gps_plot(gps_stats, t, path) -> Path:
@@ -69,7 +70,7 @@ def gps_plot(gps_stats, t, path) -> Path:
     axes[1].set_title("Gauss–Markov fit ρ = A·exp(−lag/τ)")
     axes[1].legend(fontsize=8)
     fig.tight_layout()
-    return _save(fig, Path(path))
+    return save_png(fig, Path(path))
 
 
 def hdop_plot(fit, path) -> Path:
@@ -85,7 +86,7 @@ def hdop_plot(fit, path) -> Path:
     ax.set_title("HDOP decay H(t) = H∞ + (H0 − H∞)·exp(−t/τ)")
     ax.legend()
     fig.tight_layout()
-    return _save(fig, Path(path))
+    return save_png(fig, Path(path))
 
 
 def drive_gps_plot(fit, path) -> Path:
@@ -128,7 +129,7 @@ def drive_gps_plot(fit, path) -> Path:
     axes[2].set_title("Gauss–Markov fit ρ = A·exp(−lag/τ)")
     axes[2].legend(fontsize=8)
     fig.tight_layout()
-    return _save(fig, Path(path))
+    return save_png(fig, Path(path))
 
 
 def receiver_sigma_plot(t, error, covariance, honesty, path) -> Path:
@@ -150,4 +151,4 @@ def receiver_sigma_plot(t, error, covariance, honesty, path) -> Path:
     axes[-1].set_xlabel("time (s)")
     fig.suptitle("Reported σ against the measured scatter")
     fig.tight_layout()
-    return _save(fig, Path(path))
+    return save_png(fig, Path(path))

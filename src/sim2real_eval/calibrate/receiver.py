@@ -87,7 +87,7 @@ def read_fix_bag(path, gps_topic: str = "/fix") -> StandstillData:
     from ..bags import open_bag
     from ..bags.columns import read_topics
     from ..stamps import ns_to_stamp_seconds
-    from .standstill import _refuse_non_finite, _sorted_unique
+    from .standstill import refuse_non_finite, sorted_unique
 
     names = ("stamp_ns", "latitude", "longitude", "altitude", "status", "position_covariance_type",
              "position_covariance")
@@ -99,10 +99,10 @@ def read_fix_bag(path, gps_topic: str = "/fix") -> StandstillData:
     valid = (table[:, 4] >= 0) & np.isfinite(table[:, 1:4]).all(axis=1)
     if valid.sum() == 0:
         raise UserError(f"{path}: {gps_topic}: every fix is NO_FIX or NaN")
-    _refuse_non_finite(path, gps_topic, "position_covariance", table[:, 6:15], valid)
+    refuse_non_finite(path, gps_topic, "position_covariance", table[:, 6:15], valid)
     dropped = int((~valid).sum())
     table = table[valid]
-    table = table[_sorted_unique(table[:, 0], gps_topic, str(path))]
+    table = table[sorted_unique(table[:, 0], gps_topic, str(path))]
     gps = GpsSeries(table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4].astype(int),
                     table[:, 6:15], table[:, 5].astype(int), dropped)
     empty = ImuSeries(np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)))
@@ -186,7 +186,7 @@ def calibrate_receiver(data: StandstillData, surveyed=None, epe=0.02,
                        max_speed: float = 0.1) -> ReceiverCalibration:
     """Every statistic, the preset and the printed lines of a GNSS-only standstill (module docstring)."""
     from ..geodesy import as_datum, geodetic_to_enu
-    from .core import _hdop, gps_preset
+    from .core import gps_preset, hdop_fit
     from .standstill import check_standstill
 
     g = data.gps
@@ -197,7 +197,7 @@ def calibrate_receiver(data: StandstillData, surveyed=None, epe=0.02,
     stats = gps_math.gps_noise_stats(g.t, enu)
     error = enu if surveyed is not None else stats.error
     truth = "surveyed" if surveyed is not None else "mean"
-    fit, note = _hdop(data, epe)
+    fit, note = hdop_fit(data, epe)
     if fit is not None and fit.decaying and fit.tau < 2.0 * stats.period:
         # a step between RTK fixed and float σ, not a convergence: report the median covariance instead
         fit = replace(fit, decaying=False)
@@ -276,7 +276,7 @@ def write_receiver_calibration(cal: ReceiverCalibration, out, plots_dir=None, ov
     from ..atomic import atomic_files
     from ..yamlio import dump_yaml
     from . import plots
-    from .core import _plain, output_paths
+    from .core import output_paths, plain_values
 
     files = output_files(out, plots_dir, cal.hdop is not None)
     document = {"variant": {"gps": cal.gps_preset}, "measured": cal.report,
@@ -290,7 +290,7 @@ def write_receiver_calibration(cal: ReceiverCalibration, out, plots_dir=None, ov
                                       cal.report["gps"]["reported_vs_measured"], temp["sigma_plot"])
         if "hdop_plot" in temp:
             plots.hdop_plot(cal.hdop, temp["hdop_plot"])
-        temp["report"].write_text(dump_yaml(_plain(document)), encoding="utf-8")
+        temp["report"].write_text(dump_yaml(plain_values(document)), encoding="utf-8")
     return files
 
 

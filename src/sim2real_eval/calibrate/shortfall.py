@@ -740,7 +740,7 @@ def plot_shortfall(result: Shortfall, path) -> Path:
                  f"{s.psd_segment_s:.3g} s segments")
     # fixed margins: tight_layout measures every log-axis tick label, two thirds of the drawing time
     fig.subplots_adjust(left=0.06, right=0.985, bottom=0.04, top=0.95, hspace=0.38, wspace=0.24)
-    return plots._save(fig, Path(path))
+    return plots.save_png(fig, Path(path))
 
 
 def shortfall_files(out_dir) -> dict:

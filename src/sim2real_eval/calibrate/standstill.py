@@ -60,7 +60,7 @@ class StandstillData:
     velocity: np.ndarray | None     # (M, 3) m/s, frame as recorded (only its horizontal norm is used)
 
 
-def _sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
+def sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
     """Indices that put the messages in stamp order, dropping repeated stamps."""
     order = np.argsort(t, kind="stable")
     keep = np.ones(len(order), dtype=bool)
@@ -70,7 +70,7 @@ def _sorted_unique(t: np.ndarray, topic: str, source: str) -> np.ndarray:
     return order[keep]
 
 
-def _refuse_non_finite(path, topic: str, field: str, values: np.ndarray, used=None) -> None:
+def refuse_non_finite(path, topic: str, field: str, values: np.ndarray, used=None) -> None:
     """A NaN/inf in a field the statistics use is bad input: name bag, topic, field and message."""
     bad = ~np.isfinite(values).all(axis=1)
     if used is not None:
@@ -85,6 +85,7 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
     """All GPS, IMU (and INS velocity) samples of a bag as arrays; missing topics are named."""
     from ..bags import open_bag  # heavy import (rosbags) only when a bag is read
     from ..bags.columns import read_topics
+    from ..bags.reader import require_topic
 
     path = Path(path)
     if gps_topic == imu_topic:
@@ -98,8 +99,7 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
             have = ", ".join(f"{n} ({i.msgtype})" for n, i in sorted(topics.items())) or "none"
             raise UserError(f"{path}: missing topic(s) {', '.join(missing)}; the bag has: {have}")
         for name, msgtype, option in expected:
-            if topics[name].msgtype != msgtype:
-                raise UserError(f"{path}: {name} ({option}) is {topics[name].msgtype}, expected {msgtype}")
+            require_topic(reader, name, msgtype, option)
         if velocity_topic is None:
             candidates = sorted(n for n, i in topics.items() if i.msgtype.startswith("sbg_driver/")
                                 and i.msgtype in VELOCITY_TYPES)
@@ -126,15 +126,15 @@ def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
     valid = (fixes[:, 4] >= 0) & np.isfinite(fixes[:, 1:4]).all(axis=1)
     if valid.sum() == 0:
         raise UserError(f"{path}: {gps_topic}: every fix is NO_FIX or NaN")
-    _refuse_non_finite(path, gps_topic, "position_covariance", fixes[:, 6:15], valid)
+    refuse_non_finite(path, gps_topic, "position_covariance", fixes[:, 6:15], valid)
     dropped = int((~valid).sum())
     fixes = fixes[valid]
-    fixes = fixes[_sorted_unique(fixes[:, 0], gps_topic, str(path))]
+    fixes = fixes[sorted_unique(fixes[:, 0], gps_topic, str(path))]
     imu_arr = np.column_stack([ns_to_stamp_seconds(imu["stamp_ns"]), imu["angular_velocity"],
                                imu["linear_acceleration"]])
-    _refuse_non_finite(path, imu_topic, "angular_velocity", imu_arr[:, 1:4])
-    _refuse_non_finite(path, imu_topic, "linear_acceleration", imu_arr[:, 4:7])
-    imu_arr = imu_arr[_sorted_unique(imu_arr[:, 0], imu_topic, str(path))]
+    refuse_non_finite(path, imu_topic, "angular_velocity", imu_arr[:, 1:4])
+    refuse_non_finite(path, imu_topic, "linear_acceleration", imu_arr[:, 4:7])
+    imu_arr = imu_arr[sorted_unique(imu_arr[:, 0], imu_topic, str(path))]
     vel_t = vel = None
     if velocity_topic:
         vel_arr = np.column_stack([ns_to_stamp_seconds(columns[velocity_topic]["stamp_ns"]),

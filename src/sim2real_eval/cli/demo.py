@@ -6,7 +6,7 @@ embedded robot_localization → VEPD report in OUT, a summary table and the wall
 """
 from __future__ import annotations
 
-from ..pipeline import start, timing  # standard library only: --help stays cheap
+from ..runs import start, timing  # standard library only: --help stays cheap
 from . import integer, note
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): OUT must be new, empty or an earlier demo output: its "

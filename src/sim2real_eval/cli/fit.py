@@ -54,6 +54,9 @@ def run(args) -> int:
         raise UserError("fit needs optuna: pip install 'sim2real_eval[all]' (or: pip install optuna)"
                         ) from None
 
+    from ..outputs import OwnNames, check_paths, output_folder
+    from ..resources import find_config
+    from ..studies.config import load_demo_config
     from ..studies.fit import (
         COMMAND,
         OUTPUT_FILES,
@@ -64,9 +67,6 @@ def run(args) -> int:
         summary_lines,
         write_outputs,
     )
-    from ..studies.config import load_demo_config
-    from ..outputs import OwnNames, check_paths, output_folder
-    from ..resources import find_config
 
     out = Path(args.out)
     config_path = find_config(args.config, "studies", option="--config")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ..pipeline import timing  # standard library only: --help stays cheap
+from ..runs import timing  # standard library only: --help stays cheap
 from . import REPLACED, note
 
 OUTPUTS = REPLACED.format(what="--output")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..art import TOPICS  # standard library only: --help stays cheap
-from ..pipeline import start, timing
+from ..runs import start, timing
 from . import RUN_TREE, integer, note
 
 OUTPUTS = RUN_TREE
@@ -90,10 +90,11 @@ def run(args) -> int:
     import dataclasses
 
     from ..art import EKF_CONFIG, NAVSAT_CONFIG
+    from ..bags.records import DEFAULT_GROUND_TRUTH_RATE, check_ground_truth_rate
     from ..errors import UserError
-    from ..pipeline.run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, check_ground_truth_rate
+    from ..judge.config import JudgeConfig
     from ..pipeline.study import parse_static_tf_text
-    from ..replay.offline import parse_replace
+    from ..replay.real_bag import parse_replace
     from ..resources import config_path, find_config
     from ..runs import RealBag, find_real_bags
     from ..service import plan_replays, replay_bags

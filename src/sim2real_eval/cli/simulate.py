@@ -5,7 +5,7 @@ skips complete runs; a run directory that differs from the study is refused.
 """
 from __future__ import annotations
 
-from ..pipeline import timing  # standard library only: --help stays cheap
+from ..runs import timing  # standard library only: --help stays cheap
 from . import RUN_TREE
 
 OUTPUTS = RUN_TREE

@@ -424,7 +424,7 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
                 "truth": drive.record.get("truth"), "messages": counts, "version": __version__,
             }
             write_bag(folder / name, records, storage=storage,
-                      extra_files={SIDECAR: dump_yaml(_plain(sidecar))})
+                      extra_files={SIDECAR: dump_yaml(plain_values(sidecar))})
             final = Path(out) / scenario / name
             runs.append(ImportedRun(str(final), str(drive.record.get("source")), lo, hi, counts))
             summary_runs.append({"run": name, "source": drive.record.get("source"),
@@ -432,17 +432,18 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
         summary = {"scenario": scenario, "vehicle": vehicle, "truth": truth_block, "runs": summary_runs,
                    "windows": note, "window_s": window, "stride_s": stride if stride is not None else window,
                    "drives": [d.record for d in drives], "version": __version__}
-        (Path(temp) / SUMMARY).write_text(dump_yaml(_plain(summary)), encoding="utf-8")
+        (Path(temp) / SUMMARY).write_text(dump_yaml(plain_values(summary)), encoding="utf-8")
     return ImportResult(str(out), scenario, tuple(runs), summary, time.perf_counter() - started)
 
 
-def _plain(value: Any):
+def plain_values(value: Any):
+    """numpy scalars/arrays (also inside dicts and lists) → Python numbers/lists: what import.yaml holds."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_values(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_values(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
+        return plain_values(value.tolist())
     if isinstance(value, np.generic):
         return value.item()
     return value

@@ -41,7 +41,7 @@ def attitude_frd_to_flu(q_world_frd) -> np.ndarray:
 
 def enu_axes(datum) -> np.ndarray:
     """Rows: the E, N, U unit vectors in ECEF at ``datum`` (enu = R·(ecef − ecef0))."""
-    return geodesy._enu_rotation(geodesy.as_datum(datum))
+    return geodesy.enu_rotation(geodesy.as_datum(datum))
 
 
 def datum_of_ecef(position_ecef) -> geodesy.Datum:
@@ -64,7 +64,7 @@ def build_truth(t, position, velocity, orientation=None, angular_velocity=None, 
     Without rates: ω from the smoothed attitude.  Specific force: R_bwᵀ·(dv/dt + g·ẑ) with dv/dt from
     the zero-phase differentiator (no lag).
     """
-    from ..truth.bag import _planar_attitude, smooth_body_rates, smooth_derivative
+    from ..truth.bag import planar_attitude, smooth_body_rates, smooth_derivative
     from .vehicle import COLUMN_NOISE_CUTOFF_HZ, pose_velocity, white_noise
 
     t = np.asarray(t, dtype=float)
@@ -79,7 +79,7 @@ def build_truth(t, position, velocity, orientation=None, angular_velocity=None, 
         measured["velocity_source"] = "columns"
     measured["velocity_noise_mps"] = round(noise, 4)
     if orientation is None:
-        orientation, planar_rates = _planar_attitude(t, velocity, MIN_HEADING_SPEED, cutoff_hz, source)
+        orientation, planar_rates = planar_attitude(t, velocity, MIN_HEADING_SPEED, cutoff_hz, source)
         if angular_velocity is None:
             angular_velocity = planar_rates
     else:

@@ -542,7 +542,16 @@ def import_logs(logs, out, window: Optional[float] = None, stride: Optional[floa
     from ..geodesy import as_datum
     from ..runs import check_name
     from ..yamlio import dump_yaml
-    from .drive import SIDECAR, SUMMARY, TOPICS, ImportedRun, ImportResult, _plain, overlap_note, windows
+    from .drive import (
+        SIDECAR,
+        SUMMARY,
+        TOPICS,
+        ImportedRun,
+        ImportResult,
+        overlap_note,
+        plain_values,
+        windows,
+    )
 
     started = time.perf_counter()
     sources = [logs] if isinstance(logs, (str, Path)) else list(logs)
@@ -589,12 +598,12 @@ def import_logs(logs, out, window: Optional[float] = None, stride: Optional[floa
             }
             records = bm.navsatfix_cdr(_gps_samples(fixes), TOPICS["gps"])
             write_bag(folder / run, sorted((tuple(r) for r in records), key=lambda r: r[0]), storage=storage,
-                      extra_files={SIDECAR: dump_yaml(_plain(sidecar))})
+                      extra_files={SIDECAR: dump_yaml(plain_values(sidecar))})
             runs.append(ImportedRun(str(Path(out) / name / run), log.record["source"], lo, hi, counts))
             summary_runs.append({"run": run, "source": log.record["source"],
                                  "window_s": [round(lo, 6), round(hi, 6)], "messages": counts})
         summary = {"scenario": name, "runs": summary_runs, "windows": note, "window_s": window,
                    "stride_s": stride if stride is not None else window,
                    "drives": [log.record for log in read], "version": __version__}
-        (Path(temp) / SUMMARY).write_text(dump_yaml(_plain(summary)), encoding="utf-8")
+        (Path(temp) / SUMMARY).write_text(dump_yaml(plain_values(summary)), encoding="utf-8")
     return ImportResult(str(out), name, tuple(runs), summary, time.perf_counter() - started)

@@ -513,13 +513,13 @@ class _Run:
         return self._with_utm(code, cols)
 
     def _deserialize(self, code: int, k: int, raw):
-        from ..bags.reader import _one_line
+        from ..errors import exception_line
 
         try:
             return self._typestore().deserialize_cdr(raw, self.types[code])
         except Exception as exc:  # noqa: BLE001 - any decoding failure is a damaged message
             raise UserError(f"topic {self.topic_names[code]}: message {self.counts[code] + k}: cannot decode "
-                            f"{self.types[code]} ({_one_line(exc)})") from None
+                            f"{self.types[code]} ({exception_line(exc)})") from None
 
     def _typestore(self):
         if self._store is None:

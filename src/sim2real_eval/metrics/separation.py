@@ -1,7 +1,7 @@
 """What a scored study can and cannot tell apart (issue 19): the judgements every table, figure and
 console line reads, so they all say the same thing.
 
-- **Below the floor**: a VEPD not above the judge-noise floor's upper end (``noise_floor.compute.threshold``)
+- **Below the floor**: a VEPD not above the judge-noise floor's upper end (``threshold``)
   is what judge timing alone produces: the variant's gap is not measurable.
 - **Separable pair**: variant b scores worse than a (d = VEPD_b − VEPD_a ≥ 0) and the difference is
   real: its paired 95 % bootstrap interval lies above 0 (``study.difference_statistics``), its
@@ -16,10 +16,21 @@ console line reads, so they all say the same thing.
 """
 from __future__ import annotations
 
-from ..noise_floor.compute import threshold
 from .study import StudyResult, ranked, smallest_p
 
 ALPHA = 0.05
+
+
+def threshold(floor: dict | None, variant: str, scenario: str | None = None) -> float | None:
+    """The value a VEPD (or a difference of VEPD) must exceed to be above the floor: the upper end of
+    the floor's interval for ``variant`` pooled (``scenario`` None) or in ``scenario``; None without a
+    floor.  ``floor``: statistics.json's ``judge_noise_floor`` (``noise_floor.compute`` makes it; the
+    reading is here, with the judgements that use it)."""
+    if not floor or "combined" not in floor:  # none, or {"unavailable": why}
+        return None
+    cell = floor["combined"].get(variant) if scenario is None else \
+        floor["per_scenario"].get(variant, {}).get(scenario)
+    return None if cell is None else float(cell["VEPD_interval"][1])
 
 
 def floor_threshold(result: StudyResult, variant: str, scenario: str | None = None) -> float | None:
@@ -226,4 +237,4 @@ def permutation_warnings(result: StudyResult) -> list:
 
 __all__ = ["ALPHA", "RULE", "adjacent_rows", "below_floor", "closest_group", "comparison", "comparisons",
            "floor_threshold", "group_letters", "letter_groups", "order", "permutation_warnings", "rule",
-           "separable_pairs", "separated", "verdict"]
+           "separable_pairs", "separated", "threshold", "verdict"]

@@ -12,7 +12,8 @@ See docs/models.md for every model's equations and the paper-vs-code differences
 
 from __future__ import annotations
 
-from .base import available_presets, default_stamps, period_ns
+from ..stamps import period_ns  # re-exported: the models' tick period
+from .base import available_presets, default_stamps
 from .gps import GpsModel, load_gps_model
 from .imu import ImuModel, load_imu_model
 from .samples import GpsSamples, ImuSamples

@@ -17,7 +17,6 @@ import numpy as np
 from ..errors import UserError
 from ..limits import GPS_RATE, IMU_RATE
 from ..resources import config_path
-from ..stamps import NS_PER_S
 from ..stamps import ns_to_seconds as stamps_to_seconds  # the one ns -> s conversion every host uses
 from ..truth import GroundTruth
 from ..yamlio import load_yaml
@@ -35,11 +34,6 @@ def model_rate(sec, kind: str, default: float) -> float:
         raise sec.error("rate", f"{rate:g} Hz is above the {MAX_RATE_HZ[kind]:g} Hz limit for {kind.upper()} "
                                 "models (no real sensor of this kind publishes faster)")
     return rate
-
-
-def period_ns(rate: float) -> int:
-    """Tick period in integer nanoseconds: round(1e9 / rate)."""
-    return int(round(NS_PER_S / float(rate)))
 
 
 def default_stamps(truth: GroundTruth, period: int) -> np.ndarray:

@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import DataWarning, UserError
 from ..geodesy import MODELS as EARTH_MODELS
 from ..geodesy import PAPER_SIM_DATUM, as_datum, enu_to_geodetic, geodetic_to_enu
+from ..stamps import period_ns
 from ..truth import GroundTruth
 from ..yamlio import Section
 from . import samples as S
@@ -41,7 +42,6 @@ from .base import (
     SampleClock,
     SensorModel,
     model_rate,
-    period_ns,
     resolve_spec,
 )
 from .degradation import build_degradation

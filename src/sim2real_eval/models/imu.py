@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import rotations
 from ..errors import UserError
+from ..stamps import period_ns
 from ..truth import GroundTruth
 from ..yamlio import Section
 from . import samples as S
@@ -35,7 +36,6 @@ from .base import (
     SampleClock,
     SensorModel,
     model_rate,
-    period_ns,
     resolve_spec,
 )
 from .magnetometer import Magnetometer

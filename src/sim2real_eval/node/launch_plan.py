@@ -20,7 +20,7 @@ from ..errors import UserError
 from ..runs import is_number
 from ..static_tf import parse_static_tf, parse_static_tf_list, static_tf_list_text
 from .params import RECORDED_TOPICS, REPLAY_MODES, ROBOT_GPS_MODEL, ROBOT_IMU_MODEL, STORAGES
-from .ticks import period_ns
+from .ticks import checked_period_ns
 
 PACKAGE = "sim2real_eval"
 MODES = REPLAY_MODES
@@ -167,7 +167,7 @@ def _rate(value: str, name: str) -> float:
         rate = float(value)
     except ValueError:
         raise UserError(f"launch argument {name}:={value!r}: expected a number (Hz)") from None
-    period_ns(rate, f"launch argument {name}")
+    checked_period_ns(rate, f"launch argument {name}")
     return rate
 
 
@@ -366,13 +366,13 @@ def player(bag: str, play_rate: float, topics: Sequence[str]) -> ProcessSpec:
 
 
 def _offline_replay_loader():
-    """replay.node.load_replay, or one line saying why evaluate cannot run here (the Jetson)."""
+    """replay.read_ahead.load_replay, or one line saying why evaluate cannot run here (the Jetson)."""
     where = ("evaluate.launch.py reads the bag with the offline tools (Python >= 3.10, rosbags): run it "
              "on a desktop or in docker/Dockerfile; on the robot use sensors.launch.py")
     if sys.version_info < (3, 10):
         raise UserError(f"{where} (this is Python {sys.version_info[0]}.{sys.version_info[1]})")
     try:
-        from ..replay.node import load_replay
+        from ..replay.read_ahead import load_replay
     except ImportError as exc:
         raise UserError(f"{where} ({exc})") from None
     return load_replay
@@ -385,7 +385,7 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None,
     The judge (ekf_node + navsat_transform_node, the bag's static TFs: ``static_tfs``, or as offline the
     ART ones for a bag in the ART layout, ``notice(text)`` told, none otherwise) gets /fix, /imu and the
     recorder /ground_truth/odom from ``replay_node``, which publishes the offline replay's streams of
-    the bag (``replay.node``) on the player's clock; the player plays the bag's real /fix and /imu
+    the bag (``replay.read_ahead``) on the player's clock; the player plays the bag's real /fix and /imu
     hidden under /real (it is the clock).  The bag is read here once, so a bad bag, a missing truth
     or a bad model fails before anything starts, in one line naming what is wrong.
     """

@@ -4,7 +4,7 @@ One vocabulary: a node parameter has the name of the launch argument that sets i
 ``imu_rate``, ``truth_source``, ``output``…), so ``ros2 run … -p gps_model:=ch_rw`` and
 ``ros2 launch … gps_model:=ch_rw`` mean the same.
 
-Values arrive as rclpy gives them (``ros._node.parameter_values``).  A parameter given without a
+Values arrive as rclpy gives them (``ros.node_runtime.parameter_values``).  A parameter given without a
 value — ``seed_keys: []`` in a params file or ``-p seed_keys:=[]`` — reaches the node as ``None``
 (rcl stores an empty YAML list as NOT_SET); a list parameter then takes the empty list, any other
 parameter is refused naming it.
@@ -23,7 +23,7 @@ from ..errors import UserError
 from ..runs import is_number
 from ..static_tf import parse_static_tf_list
 from .sensor_stream import TRUTH_MODES, SensorStream
-from .ticks import period_ns
+from .ticks import checked_period_ns
 
 # Parameters every rclpy node may carry besides its own (TimeSource, QoS overrides).
 ROS_PARAMETERS = ("use_sim_time",)
@@ -207,7 +207,7 @@ def parse_noise_node_params(sensor: str, params: Dict[str, Any]) -> NoiseNodeCon
     """
     p = Parameters(f"{sensor}_noise_node", params, noise_node_defaults(sensor), (MODEL_PARAMS + ".",))
     rate = p.number(f"{sensor}_rate")
-    period_ns(rate, f"{sensor}_rate")  # validates > 0
+    checked_period_ns(rate, f"{sensor}_rate")  # validates > 0
     truth_mode = p.text("truth_mode")
     if truth_mode not in TRUTH_MODES:
         raise UserError(f"parameter truth_mode: unknown value {truth_mode!r}; expected one of "

@@ -17,7 +17,7 @@ from ..errors import UserError
 from ..stamps import ns_to_seconds
 from ..truth import GroundTruth
 from ..truth.stream import TruthSegment, TruthStream
-from .ticks import period_ns, ticks_ns
+from .ticks import checked_period_ns, ticks_ns
 
 TRUTH_MODES = ("interpolate", "hold")
 
@@ -44,7 +44,7 @@ class SensorStream:
         if not (max_truth_gap_s > 0):
             raise UserError(f"parameter max_truth_gap: must be > 0 s, got {max_truth_gap_s!r}")
         self.model = model
-        self.period_ns = period_ns(rate_hz)
+        self.period_ns = checked_period_ns(rate_hz)
         self.truth_mode = truth_mode
         self.max_gap_ns = int(round(max_truth_gap_s * 1e9))
         self.truth = TruthStream()

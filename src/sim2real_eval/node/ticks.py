@@ -11,15 +11,15 @@ from typing import Optional
 import numpy as np
 
 from ..errors import UserError
-from ..models.base import period_ns as model_period_ns
+from ..stamps import period_ns
 
 
-def period_ns(rate_hz: float, name: str = "rate") -> int:
-    """Sensor period in integer nanoseconds, round(1e9 / rate) (models.base.period_ns), validated."""
+def checked_period_ns(rate_hz: float, name: str = "rate") -> int:
+    """``stamps.period_ns`` of a node parameter ``name``, validated (a finite rate > 0 Hz, at most 1 GHz)."""
     if isinstance(rate_hz, bool) or not isinstance(rate_hz, (int, float)) or not math.isfinite(rate_hz) \
             or rate_hz <= 0:
         raise UserError(f"parameter {name}: expected a rate > 0 Hz, got {rate_hz!r}")
-    period = model_period_ns(rate_hz)
+    period = period_ns(rate_hz)
     if period < 1:
         raise UserError(f"parameter {name}: {rate_hz!r} Hz is above 1 GHz")
     return period

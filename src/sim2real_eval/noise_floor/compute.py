@@ -1,7 +1,7 @@
 """The judge-noise floor (issues 12, 19): the VEPD that judge timing alone produces, with its spread.
 
 Real runs of one bag differ by where the real robot_localization's timers happened to tick
-(``pipeline.timing``).  The floor measures that: the real side is judged ``DRAWS`` more times, each
+(``runs.timing``).  The floor measures that: the real side is judged ``DRAWS`` more times, each
 time with independent random timer timing (``TimingModel("random")``, draw d seeded
 ``sensor_seed(seed, "timing", scenario, k, "noise-floor", d)``), every set is scored exactly like
 runs, and every pair of draws is compared exactly as a variant is compared with the real side — W1 of
@@ -11,7 +11,7 @@ scenario (Table II).
 One pair of draws is one sample of the floor, and it varies from draw to draw (on a real drive single
 draws gave 0.05 and 0.105), so the floor is reported as the mean over the D(D − 1)/2 pairs with
 ``VEPD_interval``, the range [lowest, highest] of the pairs.  A result is "above the floor" only when
-it exceeds the interval's upper end (``threshold``): what no pair of draws reached.
+it exceeds the interval's upper end (``metrics.separation.threshold``): what no pair of draws reached.
 
 It is the score a perfect sensor model would get from judge timing alone: differences of VEPD not
 above it are not meaningful.
@@ -62,20 +62,9 @@ def _cell(draws: list, scenarios) -> dict:
             "VEPD_pairs": vepds, "n": len(samples[0])}
 
 
-def threshold(floor: dict | None, variant: str, scenario: str | None = None) -> float | None:
-    """The value a VEPD (or a difference of VEPD) must exceed to be above the floor: the upper end of
-    the floor's interval for ``variant`` pooled (``scenario`` None) or in ``scenario``; None without a
-    floor."""
-    if not floor or "combined" not in floor:  # none, or {"unavailable": why}
-        return None
-    cell = floor["combined"].get(variant) if scenario is None else \
-        floor["per_scenario"].get(variant, {}).get(scenario)
-    return None if cell is None else float(cell["VEPD_interval"][1])
-
-
 def floor_record(scenario: str, k: int, source: str, score) -> RunRecord:
     """A noise-floor judgement of the real run ``k`` of ``scenario`` as a scored run."""
     return RunRecord(REAL, REAL, scenario, int(k), source, score)
 
 
-__all__ = ["DEFINITION", "DRAWS", "SEED_KEY", "floor_record", "judge_noise_floor", "threshold"]
+__all__ = ["DEFINITION", "DRAWS", "SEED_KEY", "floor_record", "judge_noise_floor"]

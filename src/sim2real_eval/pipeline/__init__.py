@@ -1,6 +1,7 @@
-"""The offline run pipeline: one run, study files, the judge timing and start, and the batch runner (the
-replay of real bags is ``sim2real_eval.replay``).
+"""The offline run pipeline: one simulated run (``simulated_run``), study files (``study``), the batch
+runner (``batch``, its tasks a ``RunTask``) and Ray (``ray_cluster``); the replay of real bags is
+``sim2real_eval.replay``.
 
-Kept light on purpose: importing ``sim2real_eval.pipeline`` (or ``.study`` / ``.run``) does not import
-rosbags, scipy or ray; the heavy pieces are imported when a run actually executes.
+Kept light on purpose: importing ``sim2real_eval.pipeline`` does not import rosbags, scipy or ray
+(``.study`` and ``.simulated_run`` load the judge and rosbags: they make runs).
 """

@@ -1,7 +1,8 @@
 """Batch runner: independent run tasks on a local process pool (default) or a Ray cluster.
 
-A task is any picklable object with ``label``, ``directory(out)``, ``record()`` and
-``execute(out) -> RunOutcome`` (``run.SimRunSpec`` is one).  Every run derives its random streams
+A task is any picklable ``RunTask``: ``label``, ``directory(out)``, ``record()`` and
+``execute(out) -> RunOutcome`` (``simulated_run.SimRunSpec`` and ``replay.offline.BagReplay`` are
+ones).  Every run derives its random streams
 from its own spec, so where a task runs (in-process, a pool worker, a Ray node) does not change its
 output.  Before anything runs, existing run directories are checked: complete and matching → skipped
 (resume); different → refused (UserError) so nothing is overwritten by accident.
@@ -20,12 +21,49 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from ..errors import DataWarning, UserError
+from ..runs import existing_run
 from ..workers import STOP_TIMEOUT_S, WorkerPool
 from .ray_cluster import call_in, check_nodes, connect_ray
-from .run import RunOutcome, existing_run
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one task did: the run it wrote (or skipped: already complete), its message counts and
+    simulated seconds, and what a real bag's task adds (its runs, noise-floor judgements, scores, health)."""
+
+    label: str
+    path: str
+    skipped: bool
+    messages: dict  # topic -> count written (empty when skipped)
+    sim_seconds: float = 0.0
+    runs: tuple = ()  # a task that makes several runs (one real bag's): the RunOutcome of each
+    scores: tuple = ()  # a real bag's noise-floor judgements (draw, RunRecord): replay.noise_floor_scores
+    scored: tuple = ()  # its runs scored where they were judged (replay.ScoredRun), with ``scoring``
+    health: Any = None  # a replayed real run's judge health (replay.health.assess), when assessed
+
+
+@runtime_checkable
+class RunTask(Protocol):
+    """What the batch runner runs: one picklable task that writes (or, for a task judged in memory,
+    only returns) the runs of one unit of work.  Optional attributes the runner reads when present:
+    ``writes`` (False: nothing is written to OUT), ``locality_key`` (tasks with equal keys are dispatched
+    together), ``judge`` / ``spec.judge`` and ``sims`` (checked once by ``preflight``)."""
+
+    @property
+    def label(self) -> str:
+        """The run's name in progress lines and errors (``RunId.label``)."""
+
+    def directory(self, out) -> Path:
+        """The run directory the task writes under ``out`` (resume looks there first)."""
+
+    def record(self) -> dict:
+        """The run.yaml content the task's run will have (resume compares it)."""
+
+    def execute(self, out) -> RunOutcome:
+        """Judge and write the run (UserError: this run failed, the others go on)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +105,7 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def execute_task(task, out: str):
+def execute_task(task: RunTask, out: str):
     """Run one task; a UserError becomes a RunFailure value (other exceptions are bugs and propagate)."""
     try:
         return task.execute(out)
@@ -88,12 +126,12 @@ def ensure_writable(out) -> None:
         raise UserError(f"{out}: cannot write output here ({exc.strerror or exc})") from None
 
 
-def preflight(tasks: Sequence) -> None:
+def preflight(tasks: Sequence[RunTask]) -> None:
     """Check what every run will need and is the same for many runs — its record (model presets and
     parameters), its judge configuration, the sensor models a replay puts in — once, before any run:
     a typo in a study is one error up front, not "16 of 16 runs failed" (and no empty OUT)."""
+    from ..judge.config import judge_parts
     from ..models import load_gps_model, load_imu_model
-    from .run import _judge_parts
 
     judges, models = {}, {}
     for task in tasks:
@@ -109,14 +147,14 @@ def preflight(tasks: Sequence) -> None:
             for kind, spec in (getattr(sim, "replace", None) or {}).items():
                 models[(kind, json.dumps(spec, sort_keys=True, default=str))] = (kind, spec)
     for key in judges:
-        _judge_parts(*key)
+        judge_parts(*key)
     for kind, spec in models.values():
         with warnings.catch_warnings():  # announced again when the run builds it
             warnings.simplefilter("ignore", DataWarning)
             (load_gps_model if kind == "gps" else load_imu_model)(spec, 0)
 
 
-def plan(tasks: Sequence, out) -> tuple[list, list]:
+def plan(tasks: Sequence[RunTask], out) -> tuple[list, list]:
     """Split tasks into (already complete → RunOutcome, to run → index) after checking existing dirs."""
     done, pending = [], []
     for index, task in enumerate(tasks):
@@ -128,7 +166,7 @@ def plan(tasks: Sequence, out) -> tuple[list, list]:
     return done, pending
 
 
-def run_batch(tasks: Sequence, out, workers: int | None = None, ray_address: str | None = None,
+def run_batch(tasks: Sequence[RunTask], out, workers: int | None = None, ray_address: str | None = None,
               progress: bool = True, description: str = "runs", shared=None) -> BatchReport:
     """Execute every task once (skipping complete runs) and report outcomes in task order.
 

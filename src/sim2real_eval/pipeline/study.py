@@ -17,11 +17,11 @@ A study file, every key checked (unknown keys are errors naming the file and key
       static_tfs:                   # "PARENT CHILD x y z yaw pitch roll" (static_transform_publisher)
         - base_link imu 0 0 0 3.1416 -1.5708 0
         - base_link gps 0 0 0 0 0 0
-      timing: {model: random}       # the timers' timing (pipeline.timing): random draws per run (seed:
+      timing: {model: random}       # the timers' timing (runs.timing): random draws per run (seed:
                                     # the study's, or `seed: S`); or {model: fixed, ekf_phase_ms: 12,
                                     # navsat_phase_ms: 9, tick_latency_ms: 0}; default fixed 0/0/0
       initial_state: truth          # ekf_node's initial_state from each run's truth at its first instant
-                                    # (pipeline.start); default `config`: the ekf YAML's own
+                                    # (runs.start); default `config`: the ekf YAML's own
       warmup_s: 1.0                 # seconds at the start of each run the scorer skips (run.yaml
                                     # warmup_s; `score` reads it); default 0
     ground_truth_rate: 50           # Hz of /ground_truth/odom in the run bags
@@ -37,14 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
+from ..bags.records import DEFAULT_GROUND_TRUTH_RATE, check_ground_truth_rate
 from ..errors import UserError
+from ..judge.config import JudgeConfig
 from ..limits import check_repeats
 from ..resources import config_path
 from ..runs import NAME_RULE, STORAGES, is_name
+from ..runs.start import INITIAL_STATES
+from ..runs.timing import TimingModel
 from ..yamlio import Section, load_yaml
-from .run import DEFAULT_GROUND_TRUTH_RATE, JudgeConfig, SimRunSpec, check_ground_truth_rate
-from .start import INITIAL_STATES
-from .timing import TimingModel
+from .simulated_run import SimRunSpec
 
 TOP_KEYS = ("name", "seed", "repeats", "scenarios", "variants", "matrix", "judge", "ground_truth_rate",
             "storage")

@@ -476,13 +476,13 @@ def imu_frame_rotation(records, judge) -> np.ndarray | None:
     connects it."""
     from .. import rotations
     from ..bags import get_typestore
-    from ..pipeline.run import IMU as IMU_TYPE
-    from ..pipeline.run import _judge_parts
+    from ..bags.messages import IMU as IMU_TYPE
+    from ..judge.config import judge_parts
     from ..static_tf import mounting_rpy
 
     if not records:
         return None
-    base = _judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0].base_link_frame
+    base = judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0].base_link_frame
     frame = str(get_typestore().deserialize_cdr(records[0].data, IMU_TYPE).header.frame_id)
     rpy = [0.0, 0.0, 0.0] if frame in ("", base) else mounting_rpy(judge.static_tfs, frame, base)
     return None if rpy is None else rotations.to_matrix(rotations.from_rpy(*rpy))
@@ -514,9 +514,9 @@ def health_of_replay(spec, streams, result, series, score, options) -> dict:
 def assess_streams(spec, streams, filtered, gps_odometry, series, score, options) -> dict:
     """The health of a real run judged from ``streams`` (replay.offline.RealStreams) by ``spec``'s judge,
     whose outputs are ``filtered`` and ``gps_odometry``."""
-    from ..pipeline.run import _judge_parts
+    from ..judge.config import judge_parts
 
-    ekf = _judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0]
+    ekf = judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0]
     inputs = HealthInputs(series.t_est, series.v_est, series.t_gt, series.v_gt, series.timeline_end,
                           score.rmse, options, truth=streams.truth, filtered=filtered,
                           gps_odometry=gps_odometry, imu=imu_columns(streams.imu),

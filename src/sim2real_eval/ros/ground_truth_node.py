@@ -17,7 +17,7 @@ from rclpy.clock import Clock, ClockType
 
 from ..errors import UserError
 from ..node import params, sbg_truth, ticks
-from . import _node, messages
+from . import messages, node_runtime
 
 
 def _sbg_types():
@@ -31,14 +31,15 @@ def _sbg_types():
 
 class GroundTruthNode:
     def __init__(self):
-        self.node = _node.make_node("ground_truth_node", params.GROUND_TRUTH_DEFAULTS)
-        self.config = params.parse_ground_truth_params(_node.parameter_values(self.node))
+        self.node = node_runtime.make_node("ground_truth_node", params.GROUND_TRUTH_DEFAULTS)
+        self.config = params.parse_ground_truth_params(node_runtime.parameter_values(self.node))
         self.assembler = sbg_truth.SbgTruthAssembler(self.config)
         SbgEkfNav, SbgEkfQuat, SbgGpsPos, SbgGpsVel = _sbg_types()
-        self.publisher = self.node.create_publisher(Odometry, self.config.output_topic, _node.PUBLISH_QOS)
+        self.publisher = self.node.create_publisher(Odometry, self.config.output_topic,
+                                                    node_runtime.PUBLISH_QOS)
         self.out_of_order = ticks.ThrottledWarning(5.0)
         self.reported_drops = 0
-        topics, qos = self.config.topics, _node.SUBSCRIBE_QOS
+        topics, qos = self.config.topics, node_runtime.SUBSCRIBE_QOS
         sub = self.node.create_subscription
         if self.config.source in ("auto", "sbg_ekf"):
             sub(SbgEkfQuat, topics["ekf_quat_topic"], self.on_ekf_quat, qos)
@@ -94,7 +95,7 @@ class GroundTruthNode:
                 self.reported_drops = self.assembler.dropped
                 text = self.out_of_order.message(
                     f"dropped sbg sample(s) with non-increasing stamps ({self.assembler.dropped} so far)",
-                    _node.wall_seconds())
+                    node_runtime.wall_seconds())
                 if text:
                     self.node.get_logger().warning(text)
             return
@@ -106,7 +107,7 @@ class GroundTruthNode:
 
 
 def main() -> int:
-    return _node.run("ground_truth_node", lambda _stop: GroundTruthNode().node)
+    return node_runtime.run("ground_truth_node", lambda _stop: GroundTruthNode().node)
 
 
 if __name__ == "__main__":

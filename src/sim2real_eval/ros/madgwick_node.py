@@ -15,14 +15,14 @@ from sensor_msgs.msg import Imu
 
 from ..node.madgwick import MADGWICK_DEFAULTS, MadgwickRepublisher, parse_madgwick_params
 from ..node.ticks import ThrottledWarning
-from . import _node
+from . import node_runtime
 
 
 def build(_stop):
-    node = _node.make_node("madgwick_node", MADGWICK_DEFAULTS)
-    config = parse_madgwick_params(_node.parameter_values(node))
+    node = node_runtime.make_node("madgwick_node", MADGWICK_DEFAULTS)
+    config = parse_madgwick_params(node_runtime.parameter_values(node))
     republisher = MadgwickRepublisher(config)
-    publisher = node.create_publisher(Imu, "imu/data", _node.PUBLISH_QOS)
+    publisher = node.create_publisher(Imu, "imu/data", node_runtime.PUBLISH_QOS)
     free_fall = ThrottledWarning(5.0)
 
     def on_imu(msg: Imu) -> None:
@@ -30,11 +30,12 @@ def build(_stop):
             publisher.publish(msg)
             return
         text = free_fall.message("the IMU seems to be in free fall, cannot determine gravity direction "
-                                 f"({republisher.waiting} messages waited for one)", _node.wall_seconds())
+                                 f"({republisher.waiting} messages waited for one)",
+                                    node_runtime.wall_seconds())
         if text:
             node.get_logger().warning(text)
 
-    node.create_subscription(Imu, "imu/data_raw", on_imu, _node.SUBSCRIBE_QOS)
+    node.create_subscription(Imu, "imu/data_raw", on_imu, node_runtime.SUBSCRIBE_QOS)
     node.get_logger().info(f"madgwick: gain {config.gain:g}, zeta {config.zeta:g}, world frame "
                            f"{config.world_frame}, orientation_stddev {config.orientation_stddev:g} rad; "
                            "imu/data_raw -> imu/data")
@@ -42,7 +43,7 @@ def build(_stop):
 
 
 def main() -> int:
-    return _node.run("madgwick_node", build)
+    return node_runtime.run("madgwick_node", build)
 
 
 if __name__ == "__main__":

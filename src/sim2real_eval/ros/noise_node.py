@@ -14,7 +14,7 @@ from sensor_msgs.msg import Imu, MagneticField, NavSatFix
 
 from ..node import params, ticks
 from ..truth.stream import odometry_to_truth_sample
-from . import _node, messages
+from . import messages, node_runtime
 
 
 class NoiseNode:
@@ -22,8 +22,8 @@ class NoiseNode:
 
     def __init__(self, sensor: str):
         self.sensor = sensor
-        self.node = _node.make_node(f"{sensor}_noise_node", params.noise_node_defaults(sensor))
-        self.config = params.parse_noise_node_params(sensor, _node.parameter_values(self.node))
+        self.node = node_runtime.make_node(f"{sensor}_noise_node", params.noise_node_defaults(sensor))
+        self.config = params.parse_noise_node_params(sensor, node_runtime.parameter_values(self.node))
         model = self.config.load_model()
         self.stream = self.config.stream(model)
         self.out_of_order = ticks.ThrottledWarning(5.0)
@@ -31,14 +31,17 @@ class NoiseNode:
         self.tick_rate = ticks.TickRateCheck(self.config.rate_hz)
         self.published = 0
         msg_type = NavSatFix if sensor == "gps" else Imu
-        self.publisher = self.node.create_publisher(msg_type, self.config.output_topic, _node.PUBLISH_QOS)
+        self.publisher = self.node.create_publisher(msg_type, self.config.output_topic,
+                                                    node_runtime.PUBLISH_QOS)
         self.mag_publisher = None
         if sensor == "imu" and self.config.magnetometer_topic:
             self.mag_publisher = self.node.create_publisher(MagneticField, self.config.magnetometer_topic,
-                                                            _node.PUBLISH_QOS)
-        self.node.create_subscription(Odometry, self.config.truth_topic, self.on_truth, _node.SUBSCRIBE_QOS)
+                                                            node_runtime.PUBLISH_QOS)
+        self.node.create_subscription(Odometry, self.config.truth_topic, self.on_truth,
+                                      node_runtime.SUBSCRIBE_QOS)
         if self.config.tick_topic:  # tick on another stream's stamps (e.g. a real sensor being replaced)
-            self.node.create_subscription(msg_type, self.config.tick_topic, self.on_tick, _node.SUBSCRIBE_QOS)
+            self.node.create_subscription(msg_type, self.config.tick_topic, self.on_tick,
+                                          node_runtime.SUBSCRIBE_QOS)
         self.node.get_logger().info(
             f"{sensor}: model {self.config.model_spec!r}, {self.config.rate_hz:g} Hz on the data clock, "
             f"truth {self.config.truth_topic} ({self.config.truth_mode}) -> {self.config.output_topic}")
@@ -51,7 +54,7 @@ class NoiseNode:
         if not accepted:
             text = self.out_of_order.message(
                 f"dropped ground truth stamped {stamp_ns} ns: not after {self.stream.truth.last_stamp_ns} ns "
-                f"(or not finite); {self.stream.truth.dropped} dropped so far", _node.wall_seconds())
+                f"(or not finite); {self.stream.truth.dropped} dropped so far", node_runtime.wall_seconds())
             if text:
                 self.node.get_logger().warning(text)
         self.publish(ready)
@@ -64,7 +67,7 @@ class NoiseNode:
         if not self.stream.add_tick(stamp_ns):
             text = self.late_ticks.message(
                 f"dropped tick from {self.config.tick_topic}: late or out of order "
-                f"({self.stream.dropped_ticks} so far)", _node.wall_seconds())
+                f"({self.stream.dropped_ticks} so far)", node_runtime.wall_seconds())
             if text:
                 self.node.get_logger().warning(text)
 
@@ -81,7 +84,7 @@ class NoiseNode:
 
     def finish(self) -> None:
         """End of input (SIGINT/SIGTERM): publish the ticks of the last truth interval.  The context
-        is still valid here (``_node.run`` shuts it down afterwards)."""
+        is still valid here (``node_runtime.run`` shuts it down afterwards)."""
         before = self.published
         self.publish(self.stream.finish())
         self.node.get_logger().info(f"stopped: {self.published} messages published "
@@ -99,4 +102,4 @@ def main_for(sensor: str, argv: Optional[List[str]] = None) -> int:
         if "node" in holder:
             holder["node"].finish()
 
-    return _node.run(f"{sensor}_noise_node", build, finish, argv)
+    return node_runtime.run(f"{sensor}_noise_node", build, finish, argv)

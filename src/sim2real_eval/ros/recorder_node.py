@@ -26,7 +26,7 @@ from sensor_msgs.msg import Imu, MagneticField, NavSatFix
 from .. import art
 from ..errors import UserError
 from ..node import params, recording
-from . import _node
+from . import node_runtime
 
 MESSAGE_TYPES = {
     art.TOPICS["gps"]: (NavSatFix, "sensor_msgs/msg/NavSatFix"),
@@ -41,8 +41,8 @@ RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST,
 
 class Recorder:
     def __init__(self):
-        self.node = _node.make_node("recorder_node", params.RECORDER_DEFAULTS)
-        self.config = params.parse_recorder_params(_node.parameter_values(self.node))
+        self.node = node_runtime.make_node("recorder_node", params.RECORDER_DEFAULTS)
+        self.config = params.parse_recorder_params(node_runtime.parameter_values(self.node))
         output = self.config.output
         try:
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ class Recorder:
                             f"{exc}") from None
         self.counts = {topic: 0 for topic in self.config.topics}
         self.early = recording.EarlyMessages()
-        self.last_message = _node.wall_seconds()
+        self.last_message = node_runtime.wall_seconds()
         for topic in self.config.topics:
             msg_class, type_name = MESSAGE_TYPES.get(topic, ODOMETRY)
             self.writer.create_topic(rosbag2_py.TopicMetadata(name=topic, type=type_name,
@@ -78,7 +78,7 @@ class Recorder:
     def _callback(self, topic):
         def write(serialized: bytes) -> None:
             now = self.node.get_clock().now().nanoseconds
-            self.last_message = _node.wall_seconds()
+            self.last_message = node_runtime.wall_seconds()
             if now == 0:  # use_sim_time and no /clock yet
                 self.early.hold(topic, serialized)
                 return
@@ -92,10 +92,10 @@ class Recorder:
         self.counts[topic] += 1
 
     def check_idle(self) -> None:
-        idle = _node.wall_seconds() - self.last_message
+        idle = node_runtime.wall_seconds() - self.last_message
         if sum(self.counts.values()) and idle > self.config.idle_timeout_s:
             self.node.get_logger().info(f"no message for {self.config.idle_timeout_s:g} s: stopping")
-            raise _node.Finished()
+            raise node_runtime.Finished()
 
     def close(self) -> None:
         """Close the bag (rosbag2 writes metadata.yaml when the writer is destroyed), add run.yaml,
@@ -132,7 +132,7 @@ def main() -> int:
         if "recorder" in holder:
             holder["recorder"].close()
 
-    return _node.run("recorder_node", build, finish)
+    return node_runtime.run("recorder_node", build, finish)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ player's clock at the receive times the offline replay gives them.
 
 evaluate.launch.py starts ``ros2 bag play --clock --start-paused`` on the bag's real /fix and /imu
 (remapped to /real/*, so nobody judges them: the player is the clock).  This node reads the bag
-ahead (``replay.node``: the offline replay's streams, window and seeds), waits until the judge and
+ahead (``replay.read_ahead``: the offline replay's streams, window and seeds), waits until the judge and
 the recorder have subscribed (``wait_for``), resumes the player, and publishes each record as the
 CDR bytes the offline run writes, when the sim clock reaches its receive time.  The sim clock
 between two /clock messages is followed with ``node.clock.ClockFollower`` (a publisher thread
@@ -28,8 +28,8 @@ from ..art import TOPICS
 from ..errors import UserError
 from ..node import params
 from ..node.clock import ClockFollower, Schedule
-from ..replay.node import load_replay
-from . import _node
+from ..replay.read_ahead import load_replay
+from . import node_runtime
 
 TYPES = {TOPICS["gps"]: NavSatFix, TOPICS["imu"]: Imu, TOPICS["ground_truth"]: Odometry}
 SETTLE_S = 1.0  # after the subscribers matched: let discovery finish on their side too
@@ -38,23 +38,23 @@ CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 class ReplayNode:
-    def __init__(self, stop: _node.StopRequest):
+    def __init__(self, stop: node_runtime.StopRequest):
         self.stop = stop
-        self.node = _node.make_node("replay_node", params.REPLAY_DEFAULTS)
-        self.config = params.parse_replay_params(_node.parameter_values(self.node))
+        self.node = node_runtime.make_node("replay_node", params.REPLAY_DEFAULTS)
+        self.config = params.parse_replay_params(node_runtime.parameter_values(self.node))
         c = self.config
         replay = load_replay(c.bag, c.mode, c.gps_model, c.imu_model, c.seed, c.scenario,
                              None if c.k < 0 else c.k, c.truth_source, c.ekf_config, c.navsat_config,
                              static_tfs=c.static_tfs)
         self.schedule = Schedule(replay.records())
         self.publishers: Dict[str, object] = {
-            topic: self.node.create_publisher(msg_type, topic, _node.PUBLISH_QOS)
+            topic: self.node.create_publisher(msg_type, topic, node_runtime.PUBLISH_QOS)
             for topic, msg_type in TYPES.items()}
         self.follower = ClockFollower(c.play_rate)
         self.lock = threading.Condition()
         self.node.create_subscription(ClockMessage, "/clock", self.on_clock, CLOCK_QOS)
         self.resume = self.node.create_client(Resume, c.resume_service) if c.resume_service else None
-        self.started_at = _node.wall_seconds()
+        self.started_at = node_runtime.wall_seconds()
         self.matched_at = None
         self.resumed = self.resume is None
         self.gate = self.node.create_timer(0.1, self.try_start, clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -78,7 +78,7 @@ class ReplayNode:
     def try_start(self) -> None:
         """Every 0.1 s until started: subscribers matched → settle → resume the player → publish."""
         missing = self.missing_subscribers()
-        now = _node.wall_seconds()
+        now = node_runtime.wall_seconds()
         if missing:
             if now - self.started_at > self.config.start_timeout_s:
                 raise UserError(f"replay_node: subscribers missing after {self.config.start_timeout_s:g} s: "
@@ -153,7 +153,7 @@ def main() -> int:
         if "node" in holder:
             holder["node"].finish()
 
-    return _node.run("replay_node", build, finish)
+    return node_runtime.run("replay_node", build, finish)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ class DemoConfig:
     gps_study_imu: str | dict  # an IMU preset name, YAML path or mapping
     imu_scenario: str
     imu_study_imu: str | dict
-    judge: Any                # pipeline.run.JudgeConfig
+    judge: Any                # judge.config.JudgeConfig
     ground_truth_rate: float
     bootstrap: int
     permutations: int
@@ -86,7 +86,7 @@ def _paper_variants(sec: Section, variants) -> tuple:
 
 def load_demo_config(path=None) -> DemoConfig:
     """Parse the demo YAML (default: config/studies/demo.yaml); errors name file: key."""
-    from ..pipeline.run import check_ground_truth_rate
+    from ..bags.records import check_ground_truth_rate
     from ..pipeline.study import check_name, load_judge_config
     from ..resources import config_path
 

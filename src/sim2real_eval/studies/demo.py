@@ -85,11 +85,11 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
              keep_runs: bool = False, overwrite: bool = False, notice=None, start=None,
              real_sample: bool = False) -> DemoResult:
     """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
-    ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
+    ``runs.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
     the judge-noise floor (``noise_floor.compute``; ``--no-noise-floor`` turns it off); ``keep_runs``:
     write the run bags to OUT/runs (default: none are written; scores come from memory);
     ``notice(text)``: told what was applied by default (the ART static TFs), one line; ``start(judge) ->
-    judge``: the judge's start (``pipeline.start``: initial state, warm-up) in place of the demo file's;
+    judge``: the judge's start (``runs.start``: initial state, warm-up) in place of the demo file's;
     ``real_sample``: the study on the real car drive shipped in bags/real/comma2k19 (``real_sample``;
     default configuration ``config/studies/demo_car.yaml``) instead of ``real`` or the reference set.
 

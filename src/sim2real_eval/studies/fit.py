@@ -229,7 +229,7 @@ def blocked_folds(n: int, folds: int) -> list:
 class FitSetup:
     """How the runs are judged and what the fitted pair is compared with (from a demo file)."""
 
-    judge: Any                   # pipeline.run.JudgeConfig
+    judge: Any                   # judge.config.JudgeConfig
     ground_truth_rate: float
     static_tfs_by_layout: bool
     presets: tuple               # ((name, gps spec, imu spec), ...): the compared presets
@@ -274,9 +274,9 @@ def drive_runs(path, runs: str | None = None) -> list:
 def _joined(parts: list):
     """(data, truth, datum) of several windows of one drive joined in time order (calibrate --truth on
     them as on one recording; the gaps between non-adjacent blocks hold no samples)."""
+    from ..calibrate.standstill import GpsSeries, ImuSeries, StandstillData
     from ..geodesy import enu_to_geodetic, geodetic_to_enu
     from ..truth import FIELDS, GroundTruth
-    from ..calibrate.standstill import GpsSeries, ImuSeries, StandstillData
 
     parts = sorted(parts, key=lambda p: float(p[1].t[0]))
     datum = parts[0][2]
@@ -364,7 +364,7 @@ class FoldTrials(ReplayTrials):
 
     def score(self, models: dict, real_records, options):
         from ..metrics import score_study
-        from ..replay.offline import Replacement
+        from ..replay.real_bag import Replacement
 
         pair = build_pair(self.start, models["fit"])
         names = [f"fit_s{i}" for i in range(self.seeds)]
@@ -389,7 +389,7 @@ def replay_pairs(bags: list, pairs: dict, setup: FitSetup, workers: int = 1) -> 
     """(scored records, noise-floor draws) of ``pairs`` ({variant: {"gps": spec, "imu": spec}}) replayed
     on ``bags`` with their real runs, and the real runs judged ``setup.floor_draws`` more times with random
     judge timing (the judge-noise floor)."""
-    from ..replay.offline import Replacement
+    from ..replay.real_bag import Replacement
     from ..service import plan_replays, replay_bags
 
     replacements = tuple(Replacement(dict(pair), name=name) for name, pair in pairs.items())
@@ -745,7 +745,7 @@ def fitted_variant(bags: list, demo_config, budget: int = DEFAULT_BUDGET, seeds:
                    folds: int = DEFAULT_FOLDS, seed: int = 0, progress: bool = True):
     """The demo's real sample: the pair ``fit`` makes of the held-out windows ``bags`` (the demo file's
     ``real_sample.fit``), as the GPS study's variant ``fitted`` (``replay.offline.Replacement``)."""
-    from ..replay.offline import Replacement
+    from ..replay.real_bag import Replacement
 
     result = fit(bags, setup_from_demo(demo_config), folds=folds, budget=budget, seeds=seeds, seed=seed,
                  progress=progress, drive="held-out windows")

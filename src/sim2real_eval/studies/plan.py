@@ -17,7 +17,7 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
     (``EVERY_SCENARIO``: on every one); ``scoring`` (ScoreOptions): each run scored where it is judged;
     ``write``: run bags written; ``floor_draws``: the bag's noise-floor judgements too.  Without static
     TFs in the demo file, each bag gets its default (``bags.layout.default_static_tfs``)."""
-    from ..replay.offline import Replacement
+    from ..replay.real_bag import Replacement
     from ..runs import RealBag
     from ..service import plan_replays
 

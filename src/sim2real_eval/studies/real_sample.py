@@ -158,7 +158,7 @@ def prepare(demo_config: DemoConfig, out: Path, progress: bool = True) -> Prepar
     """Steps 1–4 of the module docstring on ``demo_config.real_sample``; the rest of the demo file gives
     the judge, the GPS study's IMU and the truth's rate."""
     from ..calibrate.drive import calibrate_drive, read_drive
-    from ..replay.offline import Replacement
+    from ..replay.real_bag import Replacement
     from ..runs import RealBag
     from .fit import fitted_variant
     from .tune import tune_replay

@@ -70,7 +70,7 @@ class ReplayTrials:
 
     name: str
     bags: tuple           # runs.RealBag
-    judge: Any            # pipeline.run.JudgeConfig (its start and warm-up included)
+    judge: Any            # judge.config.JudgeConfig (its start and warm-up included)
     seed: int = 0
     ground_truth_rate: float = 50.0
 
@@ -95,7 +95,7 @@ class ReplayTrials:
     def score(self, models: dict, real_records, options):
         """``metrics.StudyResult`` of the bags replayed with ``models`` against ``real_records``."""
         from ..metrics import score_study
-        from ..replay.offline import Replacement
+        from ..replay.real_bag import Replacement
 
         sim = self._replay((Replacement(dict(models), name=TUNE_VARIANT),), False, options)
         return score_study(list(real_records) + sim, options)
@@ -424,7 +424,7 @@ def tune_replay(bags, judge, base: dict, params: str, budget: int = 20, name: st
                 workers: int = 1, progress: bool = True) -> TuneResult:
     """``tune`` on real bags: minimise the VEPD of ``base`` ({"gps": spec, "imu": spec}, presets resolved
     here) against the real runs of ``bags`` (``runs.RealBag``, at least 2 per scenario), the candidates'
-    sensors driven by each bag's ground truth and judged with ``judge`` (``pipeline.run.JudgeConfig``:
+    sensors driven by each bag's ground truth and judged with ``judge`` (``judge.config.JudgeConfig``:
     its initial state and warm-up too; ``ReplayTrials``).  The demo's real sample tunes on held-out
     windows this way and evaluates the result on the others."""
     from ..metrics.options import ScoreOptions

@@ -44,6 +44,7 @@ import numpy as np
 from .. import geodesy, rotations, sbg
 from .. import message_fields as F
 from ..bags.columns import read_topic
+from ..bags.reader import require_topic
 from ..errors import UserError
 from . import GroundTruth, body_rates_from_orientation, time_derivative
 
@@ -230,12 +231,7 @@ def _resolve_topic(reader, role: str, topics: dict, required: bool) -> str | Non
     msgtype = ROLE_TYPES[role]
     if role in topics:
         topic = topics[role]
-        info = reader.topics.get(topic)
-        if info is None:
-            raise UserError(f"{reader.path}: ground-truth topic {topic} ({role}) is not in the bag "
-                            f"(topics: {', '.join(sorted(reader.topics)) or 'none'})")
-        if info.msgtype != msgtype:
-            raise UserError(f"{reader.path}: topic {topic} has type {info.msgtype}, expected {msgtype}")
+        require_topic(reader, topic, msgtype, role, what="ground-truth topic")
         return topic
     default = DEFAULT_TOPICS[role]
     info = reader.topics.get(default)
@@ -284,7 +280,7 @@ def _finish(t, position, orientation, velocity, angular_velocity, cutoff_hz, sou
     return truth.validate(source)
 
 
-def _planar_attitude(t, velocity, min_speed: float, cutoff_hz: float, source: str):
+def planar_attitude(t, velocity, min_speed: float, cutoff_hz: float, source: str):
     """Yaw from the horizontal velocity direction (held when slow); yaw rate from its smoothed derivative."""
     # Held through slow stretches, back-filled before the first fast sample (sbg.heading_from_gps_vel).
     heading = sbg.heading_from_gps_vel(velocity, min_speed)
@@ -327,7 +323,7 @@ def _from_sbg_ekf(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
     position = geodesy.geodetic_to_enu(lat, lon, height, datum)
     source = f"{reader.path}: {nav_topic}"
     if quat_topic is None:
-        orientation, rates = _planar_attitude(t, velocity, min_speed, cutoff_hz, source)
+        orientation, rates = planar_attitude(t, velocity, min_speed, cutoff_hz, source)
     else:
         q_stamps, quats = _read(reader, quat_topic, clock, "ekf_quat", ("quaternion",))
         q_t = q_stamps / 1e9
@@ -367,7 +363,7 @@ def _from_sbg_gps(reader, topics, clock, cutoff_hz, enu_mode, datum, min_speed):
     else:
         steps = 0.5 * (velocity[1:] + velocity[:-1]) * np.diff(t)[:, None]
         position = np.vstack([np.zeros(3), np.cumsum(steps, axis=0)])
-    orientation, rates = _planar_attitude(t, velocity, min_speed, cutoff_hz, source)
+    orientation, rates = planar_attitude(t, velocity, min_speed, cutoff_hz, source)
     return _finish(t, position, orientation, velocity, rates, cutoff_hz, source), datum
 
 

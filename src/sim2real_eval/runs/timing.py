@@ -24,7 +24,8 @@ exponential 0.204, a gamma 0.188).  The mechanism makes it exact: ``ros2 bag pla
 /clock at 40 Hz, and a sim-time timer fires at the first clock update at or after its nominal time,
 so the delay is uniform over one clock period, 25 ms.
 
-Importing this module is cheap (standard library); the judge and numpy load when values are drawn.
+Importing this module is cheap (standard library); numpy loads when values are drawn.  The judge's
+``JudgeTiming`` of a run's values is ``judge.config.judge_timing``'s.
 """
 from __future__ import annotations
 
@@ -33,15 +34,10 @@ from typing import Any, NamedTuple, Optional, Tuple
 
 from ..errors import UserError
 from ..limits import TICK_LATENCY
-from ..runs import TIMING_MODELS as MODES
+from .record import TIMING_MODELS as MODES
 
 LATENCY_HIGH_NS = 25_000_000  # random: tick latency ~ U(0, 25 ms), the period of `ros2 bag play --clock`
 SEED_KEY = "timing"
-
-
-def period_ns(frequency: float) -> int:
-    """A judge timer's period: round(1e9 / frequency) ns, as the judge's own timers."""
-    return int(round(1e9 / float(frequency)))
 
 
 class RunTiming(NamedTuple):
@@ -183,15 +179,6 @@ class TimingModel:
                 f"tick latency {_ms(self.tick_latency_ns)}")
 
 
-def judge_timing(values: Optional[RunTiming]) -> Any:
-    """``judge.JudgeTiming`` of a run's values (None: the judge's default)."""
-    if values is None:
-        return None
-    from ..judge import JudgeTiming
-
-    return JudgeTiming(int(values.ekf_phase_ns), int(values.navsat_phase_ns), int(values.tick_latency_ns))
-
-
 def _number(text: Any, where: str) -> float:
     try:
         value = float(text)
@@ -231,5 +218,4 @@ def from_args(args, default: Optional[TimingModel] = None) -> Optional[TimingMod
     return TimingModel.from_options(args.timing, args.timer_phase_ms, args.tick_latency_ms, args.timing_seed)
 
 
-__all__ = ["LATENCY_HIGH_NS", "MODES", "RunTiming", "TimingModel", "add_arguments", "from_args",
-           "judge_timing", "period_ns"]
+__all__ = ["LATENCY_HIGH_NS", "MODES", "RunTiming", "TimingModel", "add_arguments", "from_args"]

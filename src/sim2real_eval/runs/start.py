@@ -91,8 +91,16 @@ def add_arguments(parser, default_help: str = "config") -> None:
                              f"{default_help})")
 
 
+def start_stamp_ns(truth) -> int:
+    """A run's first instant: the first header stamp inside the truth span (``truth.truth_window_ns``);
+    the judge's ``initial_state: truth`` is the truth there."""
+    from ..truth import truth_window_ns
+
+    return truth_window_ns(truth)[0]
+
+
 def from_args(args, judge):
-    """``judge`` (``pipeline.run.JudgeConfig``) with ``--initial-state`` / ``--warmup`` applied."""
+    """``judge`` (``judge.config.JudgeConfig``) with ``--initial-state`` / ``--warmup`` applied."""
     import dataclasses
 
     changes = {}
@@ -104,4 +112,4 @@ def from_args(args, judge):
 
 
 __all__ = ["INITIAL_STATES", "add_arguments", "check_initial_state", "check_warmup", "from_args",
-           "initial_state_from_truth"]
+           "initial_state_from_truth", "start_stamp_ns"]

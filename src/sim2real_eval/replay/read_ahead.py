@@ -92,10 +92,10 @@ def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, 
     """
     from ..art import EKF_CONFIG, NAVSAT_CONFIG, TOPICS
     from ..bags.layout import peek_real_bag
-    from ..pipeline.run import JudgeConfig, _judge_parts
+    from ..judge.config import JudgeConfig, judge_parts
     from ..resources import config_path
     from ..runs import name_real_bag
-    from .offline import Replacement, ReplaySpec, check_frames, read_real_streams
+    from .real_bag import Replacement, ReplaySpec, check_frames, read_real_streams
 
     named = name_real_bag(bag, scenario or None, None if k is None or k < 0 else int(k))
     ekf = str(Path(ekf_config or config_path(EKF_CONFIG)).resolve())
@@ -103,7 +103,7 @@ def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, 
     for name, path in (("ekf_config", ekf), ("navsat_config", navsat)):
         if not Path(path).is_file():
             raise UserError(f"{name}: {path} does not exist")
-    base_link = _judge_parts(ekf, navsat, ())[0].base_link_frame
+    base_link = judge_parts(ekf, navsat, ())[0].base_link_frame
     default_tfs, real_imu = peek_real_bag(named.path, TOPICS["imu"], TOPICS["gps"], base_link,
                                           by_layout=static_tfs is None, notice=notice,
                                           override="static_tfs:= overrides")
