@@ -7,7 +7,7 @@ too, so each task is assembled in one place.  A module per command group:
     judge      judge_bag(bag, ekf, navsat, JudgeOptions, output=OUT) -> JudgedBag  (written while judged)
                check_configs(paths, imu_models, bag) -> [CheckedConfig]            (judge --check)
     simulate   simulate_study(study, out) -> SimulatedRuns      simulate_runs(tasks, out)
-    replay     replay_request(ReplayRequest) -> ReplayedBags
+    replay     replay_request(ReplayRequest) -> ReplayedBags                       (sim2real-eval replay)
                plan_replays(bags, replacements, judge) -> [BagReplay]
                replay_bags(tasks, out) -> ReplayedBags
     score      find_runs_to_score(runs_dir | manifest | csv_dir) -> (kind, source, specs)
@@ -34,10 +34,12 @@ from .judge import (
 )
 from .replay import (
     ReplayedBags,
+    ReplayRequest,
     announce_replays,
     peek_real_bag,
     plan_replays,
     replay_bags,
+    replay_request,
     warm_judge,
     warn_judge_health,
 )
@@ -53,8 +55,9 @@ from .score import (
 from .simulate import SimulatedRuns, lint_study_imus, simulate_runs, simulate_study
 
 __all__ = ["EXPECTED_TYPES", "NAVSATFIX", "CheckedConfig", "JudgeOptions", "JudgedBag", "LoadedRuns",
-           "ReplayedBags", "ScoredRuns", "SimulatedRuns", "announce_replays", "assess_real_runs",
-           "bag_imu_lint", "check_configs", "find_runs_to_score", "frames_without_transform", "judge_bag",
-           "lint_study_imus", "load_runs", "missing_transform_hint", "noise_floor_draws", "peek_real_bag",
-           "plan_replays", "replay_bags", "score_runs", "sensor_frames", "simulate_runs", "simulate_study",
-           "warm_judge", "warn_judge_health"]
+           "ReplayRequest", "ReplayedBags", "ScoredRuns", "SimulatedRuns", "announce_replays",
+           "assess_real_runs", "bag_imu_lint", "check_configs", "find_runs_to_score",
+           "frames_without_transform", "judge_bag", "lint_study_imus", "load_runs", "missing_transform_hint",
+           "noise_floor_draws", "peek_real_bag", "plan_replays", "replay_bags", "replay_request",
+           "score_runs", "sensor_frames", "simulate_runs", "simulate_study", "warm_judge",
+           "warn_judge_health"]
