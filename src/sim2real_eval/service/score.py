@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import UserError
+from ..outputs import check_paths
 from .common import warn_once
 from .replay import ReplayedBags, warn_judge_health
 
 if TYPE_CHECKING:
+    from ..metrics import ScoreOptions
     from ..metrics.study import StudyResult
 
 def find_runs_to_score(options, runs_dir=None, manifest=None, csv_dir=None) -> tuple:
@@ -124,7 +126,6 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
     demo's kept runs is the demo's.  Returns (one list of RunRecord per draw, "") or (None, why not):
     inputs that record no real bag (CSV files, manifests, ROS recordings without a window) have no floor.
     """
-    from ..errors import UserError as _UserError
     from ..pipeline.batch import run_batch
     from ..replay.offline import BagReplay, replay_spec_of_run
     from ..runs import read_run_info
@@ -136,7 +137,7 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
             return None, f"{spec.source}: a CSV run records no real bag to judge again"
         try:
             info = read_run_info(spec.source)
-        except _UserError:
+        except UserError:
             return None, f"{spec.source}: no run.yaml naming the real bag it was judged from"
         replay = replay_spec_of_run(info, spec.scenario, spec.k)
         if replay is None:
@@ -156,5 +157,171 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
     return replayed.noise_floor_draws(), ""
 
 
-__all__ = ["LoadedRuns", "ScoredRuns", "assess_real_runs", "find_runs_to_score", "load_runs",
-           "noise_floor_draws", "score_runs"]
+# ====================================================================== sim2real-eval score
+@dataclass(frozen=True)
+class ScoreRequest:
+    """What ``sim2real-eval score`` asks for: exactly one input, the scoring options, the report folder."""
+
+    out: str
+    options: ScoreOptions                  # preprocessing and statistics (warmup_s: from the runs or warmup)
+    runs_dir: str | None = None
+    manifest: str | None = None
+    csv_dir: str | None = None
+    window: str | None = None              # START:END (ns) of the bag runs that record none
+    variants: Sequence[str] = ()           # globs of the sim variants scored (none: all)
+    exclude_variants: Sequence[str] = ()
+    warmup: float | None = None            # seconds left out (None: what the runs' run.yaml record)
+    noise_floor_draws: int | None = 4      # None: no judge-noise floor
+    trace_runs: Sequence[str] | None = None  # SCENARIO:K of the velocity traces (None: first of each)
+    skip_bad_runs: bool = False
+    workers: int | None = None
+    overwrite: bool = False
+
+
+@dataclass
+class ScoreReport:
+    """A study scored and its report written to ``out``: ``scored`` (the runs, ``result``) and the input
+    ``kind`` and ``source`` it came from."""
+
+    scored: ScoredRuns
+    kind: str
+    source: str
+    out: str
+
+    @property
+    def result(self) -> StudyResult:
+        return self.scored.result
+
+
+def score_request(request: ScoreRequest, progress: Callable | None = None) -> ScoreReport:
+    """``sim2real-eval score``: the runs of the input (``find_runs_to_score``) selected by variant, scored
+    (``score_runs``, with each real bag run's judge health), the judge-noise floor of the real bags the
+    runs name (``noise_floor_draws``), the report (tables, figures, report.html) written atomically.
+    ``progress(stage, advance, total=None)`` as ``score_runs``, then the stages "judge-noise floor" and
+    "figures and report" (one step each)."""
+    import dataclasses
+
+    from ..metrics.inputs import parse_window, warmup_of_runs, with_window
+    from ..outputs import NEW, output_folder
+    from ..report import parse_trace_run, write_report
+    from ..report.provenance import collect as collect_provenance
+
+    if request.noise_floor_draws is not None and request.noise_floor_draws < 2:
+        raise UserError(f"--noise-floor-draws: must be >= 2 (the floor compares pairs of draws), got "
+                        f"{request.noise_floor_draws}")
+    report = progress or (lambda stage, advance, total=None: None)
+    trace_runs = [parse_trace_run(t) for t in request.trace_runs] if request.trace_runs else None
+    replace = output_folder(request.out, "--out", request.overwrite) != NEW or os.path.lexists(request.out)
+    kind, source, specs = find_runs_to_score(request.options, request.runs_dir, request.manifest,
+                                             request.csv_dir)
+    window = parse_window(request.window) if request.window else None
+    if window is not None:
+        specs = with_window(specs, window)
+    specs = select_variants(specs, request.variants, request.exclude_variants)
+    options = dataclasses.replace(request.options, warmup_s=warmup_of_runs(specs, request.warmup)).validate()
+    label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
+    check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": request.out})
+    check_real_side(specs, kind, request)
+    scored = score_runs(specs, options, skip_bad_runs=request.skip_bad_runs, workers=request.workers,
+                        progress=report, judge_health=True)
+    result = scored.result
+    if request.noise_floor_draws is not None:
+        report("judge-noise floor", 0, 1)
+        result.judge_noise_floor = measure_noise_floor(specs, result, options, request.noise_floor_draws,
+                                                       request.workers)
+        report("judge-noise floor", 1)
+    report("figures and report", 0, 1)
+    write_report(request.out, result, scored.series, source, trace_runs,
+                 extra_options={"input": kind, "source": str(source),
+                                **({"window_ns": list(window)} if window is not None else {}),
+                                **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
+                 overwrite=replace, workers=request.workers or os.cpu_count() or 1,
+                 provenance=collect_provenance(result, kind, str(source)))
+    report("figures and report", 1)
+    return ScoreReport(scored, kind, str(source), request.out)
+
+
+def select_variants(specs: list, include, exclude) -> list:
+    """The runs of the sim variants matching an ``include`` glob (all when none is given) and no
+    ``exclude`` glob, plus the real runs of the scenarios those variants cover.  Without any glob: every
+    run, but a tree whose variants cover different scenarios (the demo's GPS and IMU studies) is refused
+    with the options that split it."""
+    if not include and not exclude:
+        _check_one_scenario_set(specs)
+        return list(specs)
+    chosen = _chosen_variants(sorted({s.variant for s in specs if s.side != "real"}), include, exclude)
+    scenarios = {s.scenario for s in specs if s.side != "real" and s.variant in chosen}
+    return [s for s in specs if (s.variant in chosen if s.side != "real" else s.scenario in scenarios)]
+
+
+def _chosen_variants(sim_variants: list, include, exclude) -> set:
+    """The variants matching an ``include`` glob (all without one) and no ``exclude`` glob; a glob that
+    matches no variant, or nothing left, is a UserError listing the variants."""
+    from fnmatch import fnmatchcase
+
+    for option, globs in (("--variant", include or []), ("--exclude-variant", exclude or [])):
+        for glob in globs:
+            if not any(fnmatchcase(variant, glob) for variant in sim_variants):
+                raise UserError(f"{option} {glob!r} matches no sim variant "
+                                f"(have: {', '.join(sim_variants)})")
+    chosen = {variant for variant in sim_variants
+              if (not include or any(fnmatchcase(variant, glob) for glob in include))
+              and not any(fnmatchcase(variant, glob) for glob in exclude or [])}
+    if not chosen:
+        raise UserError("no sim variant left after --variant/--exclude-variant "
+                        f"(have: {', '.join(sim_variants)})")
+    return chosen
+
+
+def _check_one_scenario_set(specs: list) -> None:
+    """Every sim variant covers the same scenarios, or a UserError naming the sets and the options that
+    score each alone."""
+    covered: dict = {}
+    for spec in specs:
+        if spec.side != "real":
+            covered.setdefault(spec.variant, set()).add(spec.scenario)
+    groups: dict = {}
+    for variant, scenarios in covered.items():
+        groups.setdefault(frozenset(scenarios), []).append(variant)
+    if len(groups) > 1:
+        parts = [f"{', '.join(sorted(variants))} on {', '.join(sorted(scenarios))}"
+                 for scenarios, variants in sorted(groups.items(), key=lambda item: sorted(item[1]))]
+        raise UserError("scenario sets differ between sim variants (" + "; ".join(parts) + "): score "
+                        "each set alone with --variant GLOB or --exclude-variant GLOB, or add the "
+                        "missing runs")
+
+
+def check_real_side(specs, kind: str, request: ScoreRequest) -> None:
+    """Simulated runs alone (``score`` of a ``simulate`` output): the one-line error says how to add the
+    real side they are compared with."""
+    from ..metrics.inputs import REAL
+
+    if not specs or any(spec.side == REAL for spec in specs):
+        return
+    scenarios = ", ".join(sorted({spec.scenario for spec in specs}))
+    if kind == "runs_dir":
+        step = (f"replay real bags of those scenarios into the same tree first, e.g. `sim2real-eval replay "
+                f"bags/reference/line --replace imu=chrono_paper_demo --out {request.runs_dir}` (the shipped "
+                "reference runs of scenario line), or run `sim2real-eval demo`, which makes both sides")
+    elif kind == "manifest":
+        step = f"list real runs of those scenarios in {request.manifest} (side: real)"
+    else:
+        step = f"put the real runs in {request.csv_dir}/Real/<scenario>_<k>.csv"
+    raise UserError(f"only simulated runs (scenarios {scenarios}), no real runs to compare them with: {step}")
+
+
+def measure_noise_floor(specs: list, result, options, draws: int, workers) -> dict:
+    """``StudyResult.judge_noise_floor`` for the real runs scored (``service.noise_floor_draws``), or
+    {"unavailable": why} when the inputs name no real bag to judge again."""
+    from ..noise_floor.compute import judge_noise_floor
+
+    scored = {r.key for r in result.runs if r.side == "real"}
+    found, why = noise_floor_draws([s for s in specs if s.key in scored], options, draws, workers=workers)
+    if found is None:
+        return {"unavailable": why}
+    return judge_noise_floor(found, result.variants, result.scenarios)
+
+
+__all__ = ["LoadedRuns", "ScoreReport", "ScoreRequest", "ScoredRuns", "assess_real_runs", "check_real_side",
+           "find_runs_to_score", "load_runs", "measure_noise_floor", "noise_floor_draws", "score_request",
+           "score_runs", "select_variants"]
