@@ -57,11 +57,15 @@ import time
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import UserError
 from .noise_floor.compute import DRAWS
 from .yamlio import Section, load_yaml
+
+if TYPE_CHECKING:
+    from .metrics import ScoreOptions
+    from .pipeline.timing import TimingModel
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
 REAL_SAMPLE_CONFIG = ("studies", "demo_car.yaml")  # --real-sample: the car study and its real_sample section
@@ -269,38 +273,11 @@ def _generate_one(setup, directory: str, scenario: str, k: int) -> str:
 
 def _generate(setup, directory: Path, runs: list, workers: int, progress: bool, meanwhile=None) -> None:
     """Regenerate reference runs (deterministic: same bytes as the shipped ones would have)."""
+    from .service.common import parallel_map
+
     items = [(setup, str(directory), scenario, k) for scenario, k in runs]
-    _map(_generate_one, items, workers, progress, f"regenerating {len(items)} reference runs", meanwhile)
-
-
-def _map(function, items: list, workers: int, progress: bool, description: str, meanwhile=None) -> list:
-    """``function(*item)`` for every item, in ``workers`` forked processes, with a progress bar;
-    ``meanwhile()`` runs here once the items are handed out (after them with one worker)."""
-    import concurrent.futures as cf
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from .workers import WorkerPool
-
-    results = [None] * len(items)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=False) as bar:
-        task = bar.add_task(description, total=len(items))
-        if workers <= 1 or len(items) <= 1:
-            for i, item in enumerate(items):
-                results[i] = function(*item)
-                bar.advance(task)
-            if meanwhile is not None:
-                meanwhile()
-            return results
-        with WorkerPool(min(workers, len(items))) as pool:
-            futures = {pool.submit(function, *item): i for i, item in enumerate(items)}
-            if meanwhile is not None:
-                meanwhile()
-            for future in cf.as_completed(futures):
-                results[futures[future]] = future.result()
-                bar.advance(task)
-    return results
+    parallel_map(_generate_one, items, workers, progress, f"regenerating {len(items)} reference runs",
+                 meanwhile)
 
 
 # ------------------------------------------------------------------------------------ runs
@@ -538,12 +515,29 @@ class _Stages:
         self.cpu["total"] = _cpu_seconds() - self.start_cpu
 
 
-def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
-             config_path=None, progress: bool = True, imu_scenario: str | None = None,
-             ray_address: str | None = None, timing=None, noise_floor: bool = True,
-             keep_runs: bool = False, overwrite: bool = False, notice=None, start=None,
-             real_sample: bool = False) -> DemoResult:
-    """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
+@dataclass(frozen=True)
+class DemoOptions:
+    """How ``run_demo`` runs the demo (the options of ``sim2real-eval demo``)."""
+
+    real: str | Path | None = None      # real bags DIR/<scenario>/<run>/ (None: the reference set)
+    k: int | None = None                # runs per scenario (None: the demo file's repeats / quick_repeats)
+    quick: bool = False
+    workers: int | None = None          # None: all cores
+    config_path: str | Path | None = None  # demo YAML (None: the default, or the template import recorded)
+    progress: bool = True
+    imu_scenario: str | None = None     # None: the demo file's (or an imported drive's scenario)
+    ray_address: str | None = None
+    timing: TimingModel | None = None   # in place of the demo file's judge timing
+    noise_floor: bool = True            # measure the judge-noise floor
+    keep_runs: bool = False             # write the run bags to OUT/runs
+    overwrite: bool = False             # replace an --out folder that is no demo output
+    notice: Callable | None = None      # notice(text): told what was applied by default, one line
+    start: Callable | None = None       # start(JudgeConfig) -> JudgeConfig: the judge's start options
+    real_sample: bool = False           # the study on the shipped comma2k19 drive
+
+
+def run_demo(out, options: DemoOptions = DemoOptions()) -> DemoResult:
+    """The whole demo (see the module docstring); returns what the CLI prints.  ``options.timing``: a
     ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
     the judge-noise floor (``noise_floor.compute``; ``--no-noise-floor`` turns it off); ``keep_runs``:
     write the run bags to OUT/runs (default: none are written; scores come from memory);
@@ -562,36 +556,39 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     from .pipeline.batch import available_cores
 
     stages = _Stages()  # "startup": the interpreter and every import above
+    real, k, config_path, real_sample = options.real, options.k, options.config_path, options.real_sample
     if real_sample and real is not None:
         raise UserError("--real-sample and --real: choose one (the real sample is the shipped comma2k19 "
                         "drive)")
-    if real_sample and (k is not None or quick):
+    if real_sample and (k is not None or options.quick):
         raise UserError("--real-sample: its runs are the drive's scored windows (real_sample: in the demo "
                         "file); --k and --quick do not apply")
     if config_path is None and real is not None and not real_sample:
-        config_path = _recorded_template(real, notice)
+        config_path = _recorded_template(real, options.notice)
     config = load_demo_config(config_path if config_path is not None or not real_sample
                               else _config_file(REAL_SAMPLE_CONFIG))
     if real_sample and config.real_sample is None:
         raise UserError(f"--config {config.source}: no real_sample section (--real-sample needs one; "
                         "config/studies/demo_car.yaml has it)")
-    if timing is not None:
-        config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
-    if start is not None:
-        config = dataclasses.replace(config, judge=start(config.judge))
-    options = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
+    if options.timing is not None:
+        config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=options.timing))
+    if options.start is not None:
+        config = dataclasses.replace(config, judge=options.start(config.judge))
+    scoring = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
                            seed=config.score_seed, exclude_scenarios=(),
                            warmup_s=config.judge.warmup_s).validate()
     if k is None:
-        k = config.quick_repeats if quick else config.repeats
+        k = config.quick_repeats if options.quick else config.repeats
     check_repeats(k, "--k")
-    workers = available_cores() if workers is None else int(workers)
+    workers = available_cores() if options.workers is None else int(options.workers)
     if workers < 1:
         raise UserError(f"--workers must be >= 1, got {workers}")
     out = Path(out)
-    with claim_output(out, overwrite) as previous:
-        job = _Job(out, previous, stages, config, options, real, k, workers, progress, imu_scenario,
-                   ray_address, noise_floor, keep_runs, notice, real_sample)
+    with claim_output(out, options.overwrite) as previous:
+        job = _Job(out=out, previous=previous, stages=stages, config=config, options=scoring, real=real, k=k,
+                   workers=workers, progress=options.progress, imu_scenario=options.imu_scenario,
+                   ray_address=options.ray_address, noise_floor=options.noise_floor,
+                   keep_runs=options.keep_runs, notice=options.notice, real_sample=real_sample)
         return _demo(job)
 
 
@@ -637,10 +634,10 @@ class _Job:
 
     out: Path
     previous: dict            # the marker of this demo's earlier output ({} when new)
-    stages: Any               # _Stages
+    stages: _Stages
     config: DemoConfig
-    options: Any              # metrics.ScoreOptions
-    real: Any
+    options: ScoreOptions
+    real: str | Path | None   # --real (None: the reference set or the real sample)
     k: int
     workers: int
     progress: bool
@@ -648,7 +645,7 @@ class _Job:
     ray_address: str | None
     noise_floor: bool
     keep_runs: bool
-    notice: Any = None
+    notice: Callable | None = None
     real_sample: bool = False
 
     @property
@@ -1170,5 +1167,5 @@ def _time_line(result: DemoResult) -> str:
             f"report: {result.out / 'report.html'}")
 
 
-__all__ = ["DemoConfig", "DemoResult", "find_real_bags", "load_demo_config", "ordering_checks", "plan_groups",
-           "run_demo", "summary_table", "tree_bytes"]
+__all__ = ["DemoConfig", "DemoOptions", "DemoResult", "find_real_bags", "load_demo_config", "ordering_checks",
+           "plan_groups", "run_demo", "summary_table", "tree_bytes"]
