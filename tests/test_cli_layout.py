@@ -136,7 +136,7 @@ def test_a_refused_value_is_one_line_naming_the_option(tmp_path, capsys, monkeyp
 def test_every_command_module_imports_its_validators_from_one_place():
     """No command defines its own copy of a shared validator."""
     shared = {name for name in dir(v) if not name.startswith("_") and callable(getattr(v, name))}
-    for command, (module, _help) in COMMANDS.items():
+    for module, _help in COMMANDS.values():
         functions = set(_functions(SRC / "cli" / f"{module}.py"))
         assert not functions & shared, f"cli/{module}.py redefines {functions & shared}"
         importlib.import_module(f"sim2real_eval.cli.{module}")
