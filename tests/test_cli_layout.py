@@ -99,8 +99,13 @@ def test_validators_refuse_with_the_reason(function, text, message):
 
 def test_existing_path(tmp_path):
     assert v.existing_path(str(tmp_path)) == str(tmp_path)
-    with pytest.raises(argparse.ArgumentTypeError, match="absent: no such file or folder"):
+    (tmp_path / "bag.db3").write_bytes(b"")
+    assert v.existing_path(str(tmp_path / "bag.db3")) == str(tmp_path / "bag.db3")
+    with pytest.raises(argparse.ArgumentTypeError, match="absent: No such file or directory"):
         v.existing_path(str(tmp_path / "absent"))
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(argparse.ArgumentTypeError, match="loop: a symbolic link loop"):
+        v.existing_path(str(tmp_path / "loop"))
 
 
 # ------------------------------------------------------------------ refused values, end to end

@@ -2,7 +2,7 @@
 
 A bad value is refused while the command line is parsed, before any work: argparse prints
 ``sim2real-eval CMD: error: argument --k: must be >= 0, got '-1' (…)`` — one line naming the option —
-and exits 2 (``cli.OneLineParser``).  Standard library only: ``--help`` stays cheap.
+and exits 2 (``cli.OneLineParser``).  Importing it takes the standard library only: ``--help`` stays cheap.
 """
 from __future__ import annotations
 
@@ -59,10 +59,15 @@ def finite_float(text: str) -> float:
 
 
 def existing_path(text: str) -> str:
-    """A file or folder that exists (a bag: a rosbag2 folder, a .db3/.mcap/.bag file).  What is in it is
-    checked by the reader, which names the problem."""
-    if not os.path.exists(text):
-        raise argparse.ArgumentTypeError(f"{text}: no such file or folder")
+    """A file or folder that exists (a bag: a rosbag2 folder, a .db3/.mcap/.bag file); the refusal says
+    why not (missing, a link loop, …) as the CLI says an OSError (``limits.describe_os_error``).  What is
+    in it is checked by the reader, which names the problem."""
+    try:
+        os.stat(text)
+    except OSError as exc:  # missing, a symbolic link loop, a folder that may not be read …
+        from ..limits import describe_os_error
+
+        raise argparse.ArgumentTypeError(f"{text}: {describe_os_error(exc)}") from None
     return text
 
 
