@@ -11,7 +11,7 @@ from ..errors import UserError
 from ..outputs import check_paths
 
 if TYPE_CHECKING:
-    from ..models import GpsModel, ImuModel
+    from ..models import GpsModel, GpsSamples, ImuModel, ImuSamples
     from ..truth import GroundTruth
 
 
@@ -132,8 +132,8 @@ class SensorSeries:
     truth: GroundTruth
     gps: GpsModel
     imu: ImuModel
-    fixes: object               # models.GpsSamples
-    imu_samples: object         # models.ImuSamples
+    fixes: GpsSamples
+    imu_samples: ImuSamples
 
 
 def simulate_sensors(request: SensorsRequest) -> SensorSeries:
