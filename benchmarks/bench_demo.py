@@ -145,16 +145,16 @@ def command_mode(args) -> None:
 
 
 def profile_mode(args) -> None:
-    from sim2real_eval.studies.demo import run_demo
+    from sim2real_eval.studies.demo import DemoOptions, run_demo
 
     with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
         out = Path(args.out) if args.out else Path(tmp) / "report"
         profiler = cProfile.Profile()
         start = time.perf_counter()
         profiler.enable()
-        result = run_demo(out, k=None if args.real_sample else args.k or (3 if args.quick else None),
-                          quick=args.quick, real_sample=args.real_sample,
-                          workers=args.workers, progress=False)
+        k = None if args.real_sample else args.k or (3 if args.quick else None)
+        result = run_demo(out, DemoOptions(k=k, quick=args.quick, real_sample=args.real_sample,
+                                           workers=args.workers, progress=False))
         profiler.disable()
         print(f"wall_time_s: {time.perf_counter() - start:.2f}")
         print(f"runs_total: {result.runs_total}")

@@ -75,14 +75,14 @@ def run_study(imu: str, out: Path) -> dict:
     """One ``demo --real-sample`` with the study file, its IMU study's IMU replaced by ``imu``."""
     import yaml
 
-    from sim2real_eval.studies.demo import run_demo
+    from sim2real_eval.studies.demo import DemoOptions, run_demo
 
     data = yaml.safe_load(STUDY.read_text(encoding="utf-8"))
     data["imu_study"]["imu"] = imu
     config = out.parent / f"simulators_{imu}.yaml"
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     start_wall, start_cpu = time.perf_counter(), time.process_time()
-    result = run_demo(out, config_path=config, real_sample=True, progress=False, overwrite=True)
+    result = run_demo(out, DemoOptions(config_path=config, real_sample=True, progress=False, overwrite=True))
     numbers = read_output(out)
     numbers["wall_s"] = round(time.perf_counter() - start_wall, 1)
     cpu = (result.cpu_times or {}).get("total")

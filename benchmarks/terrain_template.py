@@ -45,7 +45,7 @@ from sim2real_eval.importer.drive import write_runs
 from sim2real_eval.importer.scenario_csv import RoverLogs, write_scenario_csv
 from sim2real_eval.importer.vehicle import pose_velocity
 from sim2real_eval.resources import config_path
-from sim2real_eval.studies.demo import run_demo
+from sim2real_eval.studies.demo import DemoOptions, run_demo
 from sim2real_eval.truth.bag import smooth_derivative
 
 WINDOW = 30.0
@@ -145,7 +145,7 @@ def templates(work: Path, logs: Path) -> None:
             bags[key] = imported(logs, work / f"imported_{key}", error)
         study = study_file(configs, f"case{i}", ekf, navsat)
         out = work / f"demo_{i}"
-        run_demo(out, real=bags[key], config_path=study, progress=False, noise_floor=False)
+        run_demo(out, DemoOptions(real=bags[key], config_path=study, progress=False, noise_floor=False))
         rmse = real_rmse(out)
         print(f"| {name} | {np.mean(rmse):.3f} [{min(rmse):.3f}..{max(rmse):.3f}] |")
 

@@ -294,33 +294,5 @@ def write_receiver_calibration(cal: ReceiverCalibration, out, plots_dir=None, ov
     return files
 
 
-def run(args, console) -> int:
-    """The CLI's GNSS-only branch (cli/calibrate.py hands over when the bag has no IMU topic)."""
-    from ..outputs import check_paths
-
-    if args.truth_source != "auto" or args.static_tf:
-        raise UserError("--truth-source/--static-tf: only with --truth")
-    imu_only = [name for name, given in (("--velocity-topic", args.velocity_topic is not None),
-                                         ("--min-duration", args.min_duration is not None),
-                                         ("--t-b", args.t_b != 0.1)) if given]
-    if imu_only:
-        raise UserError(f"{', '.join(imu_only)}: only for a standstill with an IMU; {args.bag} has no "
-                        f"sensor_msgs/Imu topic (a GNSS-only standstill)")
-    if not args.max_speed > 0:
-        raise UserError(f"--max-speed must be > 0, got {args.max_speed}")
-    planned = output_files(args.out, args.plots)
-    check_paths({"STANDSTILL_BAG": args.bag},
-                {"--out": [planned["report"], planned["gps"]],
-                 "--plots": [p for n, p in planned.items() if n.endswith("_plot")]}, overwrite=args.overwrite)
-    data = read_fix_bag(args.bag, args.gps_topic)
-    cal = calibrate_receiver(data, args.surveyed, args.epe, args.max_speed)
-    written = write_receiver_calibration(cal, args.out, args.plots, overwrite=args.overwrite)
-    for line in cal.lines:
-        console.print(line)
-    for name, path in written.items():
-        console.print(f"wrote {name}: {path}")
-    return 0
-
-
 __all__ = ["bag_has_imu", "calibrate_receiver", "fit_allan_gauss_markov", "gauss_markov_avar", "honesty",
-           "read_fix_bag", "run", "verdict", "write_receiver_calibration"]
+           "read_fix_bag", "verdict", "write_receiver_calibration"]

@@ -1,7 +1,9 @@
 """The ``sim2real-eval`` command.
 
 Each sub-command lives in its own module ``sim2real_eval.cli.<name>`` exposing
-``add_arguments(parser)`` and ``run(args) -> int``; modules are imported only when their command
+``add_arguments(parser)`` and ``run(args) -> int``: parse (values checked by the shared argparse
+validators of ``cli.validators``) → one service function returning a result object → print
+(docs/architecture.md, "cli — how a command is written").  Modules are imported only when their command
 runs, so ``sim2real-eval --help`` stays fast.  A UserError anywhere becomes one line on stderr and
 exit code 2; ``--debug`` shows the traceback instead.
 """
@@ -46,16 +48,6 @@ REPLACED = ("Outputs (docs/pipeline.md, 'Outputs'): an existing non-empty {what}
 RUN_TREE = ("Outputs (docs/pipeline.md, 'Outputs'): OUT is a run tree; a run already there is resumed only "
             "when its run.yaml is the requested run and its data files have the size and SHA-256 run.yaml "
             "recorded; any other run there is refused (never overwritten); nothing else in OUT is touched.")
-
-
-def integer(text: str) -> int:
-    """argparse type of a count or an index (--k): an integer in ASCII digits.  ``int()`` also takes
-    '٢' (Arabic-Indic two) and '1_0'; a name or k is only ever ASCII digits here."""
-    import re
-
-    if re.fullmatch(r"[+-]?[0-9]+", text) is None:
-        raise argparse.ArgumentTypeError(f"expected an integer in ASCII digits, got {text!r}")
-    return int(text)
 
 
 class OneLineParser(argparse.ArgumentParser):

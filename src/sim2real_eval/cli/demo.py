@@ -7,7 +7,8 @@ embedded robot_localization → VEPD report in OUT, a summary table and the wall
 from __future__ import annotations
 
 from ..runs import start, timing  # standard library only: --help stays cheap
-from . import integer, note
+from . import note
+from .validators import integer, positive_int
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): OUT must be new, empty or an earlier demo output: its "
            "marker OUT/.sim2real-eval.json lists every file the demo wrote, and only those are replaced (its "
@@ -56,7 +57,7 @@ def add_arguments(parser) -> None:
                              "\"sim_imu-*\"' scores them again); default: none written, every run is "
                              "scored from the judged series in memory (the same numbers); runs an earlier "
                              "--keep-runs kept are kept, and the summary says so")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help="worker processes (default: all cores; 1 = in this process)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="judge the runs on Ray: a cluster address, 'auto' or 'local'")
@@ -84,24 +85,24 @@ def run(args) -> int:
     from ..reference import shipped_reference_dir
     from ..resources import find_config
     from ..studies import demo
-    from ..studies.demo import run_demo, summary_table
+    from ..studies.demo import DemoOptions, run_demo, summary_table
 
     check_name(args.out, "--out")
     out = Path(args.out)
-    if args.config is not None:  # a bare name (demo.yaml) is looked up in config/studies/ and config/
-        args.config = str(find_config(args.config, "studies", option="--config"))
+    # a bare name (demo.yaml) is looked up in config/studies/ and config/
+    config = str(find_config(args.config, "studies", option="--config")) if args.config is not None else None
     written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
                                        demo.IMPORTED, demo.REAL_SAMPLE, *demo.REPORT_FILES)]
     real = shipped_comma2k19() if args.real_sample else args.real if args.real else shipped_reference_dir()
-    inputs = {"--real": real, "--config": args.config}
+    inputs = {"--real": real, "--config": config}
     check_paths(inputs, {"--out": written})
     if args.overwrite:  # OUT may be replaced as a whole: it must not hold an input either
         check_paths(inputs, {"--out": out})
-    result = run_demo(args.out, real=args.real, k=args.k, quick=args.quick, workers=args.workers,
-                      config_path=args.config, progress=not args.no_progress, imu_scenario=args.imu_scenario,
-                      ray_address=args.ray, timing=timing.from_args(args),
-                      noise_floor=not args.no_noise_floor, keep_runs=args.keep_runs, overwrite=args.overwrite,
-                      notice=note("demo"), start=lambda judge: start.from_args(args, judge),
-                      real_sample=args.real_sample)
-    print(summary_table(result))
+    options = DemoOptions(
+        real=args.real, k=args.k, quick=args.quick, workers=args.workers, config_path=config,
+        progress=not args.no_progress, imu_scenario=args.imu_scenario, ray_address=args.ray,
+        timing=timing.from_args(args), noise_floor=not args.no_noise_floor, keep_runs=args.keep_runs,
+        overwrite=args.overwrite, notice=note("demo"), start=lambda judge: start.from_args(args, judge),
+        real_sample=args.real_sample)
+    print(summary_table(run_demo(args.out, options)))
     return 0

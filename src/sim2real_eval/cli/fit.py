@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UserError
-from . import integer
+from .validators import integer
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): --out must be new, empty or an earlier fit output (its "
            "marker .sim2real-eval.json and nothing but its four files with the SHA-256 it records; replaced "

@@ -61,34 +61,21 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import os
     import sys
 
-    from ..errors import UserError
-    from ..importer import import_comma2k19, import_csv
     from ..importer.vehicle import template_line, truth_line
-    from ..outputs import NEW, check_paths, output_folder
+    from ..service.data import ImportRequest, import_drives
 
-    check_paths({"SRC": list(args.sources)}, {"--out": args.out})
+    result = import_drives(ImportRequest(
+        format=args.format, sources=args.sources, out=args.out, scenario=args.scenario, window=args.window,
+        stride=args.stride, fix_covariance=args.fix_covariance,
+        fix_covariance_scale=args.fix_covariance_scale,
+        estimate_mounting=args.estimate_mounting, imu_axes=args.imu_axes, datum=args.datum,
+        time_offset=args.time_offset, imu_orientation=args.imu_orientation,
+        madgwick_gain=args.madgwick_gain, date=args.date, storage=args.storage, overwrite=args.overwrite))
     if args.format == "nmea":
-        return run_nmea(args)
-    if args.date is not None:
-        raise UserError("--date: only for the nmea format")
-    replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
-    options = dict(window=args.window, stride=args.stride, fix_covariance=args.fix_covariance,
-                   fix_covariance_scale=args.fix_covariance_scale, estimate_mounting=args.estimate_mounting,
-                   overwrite=replace, storage=args.storage, imu_orientation=args.imu_orientation,
-                   madgwick_gain=args.madgwick_gain)
-    if args.format == "comma2k19":
-        for name in ("datum", "time_offset"):
-            if getattr(args, name) not in (None, 0.0):
-                raise UserError(f"--{name.replace('_', '-')}: only for the csv format")
-        if args.imu_axes != "flu":
-            raise UserError("--imu-axes: only for the csv format (comma2k19's axes are known)")
-        result = import_comma2k19(args.sources, args.out, scenario=args.scenario or "highway", **options)
-    else:
-        result = import_csv(args.sources, args.out, scenario=args.scenario, imu_axes=args.imu_axes,
-                            datum=args.datum, time_offset=args.time_offset, **options)
+        print_logs(result)
+        return 0
     for drive in result.summary["drives"]:
         mounting = drive["frames"]["mounting"]
         gnss = drive["gnss"]
@@ -109,23 +96,8 @@ def run(args) -> int:
     return 0
 
 
-def run_nmea(args) -> int:
-    """import nmea: receiver logs → /fix-only bags; prints what each log held."""
-    import os
-
-    from ..errors import UserError
-    from ..importer import import_nmea
-    from ..outputs import NEW, output_folder
-
-    for name, default in (("estimate_mounting", False), ("time_offset", 0.0), ("imu_axes", "flu")):
-        if getattr(args, name) != default:
-            raise UserError(f"--{name.replace('_', '-')}: not for the nmea format "
-                            "(a receiver log has no IMU)")
-    replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
-    result = import_nmea(args.sources, args.out, window=args.window, stride=args.stride,
-                         scenario=args.scenario, date=args.date, fix_covariance=args.fix_covariance,
-                         fix_covariance_scale=args.fix_covariance_scale, datum=args.datum, overwrite=replace,
-                         storage=args.storage)
+def print_logs(result) -> None:
+    """import nmea: what each receiver log held, and the /fix-only runs."""
     for log in result.summary["drives"]:
         qualities = ", ".join(f"{name} {n}" for name, n in log["fix_quality"].items())
         sources = ", ".join(f"{name} {n}" for name, n in log["gnss"]["covariance_sources"].items() if n)
@@ -137,4 +109,3 @@ def run_nmea(args) -> int:
         counts = ", ".join(f"{topic} {count}" for topic, count in sorted(run_.messages.items()))
         print(f"{run_.path}: {run_.end_s - run_.start_s:.1f} s; {counts}")
     print(f"{len(result.runs)} runs in {result.scenario_dir} ({result.summary['windows']})")
-    return 0

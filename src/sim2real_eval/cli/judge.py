@@ -11,12 +11,14 @@ from pathlib import Path
 
 from ..runs import timing  # standard library only: --help stays cheap
 from . import REPLACED, note
+from .validators import existing_path
 
 OUTPUTS = REPLACED.format(what="--output")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("bag", type=Path, nargs="?", help="ROS 1 .bag or rosbag2 directory / .db3 / .mcap")
+    parser.add_argument("bag", type=existing_bag, nargs="?",
+                        help="ROS 1 .bag or rosbag2 directory / .db3 / .mcap")
     parser.add_argument(
         "--check",
         type=Path,
@@ -79,6 +81,11 @@ def add_arguments(parser) -> None:
     timing.add_arguments(parser, seed_help="0")
 
 
+def existing_bag(text: str) -> Path:
+    """BAG: a path that exists (``validators.existing_path``), as a Path."""
+    return Path(existing_path(text))
+
+
 def parse_remaps(items) -> dict:
     from ..errors import UserError
 
@@ -91,52 +98,17 @@ def parse_remaps(items) -> dict:
     return remaps
 
 
-def check(paths, imu_models=(), bag=None, static_tfs=()) -> int:
-    """``judge --check``: every finding of every file, one line each, then a summary line per file.
+def check(args) -> int:
+    """``judge --check``: every finding of every file, one line each, then a summary line per file; exit 2
+    on any error."""
+    from ..service.judge import check_configs
 
-    With IMU models or a bag, each ekf/ukf file that loads is also checked against those IMUs'
-    covariances (``judge.lint``: a covariance that is no covariance once rotated into base_link and
-    two_d_mode is applied; a warning, as Humble runs it)."""
-    from ..judge.params import check_params_file
-    from ..resources import config_candidates
-
-    errors = 0
-    for given in paths:
-        path = next((c for c in config_candidates(given) if c.is_file()), given)  # a bare name: config/ too
-        result = check_params_file(path)
-        lines = list(result.lines)
-        if result.errors == 0 and (imu_models or bag is not None):
-            lines += [("warning", text) for text in _imu_lint(path, imu_models, bag, static_tfs)]
-        warnings = sum(level == "warning" for level, _text in lines)
-        for _level, text in lines:
+    checked = check_configs(args.check, args.imu, args.bag, args.static_tf, note("judge"))
+    for config in checked:
+        for _level, text in config.lines:
             print(text)
-        print(f"{path}: {result.summary}: {result.errors} error(s), {warnings} warning(s)")
-        errors += result.errors
-    return 2 if errors else 0
-
-
-def _imu_lint(path, imu_models, bag, static_tfs) -> list:
-    """``path: SOURCE: …`` lines of the IMU covariance lint (nothing for a file without one filter
-    section); a bag without ``--static-tf`` gets its default TFs (the ART ones for the ART layout)."""
-    from ..errors import UserError
-    from ..judge import load_ekf_params, parse_static_tf
-    from ..judge.lint import imu_covariance_findings, model_covariances
-    from ..models import load_imu_model
-    from ..service import bag_imu_lint
-
-    try:
-        ekf = load_ekf_params(path)
-    except UserError:
-        return []  # a navsat file, or several filter sections: nothing to check the IMU against
-    tfs = [parse_static_tf(text) for text in static_tfs]
-    lines = []
-    for spec in imu_models:
-        model = load_imu_model(spec, None)
-        lines += imu_covariance_findings(ekf, tfs, model.frame_id, model_covariances(model),
-                                         f"imu model {spec}")
-    if bag is not None:
-        lines += bag_imu_lint(bag, ekf, static_tfs or None, note("judge"))
-    return [f"{path}: warning: {text}" for text in lines]
+        print(f"{config.path}: {config.summary}: {config.errors} error(s), {config.warnings} warning(s)")
+    return 2 if any(config.errors for config in checked) else 0
 
 
 def run(args) -> int:
@@ -145,33 +117,30 @@ def run(args) -> int:
     from ..errors import UserError
     from ..outputs import NEW, check_paths, output_folder
     from ..resources import find_config
-    from ..service import judge_bag
+    from ..service.judge import JudgeOptions, judge_bag
 
     if args.check:
-        return check(args.check, args.imu, args.bag, args.static_tf)
+        return check(args)
     given = (("BAG", args.bag), ("--config", args.config), ("--output", args.output))
     missing = [name for name, value in given if value is None]
     if missing:
         raise UserError(f"missing {', '.join(missing)} (needed unless --check)")
     # A bare file name is looked up in the installed config/ too (as in study files): from any directory.
-    args.config = find_config(args.config, option="--config")
-    args.navsat = find_config(args.navsat, option="--navsat") if args.navsat is not None else None
-    remaps = parse_remaps(args.remap)
-    check_paths({"BAG": args.bag, "--config": args.config, "--navsat": args.navsat},
+    config = find_config(args.config, option="--config")
+    navsat = find_config(args.navsat, option="--navsat") if args.navsat is not None else None
+    check_paths({"BAG": args.bag, "--config": config, "--navsat": navsat},
                 {"--output": args.output})  # before the (long) judging
     replace = output_folder(args.output, "--output", args.overwrite) != NEW or os.path.lexists(args.output)
-    judged = judge_bag(args.bag, args.config, args.navsat, node=args.node, filter_type=args.filter,
-                       navsat_node=args.navsat_node, gps_topic=args.gps_topic,
-                       static_tfs=args.static_tf or None, remaps=remaps, timing=timing.from_args(args),
-                       progress=None if args.no_progress else _progress,
-                       allow_missing_sensor=args.allow_missing_sensor,  # written while judged:
-                       output=args.output, storage=args.storage, overwrite=replace,
-                       notice=note("judge"))
+    options = JudgeOptions(node=args.node, filter_type=args.filter, navsat_node=args.navsat_node,
+                           gps_topic=args.gps_topic, static_tfs=args.static_tf or None,
+                           remaps=parse_remaps(args.remap), timing=timing.from_args(args),
+                           allow_missing_sensor=args.allow_missing_sensor, storage=args.storage,
+                           overwrite=replace)
+    judged = judge_bag(args.bag, config, navsat, options, output=args.output,  # written while judged
+                       progress=None if args.no_progress else _progress, notice=note("judge"))
     result = judged.result
-    print(
-        f"{args.output}: {result.published} /odometry/filtered, final position "
-        f"({', '.join(f'{v:.4f}' for v in result.final_position)})"
-    )
+    print(f"{args.output}: {result.published} /odometry/filtered, final position "
+          f"({', '.join(f'{v:.4f}' for v in result.final_position)})")
     return 0
 
 

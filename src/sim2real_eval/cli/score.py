@@ -1,7 +1,7 @@
 """``sim2real-eval score``: RMSE, Wiener entropy, W1, W2, VEPD, tables, figures and an HTML report.
 
-The work is ``service.find_runs_to_score`` + ``service.score_runs``; this module adds progress and
-the report.
+The work is ``service.score_request`` (the runs found, selected, scored, the judge-noise floor, the
+report); this module parses the options, shows the progress and prints the summary.
 
     sim2real-eval score RUNS_DIR --out REPORT          # OUT/<side>/<variant>/<scenario>/<k>/ run bags
     sim2real-eval score --manifest runs.yaml --out REPORT
@@ -10,11 +10,11 @@ the report.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import os
+import contextlib
 import sys
 
 from . import REPLACED
+from .validators import non_negative_int, positive_int
 
 OUTPUTS = REPLACED.format(what="--out")
 
@@ -42,11 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave out the sim variants matching GLOB (repeatable); e.g. the demo's run "
                              "tree: --exclude-variant 'sim_imu-*' scores the GPS study, --variant "
                              "'sim_imu-*' the simulated-IMU study")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    parser.add_argument("--bootstrap", type=non_negative_int, default=1000, metavar="N",
                         help="bootstrap resamples for the 95%% CIs (default 1000, 0 = none)")
-    parser.add_argument("--permutations", type=int, default=1000, metavar="N",
+    parser.add_argument("--permutations", type=non_negative_int, default=1000, metavar="N",
                         help="label permutations for the p-values (default 1000, 0 = none)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=non_negative_int, default=0,
                         help="seed of the bootstrap and permutations (default 0)")
     parser.add_argument("--no-noise-floor", action="store_true",
                         help="do not measure the judge-noise floor (by default the real bag of every real "
@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "in the report")
     parser.add_argument("--trace-runs", nargs="+", metavar="SCENARIO:K",
                         help="runs whose velocity traces are plotted (default: first run of each scenario)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help="processes reading runs (default: CPU count)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--warmup", type=float, default=None, metavar="SECONDS",
@@ -84,90 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "'paper' = the authors' single-axis definitions per side")
 
 
-def select_variants(specs: list, include, exclude) -> list:
-    """The runs of the sim variants matching an ``include`` glob (all when none is given) and no
-    ``exclude`` glob, plus the real runs of the scenarios those variants cover.  Without any glob: every
-    run, but a tree whose variants cover different scenarios (the demo's GPS and IMU studies) is refused
-    with the options that split it."""
-    if not include and not exclude:
-        _check_one_scenario_set(specs)
-        return list(specs)
-    chosen = _chosen_variants(sorted({s.variant for s in specs if s.side != "real"}), include, exclude)
-    scenarios = {s.scenario for s in specs if s.side != "real" and s.variant in chosen}
-    return [s for s in specs if (s.variant in chosen if s.side != "real" else s.scenario in scenarios)]
-
-
-def _chosen_variants(sim_variants: list, include, exclude) -> set:
-    """The variants matching an ``include`` glob (all without one) and no ``exclude`` glob; a glob that
-    matches no variant, or nothing left, is a UserError listing the variants."""
-    from fnmatch import fnmatchcase
-
-    from ..errors import UserError
-
-    for option, globs in (("--variant", include or []), ("--exclude-variant", exclude or [])):
-        for glob in globs:
-            if not any(fnmatchcase(variant, glob) for variant in sim_variants):
-                raise UserError(f"{option} {glob!r} matches no sim variant "
-                                f"(have: {', '.join(sim_variants)})")
-    chosen = {variant for variant in sim_variants
-              if (not include or any(fnmatchcase(variant, glob) for glob in include))
-              and not any(fnmatchcase(variant, glob) for glob in exclude or [])}
-    if not chosen:
-        raise UserError("no sim variant left after --variant/--exclude-variant "
-                        f"(have: {', '.join(sim_variants)})")
-    return chosen
-
-
-def _check_one_scenario_set(specs: list) -> None:
-    """Every sim variant covers the same scenarios, or a UserError naming the sets and the options that
-    score each alone."""
-    from ..errors import UserError
-
-    covered: dict = {}
-    for spec in specs:
-        if spec.side != "real":
-            covered.setdefault(spec.variant, set()).add(spec.scenario)
-    groups: dict = {}
-    for variant, scenarios in covered.items():
-        groups.setdefault(frozenset(scenarios), []).append(variant)
-    if len(groups) > 1:
-        parts = [f"{', '.join(sorted(variants))} on {', '.join(sorted(scenarios))}"
-                 for scenarios, variants in sorted(groups.items(), key=lambda item: sorted(item[1]))]
-        raise UserError("scenario sets differ between sim variants (" + "; ".join(parts) + "): score "
-                        "each set alone with --variant GLOB or --exclude-variant GLOB, or add the "
-                        "missing runs")
-
-
-def check_real_side(specs, kind: str, args) -> None:
-    """Simulated runs alone (``score`` of a ``simulate`` output): the one-line error says how to add the
-    real side they are compared with."""
-    from ..errors import UserError
-    from ..metrics.inputs import REAL
-
-    if not specs or any(spec.side == REAL for spec in specs):
-        return
-    scenarios = ", ".join(sorted({spec.scenario for spec in specs}))
-    if kind == "runs_dir":
-        step = (f"replay real bags of those scenarios into the same tree first, e.g. `sim2real-eval replay "
-                f"bags/reference/line --replace imu=chrono_paper_demo --out {args.runs_dir}` (the shipped "
-                "reference runs of scenario line), or run `sim2real-eval demo`, which makes both sides")
-    elif kind == "manifest":
-        step = f"list real runs of those scenarios in {args.manifest} (side: real)"
-    else:
-        step = f"put the real runs in {args.csv_dir}/Real/<scenario>_<k>.csv"
-    raise UserError(f"only simulated runs (scenarios {scenarios}), no real runs to compare them with: {step}")
-
-
 def run(args) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..errors import UserError
     from ..metrics import ScoreOptions
-    from ..outputs import NEW, check_paths, output_folder
-    from ..report import parse_trace_run, write_report
-    from ..report.provenance import collect as collect_provenance
-    from ..service import find_runs_to_score, score_runs
+    from ..service.score import ScoreRequest, score_request
 
     excluded = ("rest",) if args.exclude_scenario is None else tuple(s for s in args.exclude_scenario if s)
     options = ScoreOptions(
@@ -175,77 +94,41 @@ def run(args) -> int:
         log_floor=args.log_floor, speed=args.speed, exclude_scenarios=excluded, bootstrap=args.bootstrap,
         permutations=args.permutations, seed=args.seed,
     ).validate()
-    if args.workers is not None and args.workers < 1:
-        raise UserError(f"--workers: must be >= 1, got {args.workers}")
-    if args.noise_floor_draws < 2:
-        raise UserError(f"--noise-floor-draws: must be >= 2 (the floor compares pairs of draws), got "
-                        f"{args.noise_floor_draws}")
-    trace_runs = [parse_trace_run(t) for t in args.trace_runs] if args.trace_runs else None
-    replace = output_folder(args.out, "--out", args.overwrite) != NEW or os.path.lexists(args.out)
-    kind, source, specs = find_runs_to_score(options, args.runs_dir, args.manifest, args.csv_dir)
-    if args.window:
-        from ..metrics.inputs import parse_window, with_window
+    request = ScoreRequest(
+        out=args.out, options=options, runs_dir=args.runs_dir, manifest=args.manifest, csv_dir=args.csv_dir,
+        window=args.window, variants=args.variant or (), exclude_variants=args.exclude_variant or (),
+        warmup=args.warmup, noise_floor_draws=None if args.no_noise_floor else args.noise_floor_draws,
+        trace_runs=args.trace_runs, skip_bad_runs=args.skip_bad_runs, workers=args.workers,
+        overwrite=args.overwrite)
+    with _progress_bars(args.no_progress) as advance:
+        done = score_request(request, progress=advance)
+    print(score_summary(done.result, len(done.scored.skipped), args.out), file=sys.stdout)
+    return 0
 
-        specs = with_window(specs, parse_window(args.window))
-    specs = select_variants(specs, args.variant, args.exclude_variant)
-    from ..metrics.inputs import warmup_of_runs
 
-    options = dataclasses.replace(options, warmup_s=warmup_of_runs(specs, args.warmup)).validate()
-    label = {"runs_dir": "RUNS_DIR", "manifest": "--manifest", "csv": "--csv-dir"}[kind]
-    check_paths({label: source, "(runs)": sorted({spec.source for spec in specs})}, {"--out": args.out})
-    check_real_side(specs, kind, args)
+@contextlib.contextmanager
+def _progress_bars(disabled: bool):
+    """Rich bars on stderr, one per stage of ``service.score_request``; yields its ``progress`` callback.
+    A stage that starts completes the ones before it (cells without resampling do not advance)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # auto_refresh=False: no refresh thread while worker processes are forked.
-    with Progress(*columns, console=console, auto_refresh=False,
-                  disable=args.no_progress or not console.is_terminal,
+    with Progress(*columns, console=console, auto_refresh=False, disable=disabled or not console.is_terminal,
                   transient=not console.is_terminal) as progress:
         tasks: dict = {}
 
         def advance(stage, n, total=None):
             if stage not in tasks:
+                for task in tasks.values():
+                    progress.update(task, total=progress.tasks[task].completed)
                 tasks[stage] = progress.add_task(stage, total=total)
             progress.advance(tasks[stage], n)
             progress.refresh()
 
-        scored = score_runs(specs, options, skip_bad_runs=args.skip_bad_runs, workers=args.workers,
-                            progress=advance, judge_health=True)
-        for task in tasks.values():  # cells without resampling do not advance: show them done
-            progress.update(task, total=progress.tasks[task].completed)
-        result = scored.result
-        if not args.no_noise_floor:
-            floor_task = progress.add_task("judge-noise floor", total=1)
-            progress.refresh()
-            result.judge_noise_floor = measure_noise_floor(specs, result, options, args.noise_floor_draws,
-                                                           args.workers)
-            progress.advance(floor_task, 1)
-        report_task = progress.add_task("figures and report", total=1)
-        progress.refresh()
-        write_report(args.out, result, scored.series, source, trace_runs,
-                     extra_options={"input": kind, "source": str(source),
-                                    **({"window_ns": list(parse_window(args.window))} if args.window else {}),
-                                    **({"speed": "as written in the CSVs"} if kind == "csv" else {})},
-                     overwrite=replace, workers=args.workers or os.cpu_count() or 1,
-                     provenance=collect_provenance(result, kind, str(source)))
-        progress.advance(report_task, 1)
-        progress.refresh()
-
-    print(score_summary(result, len(scored.skipped), args.out), file=sys.stdout)
-    return 0
-
-
-def measure_noise_floor(specs: list, result, options, draws: int, workers) -> dict:
-    """``StudyResult.judge_noise_floor`` for the real runs scored (``service.noise_floor_draws``), or
-    {"unavailable": why} when the inputs name no real bag to judge again."""
-    from ..noise_floor.compute import judge_noise_floor
-    from ..service import noise_floor_draws
-
-    scored = {r.key for r in result.runs if r.side == "real"}
-    found, why = noise_floor_draws([s for s in specs if s.key in scored], options, draws, workers=workers)
-    if found is None:
-        return {"unavailable": why}
-    return judge_noise_floor(found, result.variants, result.scenarios)
+        yield advance
 
 
 def score_summary(result, skipped: int, out) -> str:

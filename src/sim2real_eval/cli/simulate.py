@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..runs import timing  # standard library only: --help stays cheap
 from . import RUN_TREE
+from .validators import positive_int
 
 OUTPUTS = RUN_TREE
 
@@ -15,7 +16,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("study", help="study file (a path, or the name of one in config/studies/)")
     parser.add_argument("--out", required=True,
                         help="output directory (runs go to OUT/sim/...; complete runs there are resumed)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help="local worker processes (default: all cores; 1 = in this process)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="run on Ray: a cluster address, 'auto' (existing cluster) or 'local'")

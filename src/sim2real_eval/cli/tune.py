@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UserError
+from .validators import non_negative_int, positive_int
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): --out must be new, empty or an earlier tune output (its "
            "marker .sim2real-eval.json, and nothing but its five files with the SHA-256 it records; replaced "
@@ -31,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --out that is not a tune output, once the search is done")
     parser.add_argument("--variant", default=None, help="study variant to tune (needed when it has several)")
-    parser.add_argument("--budget", type=int, default=20, help="number of trials in total (default 20)")
+    parser.add_argument("--budget", type=positive_int, default=20,
+                        help="number of trials in total (default 20)")
     parser.add_argument("--objective", default="combined",
                         help="'combined' (scenarios pooled, Table I) or one scenario name")
     parser.add_argument("--storage", default=None, metavar="FILE.db",
@@ -39,10 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "new file or an Optuna storage, outside --real and --out")
     parser.add_argument("--ray", default=None, metavar="ADDRESS",
                         help="run trials as Ray tasks: a cluster address, 'auto' or 'local'")
-    parser.add_argument("--workers", type=int, default=1,
+    parser.add_argument("--workers", type=positive_int, default=1,
                         help="trials run at once: local processes, or CPUs of a --ray local cluster "
                              "(default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="sampler seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -71,24 +73,29 @@ def run(args) -> int:
     # records it (a marker is not taken on trust: outputs.own_output_problem).
     output_folder(out, "--out", args.overwrite, command=COMMAND,
                   own=OwnNames(COMMAND, OUTPUT_FILES, whole=True))
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, got {args.seed}")
     result = tune(args.study, args.real, args.params, budget=args.budget, objective=args.objective,
                   variant=args.variant, storage=args.storage, ray_address=args.ray, workers=args.workers,
                   seed=args.seed, progress=not args.no_progress)
     write_outputs(result, out, overwrite=True)
     console = Console(stderr=True)
+    for line in summary_lines(result, out):
+        console.print(line)
+    return 0
+
+
+def summary_lines(result, out: Path) -> list:
+    """What tune says on stderr: the untuned and best VEPD (or that no trial beat the untuned model), the
+    trials and the files written."""
     base, best = result.baseline, result.best
     if result.best_is_baseline:
         tried = min((t for t in result.trials if t.vepd is not None), key=lambda t: t.vepd, default=None)
         closest = f"; the best trial, {tried.number}, has VEPD {tried.vepd:.5g}" if tried else ""
-        console.print(f"no trial beat the untuned model (VEPD {base.vepd:.5g}{closest}): best_*.yaml hold "
-                      "the untuned parameters; widen --params or raise --budget")
+        first = (f"no trial beat the untuned model (VEPD {base.vepd:.5g}{closest}): best_*.yaml hold "
+                 "the untuned parameters; widen --params or raise --budget")
     else:
         factor = base.vepd / best.vepd if best.vepd else float("inf")
         values = ", ".join(f"{k}={v:.5g}" for k, v in best.values.items())
-        console.print(f"untuned VEPD {base.vepd:.5g} -> best {best.vepd:.5g} (x{factor:.2f} lower) at trial "
-                      f"{best.number}: {values}")
-    console.print(f"{len(result.trials)} trials, {result.wall_seconds:.1f} s wall ({result.executor}); "
-                  f"wrote {out}/best_gps.yaml, best_imu.yaml, best.yaml, trials.csv, convergence.png")
-    return 0
+        first = (f"untuned VEPD {base.vepd:.5g} -> best {best.vepd:.5g} (x{factor:.2f} lower) at trial "
+                 f"{best.number}: {values}")
+    return [first, f"{len(result.trials)} trials, {result.wall_seconds:.1f} s wall ({result.executor}); "
+                   f"wrote {out}/best_gps.yaml, best_imu.yaml, best.yaml, trials.csv, convergence.png"]

@@ -51,7 +51,9 @@ is done, so OUT never holds a half-written report file.  What the CLI prints: ``
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import UserError
 from ..outputs import claim_folder
@@ -78,13 +80,33 @@ from .report_files import finish
 from .scoring import covariance_sensitivity, score_studies
 from .summary import summary_table
 
+if TYPE_CHECKING:
+    from ..runs.timing import TimingModel
 
-def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers: int | None = None,
-             config_path=None, progress: bool = True, imu_scenario: str | None = None,
-             ray_address: str | None = None, timing=None, noise_floor: bool = True,
-             keep_runs: bool = False, overwrite: bool = False, notice=None, start=None,
-             real_sample: bool = False) -> DemoResult:
-    """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """How ``run_demo`` runs the demo (the options of ``sim2real-eval demo``)."""
+
+    real: str | Path | None = None      # real bags DIR/<scenario>/<run>/ (None: the reference set)
+    k: int | None = None                # runs per scenario (None: the demo file's repeats / quick_repeats)
+    quick: bool = False
+    workers: int | None = None          # None: all cores
+    config_path: str | Path | None = None  # demo YAML (None: the default, or the template import recorded)
+    progress: bool = True
+    imu_scenario: str | None = None     # None: the demo file's (or an imported drive's scenario)
+    ray_address: str | None = None
+    timing: TimingModel | None = None   # in place of the demo file's judge timing
+    noise_floor: bool = True            # measure the judge-noise floor
+    keep_runs: bool = False             # write the run bags to OUT/runs
+    overwrite: bool = False             # replace an --out folder that is no demo output
+    notice: Callable | None = None      # notice(text): told what was applied by default, one line
+    start: Callable | None = None       # start(JudgeConfig) -> JudgeConfig: the judge's start options
+    real_sample: bool = False           # the study on the shipped comma2k19 drive
+
+
+def run_demo(out, options: DemoOptions = DemoOptions()) -> DemoResult:
+    """The whole demo (see the module docstring); returns what the CLI prints.  ``options.timing``: a
     ``runs.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
     the judge-noise floor (``noise_floor.compute``; ``--no-noise-floor`` turns it off); ``keep_runs``:
     write the run bags to OUT/runs (default: none are written; scores come from memory);
@@ -101,6 +123,8 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     from ..pipeline.batch import available_cores
 
     stages = Stages()  # "startup": the interpreter and every import above
+    real, k, config_path, real_sample = options.real, options.k, options.config_path, options.real_sample
+    quick, timing, start, notice = options.quick, options.timing, options.start, options.notice
     if real_sample and real is not None:
         raise UserError("--real-sample and --real: choose one (the real sample is the shipped comma2k19 "
                         "drive)")
@@ -118,20 +142,21 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
     if start is not None:
         config = dataclasses.replace(config, judge=start(config.judge))
-    options = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
+    scoring = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
                            seed=config.score_seed, exclude_scenarios=(),
                            warmup_s=config.judge.warmup_s).validate()
     if k is None:
         k = config.quick_repeats if quick else config.repeats
     check_repeats(k, "--k")
-    workers = available_cores() if workers is None else int(workers)
+    workers = available_cores() if options.workers is None else int(options.workers)
     if workers < 1:
         raise UserError(f"--workers must be >= 1, got {workers}")
     out = Path(out)
-    with claim_folder(out, "--out", overwrite, own_names(), runs_kept=False) as previous:
-        job = DemoJob(out=out, previous=previous, stages=stages, config=config, options=options, real=real,
-                      k=k, workers=workers, progress=progress, imu_scenario=imu_scenario,
-                      ray_address=ray_address, noise_floor=noise_floor, keep_runs=keep_runs, notice=notice,
+    with claim_folder(out, "--out", options.overwrite, own_names(), runs_kept=False) as previous:
+        job = DemoJob(out=out, previous=previous, stages=stages, config=config, options=scoring, real=real,
+                      k=k, workers=workers, progress=options.progress,
+                      imu_scenario=options.imu_scenario, ray_address=options.ray_address,
+                      noise_floor=options.noise_floor, keep_runs=options.keep_runs, notice=notice,
                       real_sample=real_sample)
         return _demo(job)
 
@@ -151,4 +176,4 @@ def _demo(job: DemoJob) -> DemoResult:
 
 
 __all__ = ["IMPORTED", "IMU_STUDY", "REAL_SAMPLE", "REFERENCE", "REPORT_FILES", "RUNS", "SUMMARY",
-           "DemoResult", "run_demo", "summary_table"]
+           "DemoOptions", "DemoResult", "run_demo", "summary_table"]

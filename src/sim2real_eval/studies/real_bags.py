@@ -158,35 +158,8 @@ def _generate_one(setup, directory: str, scenario: str, k: int) -> str:
 
 def _generate(setup, directory: Path, runs: list, workers: int, progress: bool, meanwhile=None) -> None:
     """Regenerate reference runs (deterministic: same bytes as the shipped ones would have)."""
+    from ..service.common import parallel_map
+
     items = [(setup, str(directory), scenario, k) for scenario, k in runs]
-    map_items(_generate_one, items, workers, progress, f"regenerating {len(items)} reference runs", meanwhile)
-
-
-def map_items(function, items: list, workers: int, progress: bool, description: str, meanwhile=None) -> list:
-    """``function(*item)`` for every item, in ``workers`` forked processes, with a progress bar;
-    ``meanwhile()`` runs here once the items are handed out (after them with one worker)."""
-    import concurrent.futures as cf
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..workers import WorkerPool
-
-    results = [None] * len(items)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=False) as bar:
-        task = bar.add_task(description, total=len(items))
-        if workers <= 1 or len(items) <= 1:
-            for i, item in enumerate(items):
-                results[i] = function(*item)
-                bar.advance(task)
-            if meanwhile is not None:
-                meanwhile()
-            return results
-        with WorkerPool(min(workers, len(items))) as pool:
-            futures = {pool.submit(function, *item): i for i, item in enumerate(items)}
-            if meanwhile is not None:
-                meanwhile()
-            for future in cf.as_completed(futures):
-                results[futures[future]] = future.result()
-                bar.advance(task)
-    return results
+    parallel_map(_generate_one, items, workers, progress, f"regenerating {len(items)} reference runs",
+                 meanwhile)
