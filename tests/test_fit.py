@@ -337,7 +337,8 @@ def test_the_fitted_pair_is_the_refit_on_every_run_and_its_shortfall_is_written(
     assert gap["vepd"]["variant"] == "fitted"
     assert gap["vepd"]["VEPD"] == pytest.approx(record["held_out_pooled"]["variants"]["fitted"]["VEPD"])
     assert set(gap["gps"]) == {"east", "north", "up"} and (out / "shortfall.png").stat().st_size > 10_000
-    assert (out / "shortfall.md").read_text().startswith("# Why the model falls short")
+    heading = "## Why the model falls short: fitted GPS + fitted IMU"
+    assert (out / "shortfall.md").read_text().startswith(heading)
 
 
 @pytest.mark.slow  # a second fit, 4 runs, budget 1: ~30 s

@@ -731,7 +731,14 @@ def fitted_shortfall(bags: list, setup: FitSetup, pair: dict, pooled_study, seed
     from ..calibrate.shortfall import error_statistics, segment_from_bag
 
     segments = [segment_from_bag(bag.path, static_tfs=_static_tfs(bag, setup)) for bag in bags]
-    return error_statistics(segments, pair["gps"], pair["imu"], seed=seed, study=pooled_study, variant=FITTED)
+    return error_statistics(segments, *described(pair), seed=seed, study=pooled_study, variant=FITTED)
+
+
+def described(pair: dict) -> tuple:
+    """(GPS spec, IMU spec) of the fitted pair, each with a description naming it (the shortfall's
+    headings read a dict model's name from its description)."""
+    return tuple({**pair[kind], "description": f"fitted {kind.upper()} (sim2real-eval fit)"}
+                 for kind in ("gps", "imu"))
 
 
 def _spans(indices: list) -> str:
