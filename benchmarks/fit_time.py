@@ -36,6 +36,7 @@ def main() -> int:
     parser.add_argument("--keep", default=None, help="keep the import and fit output in this folder")
     args = parser.parse_args()
 
+    from sim2real_eval.studies.config import load_demo_config
     from sim2real_eval.studies.fit import (
         START,
         calibrate_runs,
@@ -46,7 +47,6 @@ def main() -> int:
         setup_from_demo,
         table_lines,
     )
-    from sim2real_eval.studies.config import load_demo_config
     from sim2real_eval.studies.real_sample import IMPORTED, WINDOWS, import_windows
     from sim2real_eval.yamlio import load_yaml
 

@@ -9,33 +9,40 @@ For fold f:
 1. **Start** — ``calibrate --truth`` (``calibrate.drive``) on the fit windows (every block but f, their
    data joined in time order): the GPS error (white σ, Gauss–Markov σ and τ, bias, stamp lag and jitter,
    the receiver's covariance) and the IMU − truth residual (Chrono drift σ, b0, t_b, constant bias).
-   These are the initial values; the search ranges are set around them (``parameter_space``).
+   These are the initial values; the search ranges are set around them (``start_point``), then widened
+   to hold every compared preset mapped into the searched families (``preset_point``, ``with_points``).
 2. **Search** — Optuna TPE (``studies.tune.search``: ask/tell, SQLite storage, local processes or Ray)
    over the searched parameters; one trial replays every fit window with the candidate pair driven by
    the window's ground truth, judged like the real window, ``seeds`` times with fixed independent noise
    streams (common random numbers: the same streams in every trial, so trials differ by their parameters,
-   not by their draw), and its objective is the mean VEPD over those seeds.  The calibrated start is the
-   baseline trial; a search that does not beat it keeps it.
+   not by their draw), and its objective is the mean VEPD over those seeds.  Trials 0 … n are enqueued:
+   the calibrated start, then every preset (so no search ends worse than any of them on its fit runs).
 3. **Validation** — the fold's best pair, the calibrated start and every preset of the demo file's GPS
    study are replayed on the fold's own block (never seen by 1–2) with the real runs judged again with
    random judge timing (the judge-noise floor); VEPD with its bootstrap interval, each preset against
    the fitted pair paired by window.
 
 The held-out VEPD of all folds together (every window judged with the pair fitted without it) is the
-cross-validated estimate.  The fitted pair written out takes each parameter's median over the folds
-(geometric median on log ranges).  A parameter whose fold values spread over more than ``SPREAD_LIMIT``
-of its search range (in the range's own scale: log10 for log ranges) is "not identified by this data"
-(``identified``): for a parameter the data does not constrain, each fold's value is an arbitrary point of
-the range, and two such points fall within 15 % of the range of each other with probability
-1 − 0.85² = 28 % (3 folds: 6 %, 4 folds: 1 %); a parameter the data pins down lands in the same place.
+cross-validated estimate.
+
+4. **The fitted pair** — a final search (1–2) on every run given: cross-validation only estimates the
+   held-out error of this procedure and tells which parameters the data identifies (``DESIGN``).
+5. **Shortfall** — ``calibrate.shortfall`` of the fitted pair on every run (``fitted_shortfall``): what
+   its families miss, with the cross-validated VEPD split.
+
+A parameter whose fold values spread over more than ``SPREAD_LIMIT`` of its search range (in the range's
+own scale: log10 for log ranges) is "not identified by this data" (``identified``): for a parameter the
+data does not constrain, each fold's value is an arbitrary point of the range, and two such points fall
+within 15 % of the range of each other with probability 1 − 0.85² = 28 % (3 folds: 6 %, 4 folds: 1 %);
+a parameter the data pins down lands in the same place.
 
 Searched (``PARAMS``): GPS white σ and Gauss–Markov σ (horizontal, east and north equal), τ (one for
-every axis: the model has one), stamp lag and jitter, reported horizontal covariance σ; IMU
-accelerometer white σ (x and y) and gyroscope white σ (every axis), bias instability b0 of both and
-their drift time t_b, constant accelerometer x and gyroscope z bias.  Kept at the calibrated values:
-the vertical (the car and ART judges run in 2-D mode: nothing vertical reaches the VEPD), the east and
-north offsets, the other constant biases and the accelerometer z σ (their effect on a 2-D judge is a
-rotation away from the searched ones).
+every axis: the model has one), stamp lag and jitter, reported covariance (``diagonal`` or ``zeros``,
+categorical) and its horizontal σ; IMU accelerometer white σ (x and y) and gyroscope white σ (every
+axis), bias instability b0 of both and their drift time t_b, constant accelerometer x and gyroscope z
+bias. Kept at the calibrated values: the vertical (the car and ART judges run in 2-D mode: nothing
+vertical reaches the VEPD), the east and north offsets, the other constant biases and the accelerometer z
+σ (their effect on a 2-D judge is a rotation away from the searched ones).
 """
 from __future__ import annotations
 
