@@ -174,12 +174,9 @@ def test_a_judge_node_killed_mid_run_fails_the_launch_and_marks_the_run(tmp_path
     assert not (tmp_path / "report").exists()
 
 
-def test_sensors_launch_defaults_publish_honest_nonzero_covariances():
-    """`ros2 launch sim2real_eval sensors.launch.py` with no argument, beside a "simulator" (this test:
-    /clock + a still /ground_truth/odom): NavSatFix with the realistic receiver's DIAGONAL_KNOWN
-    covariance and Imu covariances on every channel, non-zero, exactly the models' (whose honesty
-    tests/test_sensor_covariances.py measures)."""
-    import numpy as np
+def sensors_launch_output(*args: str) -> tuple:
+    """``ros2 launch sim2real_eval sensors.launch.py ARGS`` beside a "simulator" (this test: /clock + a
+    still /ground_truth/odom for 3 s at 10 Hz): the (fixes, imus, launch output) it published."""
     import rclpy
     from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor
@@ -188,12 +185,8 @@ def test_sensors_launch_defaults_publish_honest_nonzero_covariances():
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import Imu, NavSatFix
 
-    from sim2real_eval.models import load_gps_model, load_imu_model
-    from sim2real_eval.node.launch_plan import SENSORS_ARGUMENTS
     from sim2real_eval.ros import messages
 
-    gps_model = load_gps_model(SENSORS_ARGUMENTS["gps_model"][0], 0)
-    imu_model = load_imu_model(SENSORS_ARGUMENTS["imu_model"][0], 0)
     context = rclpy.context.Context()
     rclpy.init(args=[], context=context)
     node = Node("sensors_launch_test", context=context)
@@ -205,7 +198,7 @@ def test_sensors_launch_defaults_publish_honest_nonzero_covariances():
     fixes, imus = [], []
     node.create_subscription(NavSatFix, "/fix", fixes.append, reliable)
     node.create_subscription(Imu, "/imu", imus.append, reliable)
-    process = subprocess.Popen(["ros2", "launch", "sim2real_eval", "sensors.launch.py"],
+    process = subprocess.Popen(["ros2", "launch", "sim2real_eval", "sensors.launch.py", *args],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         end = time.monotonic() + 60
@@ -232,16 +225,65 @@ def test_sensors_launch_defaults_publish_honest_nonzero_covariances():
         executor.shutdown()
         node.destroy_node()
         rclpy.shutdown(context=context)
+    return fixes, imus, output
+
+
+def check_published_covariances(fixes: list, imus: list, gps_model, imu_model, output: str) -> None:
+    """Every fix and IMU message carries exactly the models' covariances."""
+    import numpy as np
+
     assert len(fixes) >= 20 and len(imus) >= 200, (len(fixes), len(imus), output[-2000:])
     for fix in fixes:
-        assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
-        assert fix.status.status == 2  # GBAS_FIX: RTK fixed
         np.testing.assert_allclose(np.array(fix.position_covariance)[[0, 4, 8]],
                                    gps_model.covariance.variances, rtol=1e-12)
     for imu in imus:
         for field, expected in (("linear_acceleration_covariance", imu_model.accel_cov),
                                 ("angular_velocity_covariance", imu_model.gyro_cov),
                                 ("orientation_covariance", imu_model.orientation_cov)):
-            published = np.array(getattr(imu, field))
-            assert (published[[0, 4, 8]] > 0).all(), field
-            np.testing.assert_allclose(published, expected, rtol=1e-12)
+            np.testing.assert_allclose(np.array(getattr(imu, field)), expected, rtol=1e-12)
+
+
+def test_sensors_launch_defaults_publish_honest_nonzero_covariances():
+    """`ros2 launch sim2real_eval sensors.launch.py` with no argument: NavSatFix with the realistic
+    receiver's DIAGONAL_KNOWN covariance and Imu covariances on every channel, non-zero, exactly the
+    models' (whose honesty tests/test_sensor_covariances.py measures)."""
+    import numpy as np
+    from sensor_msgs.msg import NavSatFix
+
+    from sim2real_eval.models import load_gps_model, load_imu_model
+    from sim2real_eval.node.launch_plan import SENSORS_ARGUMENTS
+
+    gps_model = load_gps_model(SENSORS_ARGUMENTS["gps_model"][0], 0)
+    imu_model = load_imu_model(SENSORS_ARGUMENTS["imu_model"][0], 0)
+    fixes, imus, output = sensors_launch_output()
+    check_published_covariances(fixes, imus, gps_model, imu_model, output)
+    for fix in fixes:
+        assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
+        assert fix.status.status == 2  # GBAS_FIX: RTK fixed
+    for imu in imus:
+        for field in ("linear_acceleration_covariance", "angular_velocity_covariance",
+                      "orientation_covariance"):
+            assert (np.array(getattr(imu, field))[[0, 4, 8]] > 0).all(), field
+
+
+def test_sensors_launch_takes_the_pair_fit_wrote_as_it_is(tmp_path):
+    """Issue 31: `fit`'s fit_gps.yaml / fit_imu.yaml (here from the shipped comma2k19 segment's first
+    windows, a 2-trial budget: the files' form, not the fit's quality, is under test) run live in the
+    noise nodes through sensors.launch.py's gps_model:= / imu_model:= — the same models the offline
+    pipeline loads from those files."""
+    for module in ("optuna", "allantools"):
+        pytest.importorskip(module, reason=f"fit needs {module} (pip install 'sim2real_eval[all]')")
+    from sim2real_eval.cli import main
+    from sim2real_eval.importer import shipped_comma2k19
+    from sim2real_eval.models import load_gps_model, load_imu_model
+
+    windows, fitted = tmp_path / "windows", tmp_path / "fitted"
+    for command in (["import", "comma2k19", str(shipped_comma2k19()), "--out", str(windows), "--window", "5",
+                     "--fix-covariance", "0.3", "--estimate-mounting"],
+                    ["fit", str(windows), "--runs", "0:4", "--out", str(fitted), "--budget", "2", "--seeds",
+                     "1", "--no-progress"]):
+        assert main(command) == 0, command
+    gps_file, imu_file = fitted / "fit_gps.yaml", fitted / "fit_imu.yaml"
+    fixes, imus, output = sensors_launch_output(f"gps_model:={gps_file}", f"imu_model:={imu_file}")
+    gps_model, imu_model = load_gps_model(str(gps_file), 0), load_imu_model(str(imu_file), 0)
+    check_published_covariances(fixes, imus, gps_model, imu_model, output)
