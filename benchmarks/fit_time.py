@@ -45,8 +45,8 @@ def main() -> int:
         result_table,
         score_pairs,
         setup_from_demo,
-        table_lines,
     )
+    from sim2real_eval.studies.fit_outputs import table_lines
     from sim2real_eval.studies.real_sample import IMPORTED, WINDOWS, import_windows
     from sim2real_eval.yamlio import load_yaml
 

@@ -1,4 +1,5 @@
-"""``sim2real-eval fit`` (studies/fit.py): a GPS + IMU pair fitted by blocked cross-validation.
+"""``sim2real-eval fit`` (studies/fit.py, fit_params.py, fit_outputs.py): a GPS + IMU pair fitted by blocked
+cross-validation.
 
 The synthetic-truth case: the reference generator (``reference.py``, a setup of our own) writes six short
 ART-layout drives whose GPS and IMU are models with known parameters; ``fit`` (the real command, a small
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 from sim2real_eval.cli import main
 from sim2real_eval.errors import UserError
 from sim2real_eval.studies import fit as fitmod
+from sim2real_eval.studies import fit_outputs
+from sim2real_eval.studies import fit_params as fitparams
 from sim2real_eval.yamlio import load_yaml
 
 # The known truth (the GPS in the generator's ENU frame, the IMU in its own frame; σ of white terms)
@@ -160,13 +163,13 @@ def test_the_record_holds_folds_budget_seed_and_the_identification_rule(fitted):
     assert all(not set(f["fit"]) & set(f["validation"]) for f in folds)  # no run both fits and validates
     assert sorted(r for f in folds for r in f["validation"]) == sorted(provenance["runs"])
     assert "0.15" in record["identification_rule"]
-    assert {row["name"] for row in record["parameters"]} == set(fitmod.PARAMS)
+    assert {row["name"] for row in record["parameters"]} == set(fitparams.PARAMS)
     rows = (out / "trials.csv").read_text().splitlines()
     # two folds and the final search on every run, each: the start row and 6 trials (the budget, also
     # the number of enqueued points: the calibrated start and demo.yaml's five presets)
     assert rows[0].startswith("fold,trial,state,vepd") and len(rows) == 1 + 3 * (1 + 6)
     marker = load_yaml(out / ".sim2real-eval.json")
-    assert marker["command"] == "fit" and set(marker["files"]) == set(fitmod.OUTPUT_FILES)
+    assert marker["command"] == "fit" and set(marker["files"]) == set(fit_outputs.OUTPUT_FILES)
 
 
 @pytest.mark.slow  # the module's fit: ~20 s once
@@ -222,20 +225,21 @@ def test_spans():
 
 
 def test_range_position_and_the_gz_stationary_std_by_hand():
-    p = fitmod.FitParam("x", "m", 0.1, 0.01, 1.0, True)
+    p = fitparams.FitParam("x", "m", 0.1, 0.01, 1.0, True)
     assert p.position(0.1) == pytest.approx(0.5)  # log10: −2 … 0, −1 in the middle
-    assert fitmod.FitParam("y", "s", 0.1, 0.0, 0.4, False).position(0.1) == pytest.approx(0.25)
-    start = fitmod.FitStart(
+    assert fitparams.FitParam("y", "s", 0.1, 0.0, 0.4, False).position(0.1) == pytest.approx(0.25)
+    start = fitparams.FitStart(
         gps={"rate": 10.0, "stamp_lag": 0.0, "stamp_jitter": 0.0, "covariance": {"model": "zeros"},
              "position_noise": {"model": "gauss_markov", "form": "gz", "offset": [0, 0, 0],
                                 "sigma": [0, 0, 0.2], "bias_sigma": [0, 0, 0], "tau": 1.0,
                                 "initial_bias": "stationary"}},
         imu={"accelerometer": {"sigma": [0.1, 0.1, 0.3], "mean": [0, 0.1, 0.2], "b0": 0, "t_b": 1},
              "gyroscope": {"sigma": [0.01] * 3, "mean": [0.01, 0.02, 0], "b0": 0, "t_b": 1}},
-        params=tuple(fitmod.FitParam(n, "", 1.0, 0.1, 10.0, True) for n in fitmod.PARAMS),
+        params=tuple(fitparams.FitParam(n, "", 1.0, 0.1, 10.0, True) for n in fitparams.PARAMS),
         vertical_gm_sigma=0.5, covariance_ratio=2.0)
-    pair = fitmod.build_pair(start, {"gps_gm_sigma_h": 0.4, "gps_gm_tau": 8.0, "gps_covariance_sigma_h": 0.3,
-                                     "imu_gyro_bias_z": 0.005, "imu_accel_bias_x": -0.1})
+    pair = fitparams.build_pair(start, {"gps_gm_sigma_h": 0.4, "gps_gm_tau": 8.0,
+                                        "gps_covariance_sigma_h": 0.3, "imu_gyro_bias_z": 0.005,
+                                        "imu_accel_bias_x": -0.1})
     noise = pair["gps"]["position_noise"]
     # gz: stationary std = bias_sigma·√(τ/2) → bias_sigma = 0.4·√(2/8) = 0.2; vertical 0.5·0.5 = 0.25
     assert noise["bias_sigma"] == pytest.approx([0.2, 0.2, 0.25]) and noise["tau"] == 8.0
@@ -254,8 +258,8 @@ class _Fold:
 
 def test_identification_rule_by_hand():
     """Spread = (max − min) of the fold values as a fraction of the range (log10 on log ranges)."""
-    params = tuple(fitmod.FitParam(n, "", 1.0, 0.01, 100.0, True) for n in fitmod.PARAMS)  # 4 decades
-    agree = {n: 1.0 for n in fitmod.PARAMS}
+    params = tuple(fitparams.FitParam(n, "", 1.0, 0.01, 100.0, True) for n in fitparams.PARAMS)  # 4 decades
+    agree = {n: 1.0 for n in fitparams.PARAMS}
     apart = dict(agree, gps_gm_tau=10.0)   # one decade of four: spread 0.25 > 0.15
     close = dict(agree, imu_t_b=2.0)       # log10(2)/4 = 0.075
     rows, fitted = fitmod.summarise_parameters([_Fold(apart, params), _Fold(close, params)])
@@ -320,7 +324,7 @@ def test_the_start_and_every_preset_are_the_first_trials_of_each_search(fitted):
         mine = [r for r in rows if r["fold"] == label]
         start, trials = mine[0], sorted(mine[1:], key=lambda r: int(r["trial"]))
         assert [r["enqueued"] for r in trials] == ["calibrated", *presets]
-        assert all(trials[0][n] == start[n] for n in fitmod.PARAMS)  # trial 0 is the calibrated start
+        assert all(trials[0][n] == start[n] for n in fitparams.PARAMS)  # trial 0 is the calibrated start
         best = min(float(r["vepd"]) for r in trials if r["vepd"])
         search = record["refit"]["search"] if label == "all" else record["folds"][int(label) - 1]["search"]
         assert search["best_vepd"] <= best + 1e-12  # never worse than the start or a preset
@@ -366,41 +370,42 @@ def test_white_plus_markov_recovers_a_known_process():
     markov[0] = rng.normal(0.0, g, 2)
     for k in range(1, n):
         markov[k] = phi * markov[k - 1] + drive[k]
-    white, gm, tau = fitmod._white_plus_markov(markov + rng.normal(0.0, w, (n, 2)), 0.1)
+    white, gm, tau = fitparams._white_plus_markov(markov + rng.normal(0.0, w, (n, 2)), 0.1)
     assert white == pytest.approx(w, rel=0.06) and gm == pytest.approx(g, rel=0.03)
     assert tau == pytest.approx(-0.1 / math.log(phi), rel=0.05)
-    white, gm, tau = fitmod._white_plus_markov(rng.normal(0.0, 0.3, (5000, 2)), 0.1)
+    white, gm, tau = fitparams._white_plus_markov(rng.normal(0.0, 0.3, (5000, 2)), 0.1)
     assert white == pytest.approx(0.3, rel=0.05) and gm is None and tau is None
 
 
 def _start():
-    params = tuple(fitmod.FitParam(n, "", "diagonal", 0.0, 1.0, False, fitmod.COVARIANCE_MODELS)
+    params = tuple(fitparams.FitParam(n, "", "diagonal", 0.0, 1.0, False, fitparams.COVARIANCE_MODELS)
                    if n == "gps_covariance_model"
-                   else fitmod.FitParam(n, "", 0.5, 0.1, 1.0, n != "gps_stamp_lag") for n in fitmod.PARAMS)
-    return fitmod.FitStart({}, {}, params, 0.1, 2.0)
+                   else fitparams.FitParam(n, "", 0.5, 0.1, 1.0, n != "gps_stamp_lag")
+                   for n in fitparams.PARAMS)
+    return fitparams.FitStart({}, {}, params, 0.1, 2.0)
 
 
 def test_presets_map_into_the_searched_families():
     """car_gauss: white 0.15 m, no Gauss–Markov part, zero covariance; car_airsim: no error, reported σ
     epe·H∞ = 3.0·0.85 m; car_mems as it is."""
     start = _start()
-    gauss = fitmod.preset_point("car_gauss", "car_mems", start)
+    gauss = fitparams.preset_point("car_gauss", "car_mems", start)
     assert gauss["gps_white_sigma_h"] == pytest.approx(0.15, rel=0.02)
-    assert gauss["gps_gm_sigma_h"] == fitmod.NONE_SIGMA and gauss["gps_covariance_model"] == "zeros"
+    assert gauss["gps_gm_sigma_h"] == fitparams.NONE_SIGMA and gauss["gps_covariance_model"] == "zeros"
     assert gauss["gps_stamp_lag"] == 0.0 and gauss["gps_stamp_jitter"] == 0.0
     assert gauss["imu_accel_sigma_xy"] == 0.0177 and gauss["imu_gyro_sigma"] == 0.0012
     assert gauss["imu_accel_b0"] == 0.003 and gauss["imu_t_b"] == 10.0 and gauss["imu_accel_bias_x"] == 0.0
-    airsim = fitmod.preset_point("car_airsim", "car_mems", start)
-    assert airsim["gps_white_sigma_h"] == fitmod.NONE_SIGMA == airsim["gps_gm_sigma_h"]
+    airsim = fitparams.preset_point("car_airsim", "car_mems", start)
+    assert airsim["gps_white_sigma_h"] == fitparams.NONE_SIGMA == airsim["gps_gm_sigma_h"]
     assert airsim["gps_covariance_model"] == "diagonal"
     assert airsim["gps_covariance_sigma_h"] == pytest.approx(3.0 * 0.85)
-    wide = fitmod.with_points(start, [gauss, airsim])
+    wide = fitparams.with_points(start, [gauss, airsim])
     by = {p.name: p for p in wide.params}
     assert by["gps_covariance_sigma_h"].high == pytest.approx(2.55) and by["gps_white_sigma_h"].low == 1e-3
     assert by["imu_accel_sigma_xy"].low == 0.0177 and by["imu_t_b"].high == 10.0
     assert by["gps_stamp_lag"].low == 0.0  # linear: widened to the presets' 0
-    assert fitmod.clipped(start, gauss)["imu_t_b"] == 1.0  # inside the narrower range
-    pair = fitmod.build_pair(_full_start(), gauss)
+    assert fitparams.clipped(start, gauss)["imu_t_b"] == 1.0  # inside the narrower range
+    pair = fitparams.build_pair(_full_start(), gauss)
     assert pair["gps"]["covariance"] == {"model": "zeros"}
 
 

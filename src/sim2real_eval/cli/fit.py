@@ -58,16 +58,8 @@ def run(args) -> int:
     from ..outputs import OwnNames, check_paths, output_folder
     from ..resources import find_config
     from ..studies.config import load_demo_config
-    from ..studies.fit import (
-        COMMAND,
-        OUTPUT_FILES,
-        check_inputs,
-        drive_runs,
-        fit,
-        setup_from_demo,
-        summary_lines,
-        write_outputs,
-    )
+    from ..studies.fit import check_inputs, drive_runs, fit, setup_from_demo
+    from ..studies.fit_outputs import COMMAND, OUTPUT_FILES, summary_lines, write_outputs
 
     out = Path(args.out)
     config_path = find_config(args.config, "studies", option="--config")

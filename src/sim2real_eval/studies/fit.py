@@ -9,8 +9,9 @@ For fold f:
 1. **Start** — ``calibrate --truth`` (``calibrate.drive``) on the fit windows (every block but f, their
    data joined in time order): the GPS error (white σ, Gauss–Markov σ and τ, bias, stamp lag and jitter,
    the receiver's covariance) and the IMU − truth residual (Chrono drift σ, b0, t_b, constant bias).
-   These are the initial values; the search ranges are set around them (``start_point``), then widened
-   to hold every compared preset mapped into the searched families (``preset_point``, ``with_points``).
+   These are the initial values; the search ranges are set around them (``fit_params.start_point``), then
+   widened to hold every compared preset mapped into the searched families (``fit_params.preset_point``,
+   ``with_points``).
 2. **Search** — Optuna TPE (``studies.tune.search``: ask/tell, SQLite storage, local processes or Ray)
    over the searched parameters; one trial replays every fit window with the candidate pair driven by
    the window's ground truth, judged like the real window, ``seeds`` times with fixed independent noise
@@ -36,21 +37,12 @@ data does not constrain, each fold's value is an arbitrary point of the range, a
 within 15 % of the range of each other with probability 1 − 0.85² = 28 % (3 folds: 6 %, 4 folds: 1 %);
 a parameter the data pins down lands in the same place.
 
-Searched (``PARAMS``): GPS white σ and Gauss–Markov σ (horizontal, east and north equal), τ (one for
-every axis: the model has one), stamp lag and jitter, reported covariance (``diagonal`` or ``zeros``,
-categorical) and its horizontal σ; IMU accelerometer white σ (x and y) and gyroscope white σ (every
-axis), bias instability b0 of both and their drift time t_b, constant accelerometer x and gyroscope z
-bias. Kept at the calibrated values: the vertical (the car and ART judges run in 2-D mode: nothing
-vertical reaches the VEPD), the east and north offsets, the other constant biases and the accelerometer z
-σ (their effect on a 2-D judge is a rotation away from the searched ones).
+The searched parameters, their ranges and the presets as points of them: ``studies.fit_params``; the
+files written and the printed summary: ``studies.fit_outputs``.
 """
 from __future__ import annotations
 
-import copy
-import csv
 import dataclasses
-import io
-import math
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -60,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from .fit_params import PARAMS, FitStart, build_pair, clipped, preset_point, start_point, with_points
 from .tune import (
     OBJECTIVE_COMBINED,
     TUNE_VARIANT,
@@ -70,243 +63,16 @@ from .tune import (
 )
 from .tune_params import ParamRange
 
-COMMAND = "fit"
-OUTPUT_FILES = ("fit_gps.yaml", "fit_imu.yaml", "fit.yaml", "trials.csv", "shortfall.png", "shortfall.md",
-                "shortfall.json")
 FITTED, START = "fitted", "calibrated"
 DEFAULT_BUDGET = 40      # trials per fold (docs/calibration.md: ~1 min per fold on the shipped segment)
 DEFAULT_SEEDS = 3        # noise draws averaged per trial
 DEFAULT_FOLDS = 2
 SPREAD_LIMIT = 0.15      # fold spread / search range above which a parameter is not identified
 MIN_RUNS_PER_BLOCK = 2   # W1/W2 need two runs on each side
-COVARIANCE_MODELS = ("diagonal", "zeros")
-NONE_SIGMA = 1e-3        # m: a GPS error part a preset does not have, on the log ranges (1 mm: nothing at
-                         # the 0.1–1 m a car receiver errs by)
 DESIGN = ("cross-validation estimates the held-out VEPD and tells which parameters this data identifies "
           "(each fold searched on its fit blocks, judged on its own block); the fitted pair is a final "
           "search on every run given, started like each fold's from calibrate --truth, the calibrated start "
           "and every compared preset enqueued as its first trials")
-PRESET_DRAW_S = 2000.0   # s of a preset's GPS error drawn to map it into the searched families
-
-
-# ------------------------------------------------------------------------------------ parameters
-@dataclass(frozen=True)
-class FitParam:
-    """One searched parameter: its start value (calibrate --truth) and its search range."""
-
-    name: str
-    unit: str
-    start: Any              # a number, or one of ``choices``
-    low: float
-    high: float
-    log: bool
-    choices: tuple = ()     # a categorical parameter: its values (low/high unused)
-
-    def position(self, value) -> float:
-        """``value`` as a fraction of the range (log10 scale on log ranges; a choice's index over the
-        last index on a categorical one)."""
-        if self.choices:
-            return self.choices.index(value) / max(1, len(self.choices) - 1)
-        if self.log:
-            return (math.log10(value) - math.log10(self.low)) / (math.log10(self.high) - math.log10(self.low))
-        return (value - self.low) / (self.high - self.low)
-
-
-PARAMS = ("gps_white_sigma_h", "gps_gm_sigma_h", "gps_gm_tau", "gps_stamp_lag", "gps_stamp_jitter",
-          "gps_covariance_sigma_h", "gps_covariance_model", "imu_accel_sigma_xy", "imu_gyro_sigma",
-          "imu_accel_b0", "imu_gyro_b0", "imu_t_b", "imu_accel_bias_x", "imu_gyro_bias_z")
-
-
-def _log_range(name: str, unit: str, start: float, floor: float, factor: float = 10.0,
-               limits: tuple = (0.0, math.inf), reach: float = 0.0) -> FitParam:
-    """Log range ×/÷ ``factor`` around the start value (at least ``floor``: a calibrated 1e-9 m says
-    "none", and a log range needs a scale), up to ``reach`` at least, clipped to ``limits``."""
-    centre = max(float(start), floor)
-    low, high = max(centre / factor, limits[0]), min(max(centre * factor, reach), limits[1])
-    return FitParam(name, unit, float(min(max(start, low), high)), low, high, True)
-
-
-def _linear_range(name: str, unit: str, start: float, low: float, high: float) -> FitParam:
-    return FitParam(name, unit, float(min(max(start, low), high)), float(low), float(high), False)
-
-
-@dataclass(frozen=True)
-class FitStart:
-    """The calibrated pair in the fitted families (GPS gauss_markov gz, IMU chrono_drift) and the searched
-    parameters around it."""
-
-    gps: dict
-    imu: dict
-    params: tuple           # FitParam
-    vertical_gm_sigma: float
-    covariance_ratio: float  # reported vertical σ / horizontal σ (kept)
-
-    @property
-    def values(self) -> dict:
-        return {p.name: p.start for p in self.params}
-
-
-def _mean(values, axes=(0, 1)) -> float:
-    return float(np.mean([float(values[i]) for i in axes]))
-
-
-def start_point(calibration) -> FitStart:
-    """``FitStart`` of a ``calibrate.drive.DriveCalibration`` (module docstring, "Searched")."""
-    gps_preset, imu_preset = calibration.gps_preset, calibration.imu_preset
-    noise = gps_preset["position_noise"]
-    if noise["model"] == "gauss_markov":
-        tau = float(noise["tau"])
-        white = [float(s) for s in noise["sigma"]]
-        stationary = [float(b) * math.sqrt(tau / 2.0) for b in noise["bias_sigma"]]
-        offset = [float(v) for v in noise["offset"]]
-    else:  # all of the error looked white: a small correlated part to start from
-        tau = 10.0
-        white = [float(s) for s in noise["sigma"]]
-        stationary = [0.0, 0.0, 0.0]
-        offset = [float(v) for v in noise["mean"]]
-    period = 1.0 / float(gps_preset["rate"])
-    cov = gps_preset["covariance"]
-    stats = calibration.gps.stats
-    if cov.get("model") == "diagonal":
-        cov_h, ratio = _mean(cov["sigma"]), float(cov["sigma"][2]) / max(_mean(cov["sigma"]), 1e-9)
-    else:  # the receiver reported none: start from the measured scatter, vertical twice horizontal
-        cov_h, ratio = _mean(stats.std), 2.0
-    accel, gyro = imu_preset["accelerometer"], imu_preset["gyroscope"]
-    params = (
-        # either part may carry the whole measured scatter: the judge may respond to a correlated error
-        # as to a white one of another size (tune's README example: white mm for a cm Gauss–Markov error)
-        _log_range("gps_white_sigma_h", "m", _mean(white), 0.01, reach=3.0 * _mean(stats.std)),
-        _log_range("gps_gm_sigma_h", "m", _mean(stationary), 0.01, reach=3.0 * _mean(stats.std)),
-        _log_range("gps_gm_tau", "s", tau, 1.0, limits=(2.0 * period, 1000.0)),
-        _linear_range("gps_stamp_lag", "s", float(gps_preset["stamp_lag"]), 0.0,
-                      max(0.25, 2.0 * float(gps_preset["stamp_lag"]))),
-        _linear_range("gps_stamp_jitter", "s", float(gps_preset["stamp_jitter"]), 0.0, 0.45 * period),
-        _log_range("gps_covariance_sigma_h", "m", cov_h, 0.01),
-        # reported covariance: the receiver's σ (diagonal) or none (zeros, type UNKNOWN, as car_gauss)
-        FitParam("gps_covariance_model", "", "diagonal", 0.0, 1.0, False, COVARIANCE_MODELS),
-        _log_range("imu_accel_sigma_xy", "m/s²", _mean(accel["sigma"]), 1e-3),
-        _log_range("imu_gyro_sigma", "rad/s", float(gyro["sigma"][2]), 1e-4),
-        _log_range("imu_accel_b0", "m/s²", float(accel["b0"]), 1e-3),
-        _log_range("imu_gyro_b0", "rad/s", float(gyro["b0"]), 1e-4),
-        _log_range("imu_t_b", "s", float(accel["t_b"]), 0.1, factor=30.0, limits=(0.01, 100.0)),
-        _linear_range("imu_accel_bias_x", "m/s²", float(accel["mean"][0]), float(accel["mean"][0]) - 0.3,
-                      float(accel["mean"][0]) + 0.3),
-        _linear_range("imu_gyro_bias_z", "rad/s", float(gyro["mean"][2]), float(gyro["mean"][2]) - 0.01,
-                      float(gyro["mean"][2]) + 0.01),
-    )
-    gps = {key: copy.deepcopy(value) for key, value in gps_preset.items() if key != "description"}
-    gps["position_noise"] = {"model": "gauss_markov", "form": "gz", "offset": offset, "sigma": white,
-                             "bias_sigma": [0.0, 0.0, 0.0], "tau": tau, "initial_bias": "stationary"}
-    imu = {key: copy.deepcopy(value) for key, value in imu_preset.items() if key != "description"}
-    return FitStart(gps, imu, params, stationary[2], ratio)
-
-
-def build_pair(start: FitStart, values: dict) -> dict:
-    """{"gps": spec, "imu": spec} of the searched ``values`` (by ``PARAMS`` name) on the calibrated
-    rest of ``start``."""
-    v = {p.name: p.start for p in start.params}
-    v.update({name: value if isinstance(value, str) else float(value) for name, value in values.items()})
-    gps, imu = copy.deepcopy(start.gps), copy.deepcopy(start.imu)
-    tau = v["gps_gm_tau"]
-    noise = gps["position_noise"]
-    noise["sigma"] = [v["gps_white_sigma_h"], v["gps_white_sigma_h"], noise["sigma"][2]]
-    gm = [v["gps_gm_sigma_h"], v["gps_gm_sigma_h"], start.vertical_gm_sigma]
-    noise["bias_sigma"] = [s * math.sqrt(2.0 / tau) for s in gm]  # gz form: stationary std σ_b·√(τ/2)
-    noise["tau"] = tau
-    gps["stamp_lag"] = v["gps_stamp_lag"]
-    gps["stamp_jitter"] = v["gps_stamp_jitter"]
-    h = v["gps_covariance_sigma_h"]
-    if v.get("gps_covariance_model", "diagonal") == "zeros":
-        gps["covariance"] = {"model": "zeros"}
-    else:
-        gps["covariance"] = {"model": "diagonal", "sigma": [h, h, h * start.covariance_ratio],
-                             "type": (start.gps.get("covariance") or {}).get("type", "approximated")}
-    accel, gyro = imu["accelerometer"], imu["gyroscope"]
-    accel["sigma"] = [v["imu_accel_sigma_xy"], v["imu_accel_sigma_xy"], float(accel["sigma"][2])]
-    gyro["sigma"] = [v["imu_gyro_sigma"]] * 3
-    accel["b0"], gyro["b0"] = v["imu_accel_b0"], v["imu_gyro_b0"]
-    accel["t_b"] = gyro["t_b"] = v["imu_t_b"]
-    accel["mean"] = [v["imu_accel_bias_x"], *[float(m) for m in accel["mean"][1:]]]
-    gyro["mean"] = [*[float(m) for m in gyro["mean"][:2]], v["imu_gyro_bias_z"]]
-    return {"gps": gps, "imu": imu}
-
-
-# ------------------------------------------------------------------------------------ presets as points
-def _white_plus_markov(error: np.ndarray, dt: float) -> tuple:
-    """(white σ, Gauss–Markov stationary σ, τ) of a white + first-order Gauss–Markov process with the
-    lag-0, 1 and 2 autocovariance of ``error`` (samples, axes; averaged over the axes): c_k = g²·φ^k for
-    k ≥ 1, so φ = c2/c1, g² = c1/φ, white² = c0 − g², τ = −dt/ln φ; (σ, None, None) when the error is
-    white (ρ(1) < 0.05)."""
-    e = error - error.mean(axis=0)
-    c = [float(np.mean(e[k:] * e[:len(e) - k])) for k in range(3)]
-    if c[0] <= 0.0 or c[1] < 0.05 * c[0] or c[2] <= 0.0:
-        return math.sqrt(max(c[0], 0.0)), None, None
-    phi = min(c[2] / c[1], 0.9999)
-    markov = min(c[1] / phi, c[0])
-    return math.sqrt(c[0] - markov), math.sqrt(markov), -dt / math.log(phi)
-
-
-def preset_point(gps_spec, imu_spec, start: FitStart) -> dict:
-    """A preset pair as a point of ``PARAMS`` (the searched families, around ``start``'s kept values):
-    the GPS error of any position-noise model as white + Gauss–Markov with the same first three
-    autocovariances (``_white_plus_markov`` of ``PRESET_DRAW_S`` s drawn at the preset's rate with a
-    fixed stream: exact for gaussian and gauss_markov, the nearest such process for a random walk), a part
-    it lacks at ``NONE_SIGMA``; its stamp lag and jitter; its reported covariance's horizontal σ once
-    settled (an HDOP model: epe·H∞), or ``zeros``; an IMU of the chrono_drift family as it is (another
-    family keeps ``start``'s IMU values)."""
-    from ..models.base import resolve_spec
-    from ..models.gps import load_gps_model
-
-    gps = load_gps_model(gps_spec, np.random.SeedSequence(0))
-    dt = 1.0 / float(gps.rate)
-    n = int(PRESET_DRAW_S / dt)
-    error = gps.noise.apply(np.zeros((n, 3)), np.full(n, dt))[:, :2]
-    white, markov, tau = _white_plus_markov(error, dt)
-    values = dict(start.values)
-    values.update(gps_white_sigma_h=max(white, NONE_SIGMA), gps_gm_sigma_h=max(markov or 0.0, NONE_SIGMA),
-                  gps_stamp_lag=float(gps.stamp_lag), gps_stamp_jitter=float(gps.stamp_jitter))
-    if tau is not None:
-        values["gps_gm_tau"] = tau
-    steps = 600  # a minute at 10 Hz: an HDOP low-pass has settled
-    cov = gps.covariance.apply(np.full(steps, dt), np.arange(steps) * dt)[0][-1]
-    sigma = math.sqrt(0.5 * (float(cov[0]) + float(cov[4])))
-    values["gps_covariance_model"] = "diagonal" if sigma > 0.0 else "zeros"
-    if sigma > 0.0:
-        values["gps_covariance_sigma_h"] = sigma
-    imu, _source = resolve_spec(imu_spec, "imu", {})
-    accel, gyro = imu.get("accelerometer") or {}, imu.get("gyroscope") or {}
-    if accel.get("model") == "chrono_drift" and gyro.get("model") == "chrono_drift":
-        values.update(imu_accel_sigma_xy=_mean(accel["sigma"]), imu_gyro_sigma=float(gyro["sigma"][2]),
-                      imu_accel_b0=float(accel.get("b0", 0.0)), imu_gyro_b0=float(gyro.get("b0", 0.0)),
-                      imu_t_b=float(accel.get("t_b", values["imu_t_b"])),
-                      imu_accel_bias_x=float((accel.get("mean") or [0.0])[0]),
-                      imu_gyro_bias_z=float((gyro.get("mean") or [0.0, 0.0, 0.0])[2]))
-    return values
-
-
-def with_points(start: FitStart, points: list) -> FitStart:
-    """``start`` with every numeric range widened to hold ``points`` (the presets: the search can then
-    start from each of them); a log range's zero values are lifted to its low end."""
-    params = []
-    for p in start.params:
-        if p.choices:
-            params.append(p)
-            continue
-        values = [float(point[p.name]) for point in points]
-        if p.log:
-            values = [v for v in values if v > 0.0]
-        low, high = min([p.low, *values]), max([p.high, *values])
-        params.append(dataclasses.replace(p, low=low, high=high))
-    return dataclasses.replace(start, params=tuple(params))
-
-
-def clipped(start: FitStart, values: dict) -> dict:
-    """``values`` inside ``start``'s ranges (a log range's 0 → its low end)."""
-    out = dict(values)
-    for p in start.params:
-        if not p.choices:
-            out[p.name] = float(min(max(float(values[p.name]), p.low), p.high))
-    return out
 
 
 # ------------------------------------------------------------------------------------ folds
@@ -580,7 +346,7 @@ class FitResult:
     executor: str
     trials: list = field(default_factory=list)   # (fold, TrialResult)
     final: Any = None        # FoldResult of the refit on every run (no validation block)
-    shortfall: Any = None    # calibrate.shortfall.Shortfall of the fitted pair on every run
+    shortfall: Any = None    # calibrate.shortfall_stats.Shortfall of the fitted pair on every run
 
 
 def _agreed(params: list, values: list):
@@ -735,7 +501,7 @@ def fitted_shortfall(bags: list, setup: FitSetup, pair: dict, pooled_study, seed
     """``calibrate.shortfall`` of the fitted pair on every run given: the real sensors' error statistics
     against the pair's on the same truth, and the split of the cross-validated held-out VEPD (each run
     judged with the pair fitted without it)."""
-    from ..calibrate.shortfall import error_statistics, segment_from_bag
+    from ..calibrate.shortfall_stats import error_statistics, segment_from_bag
 
     segments = [segment_from_bag(bag.path, static_tfs=_static_tfs(bag, setup)) for bag in bags]
     return error_statistics(segments, *described(pair), seed=seed, study=pooled_study, variant=FITTED)
@@ -768,214 +534,6 @@ def _pooled(folds: list, setup: FitSetup) -> dict:
     draws = [[r for fold in folds for r in fold.draws[d]] for d in range(min(len(f.draws) for f in folds))]
     study = score_pairs(records, draws, setup)
     return result_table(study), study
-
-
-# ------------------------------------------------------------------------------------ outputs
-def provenance(result: FitResult) -> dict:
-    """Where the fitted pair comes from: drive, runs, folds, budget, seeds, seed, software, date."""
-    import datetime
-
-    from ..report.provenance import software
-
-    return {"command": "sim2real-eval fit", "drive": result.drive, "runs": list(result.runs),
-            "folds": [{"fit": fold.fit_runs, "validation": fold.validation_runs} for fold in result.folds],
-            "budget_per_fold": result.budget, "seeds_per_trial": result.seeds, "sampler_seed": result.seed,
-            "software": software(),
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-
-
-def _preset_text(kind: str, pair: dict, record: dict, result: FitResult) -> str:
-    """A preset file gps_noise_node / imu_noise_node / sensors.launch.py load as it is, provenance in
-    its description and in a comment header."""
-    from ..yamlio import dump_yaml
-
-    software = record["software"]
-    held = result.pooled["variants"].get(FITTED, {})
-    description = (f"{kind.upper()} half of the pair fitted by sim2real-eval fit to {result.drive} "
-                   f"({len(result.runs)} runs, {len(result.folds)} blocked folds, {result.budget} trials per "
-                   f"fold, {result.seeds} seeds per trial, sampler seed {result.seed}; cross-validated "
-                   f"held-out VEPD {held.get('VEPD', float('nan')):.4f}); sim2real-eval {software['version']}"
-                   f"{' commit ' + software['commit'][:12] if software.get('commit') else ''}, "
-                   f"{record['date_utc']}")
-    spec = {"description": description, **pair[kind]}
-    header = [f"# Fitted by sim2real-eval fit ({record['date_utc']}): {result.drive}",
-              f"# runs: {len(result.runs)}; folds: {len(result.folds)} (blocked); budget: {result.budget} "
-              f"trials per fold; seeds per trial: {result.seeds}; sampler seed: {result.seed}",
-              f"# sim2real-eval {software['version']}, commit {software.get('commit') or 'unknown'}; "
-              "the whole record is in fit.yaml beside this file"]
-    return "\n".join(header) + "\n" + dump_yaml(_plain(spec))
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    return value
-
-
-def record(result: FitResult, record_provenance: dict | None = None) -> dict:
-    """fit.yaml: provenance, the parameters (per fold, fitted, spread, identified), the held-out VEPD per
-    fold and pooled against the presets and the floor, the fitted pair."""
-    return _plain({
-        "provenance": record_provenance or provenance(result),
-        "design": DESIGN,
-        "identification_rule": (f"a parameter is not identified by this data when its fold values spread "
-                                f"over more than {SPREAD_LIMIT:g} of its search range (log10 scale on log "
-                                "ranges; a categorical one: the folds chose differently)"),
-        "parameters": result.parameters,
-        "initial_trials": list(result.folds[0].points),
-        "folds": [{"fold": fold.index + 1, "fit_runs": fold.fit_runs, "validation_runs": fold.validation_runs,
-                   "search": _search_record(fold.search),
-                   "values": fold.values, "held_out": fold.validation} for fold in result.folds],
-        "held_out_pooled": result.pooled,
-        "refit": None if result.final is None else {
-            "fit_runs": result.final.fit_runs, "search": _search_record(result.final.search),
-            "values": result.final.values},
-        "shortfall": None if result.shortfall is None else shortfall_record(result.shortfall),
-        "wall_seconds": round(result.wall_seconds, 1), "executor": result.executor,
-        "pair": result.pair,
-    })
-
-
-def _search_record(found) -> dict:
-    return {"start_vepd": found.baseline.vepd, "best_vepd": found.best.vepd, "trials": len(found.trials),
-            "best_trial": "start" if found.best_is_baseline else found.best.number}
-
-
-def trials_csv(result: FitResult) -> str:
-    """fold, trial, state, VEPD (mean over the seeds), W1, W2, parameters, seconds, error."""
-
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["fold", "trial", "state", "vepd", "w1", "w2", *PARAMS, "seconds", "enqueued", "error"])
-
-    def fmt(value):
-        return "" if value is None else value if isinstance(value, str) else repr(float(value))
-
-    searches = list(result.folds) + ([result.final] if result.final is not None else [])
-    for fold in searches:
-        label = "all" if fold is result.final else fold.index + 1
-        base = fold.search.baseline
-        enqueued = list(fold.points)
-        writer.writerow([label, "start", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2),
-                         *(fmt(fold.start.values[n]) for n in PARAMS), fmt(base.seconds), "", ""])
-        for t in sorted(fold.search.trials, key=lambda t: t.number):
-            values = {k.split(".", 1)[1]: v for k, v in t.values.items()}
-            state = "complete" if t.vepd is not None else "failed"
-            writer.writerow([label, t.number, state, fmt(t.vepd), fmt(t.w1), fmt(t.w2),
-                             *(fmt(values.get(n)) for n in PARAMS), fmt(t.seconds),
-                             enqueued[t.number] if t.number < len(enqueued) else "",
-                             (t.error or "").replace("\n", " ")])
-    return buffer.getvalue()
-
-
-def write_outputs(result: FitResult, out, overwrite: bool = False) -> Path:
-    """OUT/: fit_gps.yaml, fit_imu.yaml (presets), fit.yaml (the record), trials.csv, shortfall.png/.md/.json
-    (the fitted pair's error statistics against the real sensors) — built in a temporary sibling and
-    renamed on success, with fit's marker."""
-    from ..atomic import atomic_directory
-    from ..outputs import file_record, write_marker
-    from ..yamlio import dump_yaml
-
-    prov = provenance(result)
-    with atomic_directory(out, overwrite=overwrite) as tmp:
-        tmp.mkdir()
-        (tmp / "fit_gps.yaml").write_text(_preset_text("gps", result.pair, prov, result), encoding="utf-8")
-        (tmp / "fit_imu.yaml").write_text(_preset_text("imu", result.pair, prov, result), encoding="utf-8")
-        (tmp / "fit.yaml").write_text(dump_yaml(record(result, prov)), encoding="utf-8")
-        (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
-        if result.shortfall is not None:
-            from ..calibrate.shortfall import shortfall_writers
-
-            for path, write in shortfall_writers(result.shortfall, tmp).items():
-                write(tmp / path.name)
-        write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES
-                                    if (tmp / name).exists()})
-    return Path(out)
-
-
-def _ci(interval) -> str:
-    return "–" if not interval else f"[{interval[0]:.4f}, {interval[1]:.4f}]"
-
-
-def table_lines(table: dict, indent: str = "  ") -> list:
-    lines = []
-    floor = table.get("floor")
-    if floor:
-        lines.append(f"{indent}judge-noise floor {floor['VEPD']:.4f} [{floor['interval'][0]:.4f}, "
-                     f"{floor['interval'][1]:.4f}] (mean [range] over pairs of timing draws)")
-    ordered = sorted(table["variants"].items(), key=lambda item: (item[0] != FITTED, item[1]["VEPD"]))
-    for name, cell in ordered:
-        line = f"{indent}{name:<18} VEPD {cell['VEPD']:.4f} {_ci(cell['VEPD_ci95'])}"
-        if "fitted_minus" in cell:
-            p = cell.get("fitted_minus_p")
-            line += (f"   fitted − this {cell['fitted_minus']:+.4f} {_ci(cell['fitted_minus_ci95'])}"
-                     f"{'' if p is None else f' p {p:.3g}'}")
-        lines.append(line)
-    return lines
-
-
-def summary_lines(result: FitResult) -> list:
-    """What ``fit`` prints: the folds' held-out VEPD against the presets and the floor, the pooled
-    (cross-validated) one, each parameter with its spread and whether the folds agree on it."""
-    lines = [f"fit: {len(result.runs)} runs of {result.drive}, {len(result.folds)} blocked folds, "
-             f"{result.budget} trials per fold, {result.seeds} seeds per trial, seed {result.seed} "
-             f"({result.wall_seconds:.0f} s, {result.executor})"]
-    for fold in result.folds:
-        search = fold.search
-        lines.append(f"fold {fold.index + 1}: validate on {len(fold.validation_runs)} runs (search on "
-                     f"{len(fold.fit_runs)}: start {search.baseline.vepd:.4f} → best {search.best.vepd:.4f})")
-        lines += table_lines(fold.validation)
-    lines.append(f"held out, every fold (K = {result.pooled['k']}: each run judged with the pair fitted "
-                 "without it):")
-    lines += table_lines(result.pooled)
-    if result.final is not None:
-        search = result.final.search
-        lines.append(f"final pair: searched on all {len(result.final.fit_runs)} runs (start "
-                     f"{search.baseline.vepd:.4f} → best {search.best.vepd:.4f}, in-sample; the held-out "
-                     "estimate is the table above)")
-    lines.append(f"parameters (fitted: the final search's; spread = fold max − min as a fraction of the "
-                 f"search range; > {SPREAD_LIMIT:g}: not identified by this data):")
-    for row in result.parameters:
-        folds = ", ".join(_value(v) for v in row["folds"])
-        verdict = "identified" if row["identified"] else "not identified by this data"
-        lines.append(f"  {row['name']:<24} {_value(row['fitted'])} {row['unit']}  folds [{folds}]  spread "
-                     f"{row['spread_of_range']:.2f}  {verdict}")
-    if result.shortfall is not None:
-        lines += shortfall_lines(result.shortfall)
-    return lines
-
-
-def _value(value) -> str:
-    return value if isinstance(value, str) else f"{value:.4g}"
-
-
-def shortfall_record(gap) -> dict:
-    """fit.yaml's "shortfall": what the fitted families miss, per axis, and the held-out VEPD split."""
-    from ..calibrate.shortfall import verdict_lines
-
-    return {"files": ["shortfall.md", "shortfall.json", "shortfall.png"], "vepd": gap.vepd,
-            "differs": gap.differing(), "verdict": verdict_lines(gap), "gps": gap.summary["gps"],
-            "imu": gap.summary["imu"]}
-
-
-def shortfall_lines(gap) -> list:
-    """What ``fit`` prints of the shortfall: the held-out VEPD split and each axis the pair misses."""
-    from ..calibrate.shortfall import verdict_lines
-
-    split = gap.vepd or {}
-    lines = []
-    if split:
-        rmse = split.get("mean_rmse_m_s") or {}
-        lines.append(f"what the fitted families miss (shortfall.md; held-out VEPD {split['VEPD']:.4f} = W1/2 "
-                     f"{split['W1_half']:.4f} + W2/2 {split['W2_half']:.4f}"
-                     + (f"; mean per-run speed RMSE real {rmse['real']:.3f} vs fitted {rmse['sim']:.3f} m/s"
-                        if rmse else "") + "):")
-    verdicts = [f"  {line}" for line in verdict_lines(gap)] or ["  nothing beyond the stated factor"]
-    return lines + verdicts
 
 
 # ------------------------------------------------------------------------------------ the demo's hook
