@@ -66,7 +66,7 @@ from .yamlio import Section, load_yaml
 DEFAULT_CONFIG = ("studies", "demo.yaml")
 REAL_SAMPLE_CONFIG = ("studies", "demo_car.yaml")  # --real-sample: the car study and its real_sample section
 TOP_KEYS = ("name", "seed", "repeats", "quick_repeats", "reference", "gps_study", "imu_study", "judge",
-            "ground_truth_rate", "score", "paper_variants", "real_sample")
+            "ground_truth_rate", "score", "paper_variants", "real_sample", "judges")
 RUNS = "runs"
 REFERENCE = "reference"
 IMPORTED = "imported"      # --real-sample: the shipped segment's imported windows (real_sample.IMPORTED)
@@ -103,6 +103,7 @@ class DemoConfig:
     static_tfs_by_layout: bool = True  # no judge.static_tfs: each bag gets its default (ART layout → ART)
     paper_variants: tuple = ()  # ((paper name, variant), …): which variant plays which paper variant
     real_sample: Any = None     # real_sample.RealSampleConfig (--real-sample), or None
+    judges: tuple = ()          # judge names every run is also judged by (judges.py; --judges)
 
 
 def _paper_variants(sec: Section, variants) -> tuple:
@@ -179,7 +180,14 @@ def load_demo_config(path=None) -> DemoConfig:
         static_tfs_by_layout=by_layout,
         paper_variants=_paper_variants(sec, variants),
         real_sample=sample,
+        judges=_judges_of(sec),
     )
+
+
+def _judges_of(sec: Section) -> tuple:
+    from .judges import from_section
+
+    return from_section(sec)
 
 
 def _model(sec: Section, key: str) -> Any:
@@ -496,6 +504,7 @@ class DemoResult:
     imu_result: Any = None
     runs_note: str | None = None  # run bags an earlier --keep-runs wrote, left in OUT/runs
     real_sample: dict | None = None  # --real-sample: OUT/real_sample/real_sample.json's content
+    judges: dict | None = None       # --judges: OUT/judges.json's content
 
 
 def _cpu_seconds() -> float:
@@ -542,7 +551,7 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
              config_path=None, progress: bool = True, imu_scenario: str | None = None,
              ray_address: str | None = None, timing=None, noise_floor: bool = True,
              keep_runs: bool = False, overwrite: bool = False, notice=None, start=None,
-             real_sample: bool = False) -> DemoResult:
+             real_sample: bool = False, judges=None) -> DemoResult:
     """The whole demo (see the module docstring); returns what the CLI prints.  ``timing``: a
     ``pipeline.timing.TimingModel`` in place of the demo file's judge timing; ``noise_floor``: measure
     the judge-noise floor (``noise_floor.compute``; ``--no-noise-floor`` turns it off); ``keep_runs``:
@@ -550,7 +559,8 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
     ``notice(text)``: told what was applied by default (the ART static TFs), one line; ``start(judge) ->
     judge``: the judge's start (``pipeline.start``: initial state, warm-up) in place of the demo file's;
     ``real_sample``: the study on the real car drive shipped in bags/real/comma2k19 (``real_sample``;
-    default configuration ``config/studies/demo_car.yaml``) instead of ``real`` or the reference set.
+    default configuration ``config/studies/demo_car.yaml``) instead of ``real`` or the reference set;
+    ``judges``: judge names (``judges.JUDGES``) in place of the demo file's ``judges:``.
 
     OUT follows the output policy (``outputs.output_folder``): a new or empty folder, or this demo's own
     earlier output (its marker lists what it wrote: those files are replaced, the runs resumed, nothing
@@ -579,6 +589,8 @@ def run_demo(out, real=None, k: int | None = None, quick: bool = False, workers:
         config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
     if start is not None:
         config = dataclasses.replace(config, judge=start(config.judge))
+    if judges:
+        config = dataclasses.replace(config, judges=tuple(judges))
     options = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
                            seed=config.score_seed, exclude_scenarios=(),
                            warmup_s=config.judge.warmup_s).validate()
@@ -699,6 +711,7 @@ class _Scored:
     imu_title: str
     floors: dict | None       # {"gps_study" | "imu_study": pooled floor {VEPD, VEPD_interval}}
     pngs: dict                # {figure file name: PNG bytes or None}
+    judges: dict | None = None  # judges.json (--judges: every run judged by each judge, compared)
 
 
 def _demo(job: _Job) -> DemoResult:
@@ -708,6 +721,9 @@ def _demo(job: _Job) -> DemoResult:
     job.stages.done("runs")
     scored = _score(job, side, replayed)
     job.stages.done("score")  # the statistics and every figure (drawn by the same workers)
+    if job.config.judges:
+        scored.judges = _judge_robustness(job, side, scored)
+        job.stages.done("judges")
     sensitivity = None
     if side.sample is not None:
         sensitivity = _sensitivity(job, side, scored)
@@ -897,6 +913,30 @@ def _score(job: _Job, side: _RealSide, replayed) -> _Scored:
     return _Scored(gps_result, imu_result, gps_series, imu_series, run_records, imu_title, floors, pngs)
 
 
+def _judge_robustness(job: _Job, side: _RealSide, scored: _Scored) -> dict:
+    """``--judges`` (``judges.py``): both studies again with every run judged by each other judge (no run
+    bag written), then the judges compared; judges.json's document."""
+    import dataclasses
+
+    from .judges import judge_robustness
+    from .metrics import score_study
+
+    def again(judge, name: str) -> dict:
+        other = dataclasses.replace(job, config=dataclasses.replace(job.config, judge=judge))
+        replayed, _groups = _judge_runs(other, side, side.bags, f"judge {name}: judging {{}} real bags",
+                                        main=False)
+        gps_records, imu_records, *_rest = _split(job, side, replayed.scored)
+        gps = score_study(gps_records, job.options, workers=job.workers)
+        imu = score_study(imu_records, job.options, workers=job.workers)
+        if job.draws:
+            _attach_floors(replayed.noise_floor_draws(), gps, imu)
+        return {"gps_study": gps, "imu_study": imu}
+
+    main = {"gps_study": scored.gps_result, "imu_study": scored.imu_result}
+    return judge_robustness(job.config.judges, job.config.judge, main, again, job.out, job.options,
+                            job.notice)
+
+
 def _sensitivity(job: _Job, side: _RealSide, scored: _Scored) -> dict:
     """The real sample's covariance sensitivity: the whole study again on each other import of the
     evaluated windows (the fix σ scaled; the pseudorange policy), judged and scored like the main one;
@@ -967,13 +1007,13 @@ def _finish(job: _Job, side: _RealSide, replayed, groups: list, scored: _Scored,
                 "wrote them, untouched (this demo scored in memory; remove the folder to free the space)")
     return DemoResult(out, job.k, list(side.bags), stages.wall, gps_doc, imu_doc, ordering, side.source,
                       replayed.report.written, runs_total, scored.floors, runs_bytes, job.keep_runs,
-                      stages.cpu, scored.gps_result, scored.imu_result, note, sample_doc)
+                      stages.cpu, scored.gps_result, scored.imu_result, note, sample_doc, scored.judges)
 
 
 def _report_files(job: _Job, side: _RealSide, scored: _Scored, sensitivity, staging: Path) -> tuple:
     """Write the report (both studies; the real sample's section and files) into ``staging``:
     (GPS vepd document, IMU vepd document, the real sample's record or None)."""
-    from .report import Study, tables, write_report
+    from .report import ReportSection, Study, tables, write_report
     from .report.provenance import collect as collect_provenance
 
     extra = {"input": "demo", "source": side.source, "k": job.k}
@@ -989,6 +1029,11 @@ def _report_files(job: _Job, side: _RealSide, scored: _Scored, sensitivity, stag
     if side.sample is not None:
         sections, sample_doc = _real_sample_files(side.sample, gps_result, imu_result, sensitivity,
                                                   sample_dir)
+    if scored.judges is not None:
+        from . import judges
+
+        doc = scored.judges
+        sections += (ReportSection(judges.section_html(doc), judges.section_markdown(doc)),)
     write_report(staging, gps_result, scored.gps_series, source, extra_options=extra, workers=job.workers,
                  provenance=collect_provenance(gps_result, "demo runs", source, context, scored.run_records),
                  studies=[imu_section], pngs=scored.pngs, sections=sections)
@@ -998,6 +1043,8 @@ def _report_files(job: _Job, side: _RealSide, scored: _Scored, sensitivity, stag
                  provenance=imu_provenance,
                  pngs={name[len(prefix):]: png for name, png in scored.pngs.items()
                        if name.startswith(prefix)})
+    if scored.judges is not None:
+        judges.write(scored.judges, staging)
     if side.sample is not None:
         os.replace(sample_dir, staging / REAL_SAMPLE)
     return tables.vepd_document(gps_result, extra), tables.vepd_document(imu_result, extra), sample_doc
@@ -1062,7 +1109,7 @@ def separation_warnings(gps_result, imu_result) -> list:
 
 COMMAND = "demo"
 # What the demo writes in OUT: the report (files it lists in its marker) and the folders it manages.
-REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY, REAL_SAMPLE)
+REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY, REAL_SAMPLE, "judges.json")  # judges.json: --judges
 FOLDERS = (RUNS, REFERENCE, IMPORTED)
 
 
@@ -1148,6 +1195,10 @@ def summary_table(result: DemoResult) -> str:
         from .real_sample import console_lines
 
         lines += console_lines(result.real_sample, gps, imu)
+    if result.judges is not None:
+        from .judges import console_lines as judge_lines
+
+        lines += judge_lines(result.judges)
     lines.append(_time_line(result))
     if result.runs_note:
         lines.append(result.runs_note)
@@ -1162,7 +1213,8 @@ def _time_line(result: DemoResult) -> str:
     """Wall and CPU time of the demo and of each of its steps."""
     wall, cpu = result.timings, result.cpu_times or {}
     labels = {"startup": "startup", "real_sample": "import + calibrate + tune", "real_bags": "real bags",
-              "runs": "runs", "score": "scores + figures", "sensitivity": "sensitivity",
+              "runs": "runs", "score": "scores + figures", "judges": "other judges",
+              "sensitivity": "sensitivity",
               "report": "report files"}
     steps = ", ".join(f"{label} {wall[name]:.1f}" + (f" ({cpu[name]:.1f} CPU)" if name in cpu else "")
                       for name, label in labels.items() if name in wall)
