@@ -266,10 +266,10 @@ def agreement_rows(doc: dict, key: str) -> list:
     rows = []
     for pair in doc["studies"][key]["pairs"]:
         one = [f"{_pair_name(p)} ({_only_whom(pair, p)})" for p in pair["separability_changes"]]
-        interval = _interval(pair["tau_ci95"], 2) if pair.get("tau_ci95") else \
-            ("–" if len(pair.get("variants", doc["studies"][key]["variants"])) < 3 else "not computed")
-        rows.append([f"{pair['first']} vs {pair['second']}", str(len(doc["studies"][key]["variants"])),
-                     _number(pair["tau"], 2), interval,
+        count = len(doc["studies"][key]["variants"])
+        tau = _number(pair["tau"], 2) if count > 1 else "– (one variant: no order)"
+        interval = _interval(pair["tau_ci95"], 2) if pair.get("tau_ci95") else "–"
+        rows.append([f"{pair['first']} vs {pair['second']}", str(count), tau, interval,
                      ", ".join(_pair_name(p) for p in pair["flips"]) or "none", "; ".join(one) or "none"])
     return rows
 
@@ -306,6 +306,15 @@ def _judge_lines(doc: dict) -> list:
     return lines
 
 
+def floor_line(entry: dict) -> str:
+    """Each judge's judge-noise floor of one study (mean [range]), or that none was measured."""
+    if not entry["floor"]:
+        return "Judge-noise floor: not measured (--no-noise-floor)."
+    return "Judge-noise floor per judge (mean [range] of its timing-draw pairs): " + "; ".join(
+        f"{name} {_number(floor['VEPD'])} {_interval(floor['VEPD_interval'])}"
+        for name, floor in entry["floor"].items()) + "."
+
+
 def _study_title(key: str) -> str:
     return dict(STUDIES)[key]
 
@@ -322,7 +331,7 @@ def section_markdown(doc: dict) -> str:
         header, rows = table_rows(doc, key)
         lines += [f"### {_study_title(key)}: each variant's VEPD under each judge", "",
                   markdown_table(header, rows),
-                  "", f"Group letters per judge: {entry['rule']}.", "",
+                  "", f"{floor_line(entry)}  Group letters per judge: {entry['rule']}.", "",
                   markdown_table(AGREEMENT_HEADER, agreement_rows(doc, key)), ""]
         for pair in entry["pairs"]:
             changed = verdict_rows(pair)
@@ -353,7 +362,8 @@ def section_html(doc: dict) -> list:
         header, rows = table_rows(doc, key)
         parts += [f"<h3>{_study_title(key)}: each variant's VEPD under each judge</h3>",
                   table_html(header, rows),
-                  f'<p class="note">Group letters per judge: {html.escape(entry["rule"])}.</p>',
+                  f'<p class="note">{html.escape(floor_line(entry))}  Group letters per judge: '
+                  f'{html.escape(entry["rule"])}.</p>',
                   table_html(AGREEMENT_HEADER, agreement_rows(doc, key))]
         for pair in entry["pairs"]:
             changed = verdict_rows(pair)

@@ -123,7 +123,8 @@ def tau_interval(first: StudyResult, second: StudyResult, n_resamples: int, seed
                  level: float = 0.95) -> dict:
     """Kendall's τ of the two judges' pooled VEPD orderings and its paired percentile bootstrap interval
     ({tau, tau_ci95 [lo, hi] or None, resamples (those with a defined τ), variants, units}).  Both results
-    must hold the same (scenario, k) units (the same runs, judged twice); otherwise ValueError."""
+    must hold the same (scenario, k) units (the same runs, judged twice); otherwise ValueError.  No
+    interval for fewer than three variants: with two, τ is ±1 and a resample can only keep or swap them."""
     from scipy.stats import kendalltau
 
     variants = sorted(set(first.variants) & set(second.variants))
@@ -135,7 +136,7 @@ def tau_interval(first: StudyResult, second: StudyResult, n_resamples: int, seed
         raise ValueError("the two judges scored different runs: the bootstrap needs the same (scenario, k)")
     out = {"tau": tau, "tau_ci95": None, "resamples": 0, "variants": variants,
            "units": sum(len(ks) for ks in units.values())}
-    if n_resamples < 1 or len(variants) < 2:
+    if n_resamples < 1 or len(variants) < 3:
         return out
     rng = np.random.default_rng(seed_sequence)
     index = _unit_draws([units[s] for s in first.scenarios], n_resamples, rng)
