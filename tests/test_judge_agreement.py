@@ -43,6 +43,11 @@ def test_tau_uses_the_common_variants_and_is_nan_without_an_order():
     assert math.isnan(agreement.kendall_tau({"a": 1, "b": 1}, {"a": 1, "b": 2}))
 
 
+def test_discordant_pairs_are_the_reversed_ones_not_the_ties():
+    assert agreement.discordant_pairs({"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 3, "c": 2}) == [["b", "c"]]
+    assert agreement.discordant_pairs({"a": 1, "b": 1, "c": 2}, {"a": 2, "b": 1, "c": 3}) == []
+
+
 # ------------------------------------------------------------------------------------ verdicts, hand cases
 def test_change_of_one_pair():
     assert agreement.change("a", "a") == agreement.AGREE
@@ -140,6 +145,15 @@ def test_property_tau_is_symmetric(pairs):
     second = {f"v{i}": b for i, (_a, b) in enumerate(pairs)}
     one, other = agreement.kendall_tau(first, second), agreement.kendall_tau(second, first)
     assert (math.isnan(one) and math.isnan(other)) or one == pytest.approx(other)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.permutations(list(range(6))))
+def test_property_tau_without_ties_counts_the_reversed_pairs(order):
+    first = {f"v{i}": i for i in range(6)}
+    second = {f"v{i}": rank for i, rank in enumerate(order)}
+    reversed_pairs = len(agreement.discordant_pairs(first, second))
+    assert agreement.kendall_tau(first, second) == pytest.approx(1 - 2 * reversed_pairs / 15)
 
 
 verdict_maps = st.dictionaries(st.sampled_from([("a", "b"), ("a", "c"), ("b", "c"), ("c", "d")]),

@@ -208,6 +208,9 @@ def document(judges: list, results: dict, options) -> dict:
                     {v: study[first].combined[v]["VEPD"] for v in variants},
                     {v: study[second].combined[v]["VEPD"] for v in variants}), tau_ci95=None,
                     why_no_interval=str(exc))
+            pair["reordered"] = agreement.discordant_pairs(
+                {v: study[first].combined[v]["VEPD"] for v in variants},
+                {v: study[second].combined[v]["VEPD"] for v in variants})
             rows = agreement.verdict_changes(agreement.verdicts(study[first], variants),
                                              agreement.verdicts(study[second], variants))
             pair["verdicts"] = rows
@@ -258,7 +261,7 @@ def table_rows(doc: dict, key: str) -> tuple:
     return header, rows
 
 
-AGREEMENT_HEADER = ["judges", "variants", "Kendall τ", "95 % CI", "flipped pairs",
+AGREEMENT_HEADER = ["judges", "variants", "Kendall τ", "95 % CI", "ordered differently", "flipped pairs",
                     "separable under one judge only"]
 
 
@@ -270,6 +273,7 @@ def agreement_rows(doc: dict, key: str) -> list:
         tau = _number(pair["tau"], 2) if count > 1 else "– (one variant: no order)"
         interval = _interval(pair["tau_ci95"], 2) if pair.get("tau_ci95") else "–"
         rows.append([f"{pair['first']} vs {pair['second']}", str(count), tau, interval,
+                     ", ".join(_pair_name(p) for p in pair["reordered"]) or "none",
                      ", ".join(_pair_name(p) for p in pair["flips"]) or "none", "; ".join(one) or "none"])
     return rows
 
@@ -386,7 +390,8 @@ def console_lines(doc: dict) -> list:
                 f"{v} {table[v]['VEPD']:.4f} {table[v]['group']}" for v in order))
         for row in agreement_rows(doc, key):
             lines.append(f"  {_study_title(key)}, {row[0]}: Kendall τ {row[2]} {row[3]} over {row[1]} "
-                         f"variants; flipped: {row[4]}; separable under one judge only: {row[5]}")
+                         f"variants; ordered differently: {row[4]}; flipped: {row[5]}; separable under one "
+                         f"judge only: {row[6]}")
     return lines
 
 

@@ -47,6 +47,14 @@ def kendall_tau(first: dict, second: dict) -> float:
     return float(kendalltau(x, y)[0])
 
 
+def discordant_pairs(first: dict, second: dict) -> list:
+    """[[a, b]] (a < b by name) of the variants both have whose VEPD order the two judges reverse: the
+    pairs that make τ below 1 (a tie under one judge is not a reversal)."""
+    names = sorted(set(first) & set(second))
+    return [[a, b] for a, b in combinations(names, 2)
+            if (first[a] - first[b]) * (second[a] - second[b]) < 0]
+
+
 def closer(result: StudyResult, a: str, b: str) -> str | None:
     """The variant of the pair the package's rule calls separably closer to real (pooled), or None (not
     separable, or never compared)."""
@@ -160,5 +168,6 @@ def tau_seed(seed: int, study: str, first: str, second: str) -> np.random.SeedSe
                                            ("judge-tau", study, first, second))])
 
 
-__all__ = ["AGREE", "FLIP", "NOT_SEPARABLE", "ONLY_FIRST", "ONLY_SECOND", "change", "closer", "flips",
-           "kendall_tau", "tau_interval", "tau_seed", "unit_values", "verdict_changes", "verdicts"]
+__all__ = ["AGREE", "FLIP", "NOT_SEPARABLE", "ONLY_FIRST", "ONLY_SECOND", "change", "closer",
+           "discordant_pairs", "flips", "kendall_tau", "tau_interval", "tau_seed", "unit_values",
+           "verdict_changes", "verdicts"]
