@@ -223,6 +223,7 @@ def test_cli_judges_bad_name_is_one_line_exit_2(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_cli_demo_with_judges(tmp_path, capsys):
     from test_demo_quick import small_demo_config
 
