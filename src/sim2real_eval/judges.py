@@ -368,13 +368,14 @@ def section_html(doc: dict) -> list:
                   table_html(header, rows),
                   f'<p class="note">{html.escape(floor_line(entry))}  Group letters per judge: '
                   f'{html.escape(entry["rule"])}.</p>',
-                  table_html(AGREEMENT_HEADER, agreement_rows(doc, key))]
+                  table_html(AGREEMENT_HEADER, agreement_rows(doc, key), css_class="variants")]
         for pair in entry["pairs"]:
             changed = verdict_rows(pair)
             if changed:
                 parts += [f'<p class="note">Pairs whose verdict differs, {html.escape(pair["first"])} vs '
                           f'{html.escape(pair["second"])} ({len(pair["verdicts"]) - len(changed)} of '
-                          f'{len(pair["verdicts"])} agree):</p>', table_html(VERDICT_HEADER, changed)]
+                          f'{len(pair["verdicts"])} agree):</p>',
+                          table_html(VERDICT_HEADER, changed, css_class="variants")]
     return parts
 
 
