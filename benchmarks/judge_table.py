@@ -30,10 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 RECORD = REPO / "benchmarks" / "judge_table.json"
 DOC = REPO / "docs" / "demo.md"
 REGION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)", re.S)
-JUDGES = "ekf,ukf"
+JUDGES = "ekf,ukf,no_accel"
 RUNS = {"synthetic": [], "real": ["--real-sample"]}
-TITLES = {"synthetic": "the synthetic reference (K = 10 per scenario, demo `--judges ekf,ukf`)",
-          "real": "the real car segment (K = 6 windows, demo `--real-sample --judges ekf,ukf`)"}
+TITLES = {"synthetic": "the synthetic reference (K = 10 per scenario, demo `--judges ekf,ukf,no_accel`)",
+          "real": "the real car segment (K = 6 windows, demo `--real-sample --judges ekf,ukf,no_accel`)"}
 
 
 def reduced(doc: dict) -> dict:
@@ -76,17 +76,18 @@ def render(kind: str, entry: dict) -> str:
     doc = entry["judges"]
     step = entry["judges_step_s"]
     lines = [f"On {TITLES[kind]}, measured {entry['at']} (wall {entry['wall_s']:g} s, "
-             f"CPU {entry['cpu_s']:g} s at 1-minute load {entry['load_1min']:g}; the second judge's step "
+             f"CPU {entry['cpu_s']:g} s at 1-minute load {entry['load_1min']:g}; the other judges' step "
              f"{step['wall']:.1f} s wall, {step['cpu']:.1f} s CPU):", ""]
     for key, title in judges.STUDIES:
         study = doc["studies"][key]
         header, rows = judges.table_rows(doc, key)
-        lines += [f"{title}:", "", markdown_table(header, rows), "", judges.floor_line(study), "",
+        lines += [f"{title}:", "", markdown_table(header, rows), "", judges.floor_line(doc, key), "",
                   markdown_table(judges.AGREEMENT_HEADER, judges.agreement_rows(doc, key)), ""]
         for pair in study["pairs"]:
             changed = judges.verdict_rows(pair)
             if changed:
-                lines += [f"Verdicts that differ ({len(pair['verdicts']) - len(changed)} of "
+                lines += [f"Verdicts that differ, {pair['first']} vs {pair['second']} "
+                          f"({len(pair['verdicts']) - len(changed)} of "
                           f"{len(pair['verdicts'])} pairs agree):", "",
                           markdown_table(judges.VERDICT_HEADER, changed), ""]
     return "\n".join(lines).rstrip("\n")

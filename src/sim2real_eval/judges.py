@@ -310,13 +310,16 @@ def _judge_lines(doc: dict) -> list:
     return lines
 
 
-def floor_line(entry: dict) -> str:
-    """Each judge's judge-noise floor of one study (mean [range]), or that none was measured."""
+def floor_line(doc: dict, key: str) -> str:
+    """Each judge's judge-noise floor of one study (mean [range]; judges in the order named), or that none
+    was measured."""
+    entry = doc["studies"][key]
     if not entry["floor"]:
         return "Judge-noise floor: not measured (--no-noise-floor)."
+    names = [judge["name"] for judge in doc["judges"] if judge["name"] in entry["floor"]]
     return "Judge-noise floor per judge (mean [range] of its timing-draw pairs): " + "; ".join(
-        f"{name} {_number(floor['VEPD'])} {_interval(floor['VEPD_interval'])}"
-        for name, floor in entry["floor"].items()) + "."
+        f"{name} {_number(entry['floor'][name]['VEPD'])} {_interval(entry['floor'][name]['VEPD_interval'])}"
+        for name in names) + "."
 
 
 def _study_title(key: str) -> str:
@@ -335,7 +338,7 @@ def section_markdown(doc: dict) -> str:
         header, rows = table_rows(doc, key)
         lines += [f"### {_study_title(key)}: each variant's VEPD under each judge", "",
                   markdown_table(header, rows),
-                  "", f"{floor_line(entry)}  Group letters per judge: {entry['rule']}.", "",
+                  "", f"{floor_line(doc, key)}  Group letters per judge: {entry['rule']}.", "",
                   markdown_table(AGREEMENT_HEADER, agreement_rows(doc, key)), ""]
         for pair in entry["pairs"]:
             changed = verdict_rows(pair)
@@ -366,7 +369,7 @@ def section_html(doc: dict) -> list:
         header, rows = table_rows(doc, key)
         parts += [f"<h3>{_study_title(key)}: each variant's VEPD under each judge</h3>",
                   table_html(header, rows),
-                  f'<p class="note">{html.escape(floor_line(entry))}  Group letters per judge: '
+                  f'<p class="note">{html.escape(floor_line(doc, key))}  Group letters per judge: '
                   f'{html.escape(entry["rule"])}.</p>',
                   table_html(AGREEMENT_HEADER, agreement_rows(doc, key), css_class="variants")]
         for pair in entry["pairs"]:
