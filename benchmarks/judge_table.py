@@ -82,6 +82,7 @@ def render(kind: str, entry: dict) -> str:
         study = doc["studies"][key]
         header, rows = judges.table_rows(doc, key)
         lines += [f"{title}:", "", markdown_table(header, rows), "", judges.floor_line(doc, key), "",
+                  *([judges.health_line(doc, key), ""] if judges.health_line(doc, key) else []),
                   markdown_table(judges.AGREEMENT_HEADER, judges.agreement_rows(doc, key)), ""]
         for pair in study["pairs"]:
             changed = judges.verdict_rows(pair)

@@ -179,6 +179,7 @@ def document(judges: list, results: dict, options) -> dict:
     floor) and, per pair of judges, τ with its interval and the verdicts of every pair of variants."""
     from .metrics import judge_agreement as agreement
     from .metrics import separation
+    from .report import health
 
     names = [judge.name for judge in judges]
     doc = {"judges": [judge.record for judge in judges], "tau_rule": TAU_RULE, "flip_rule": FLIP_RULE,
@@ -187,7 +188,7 @@ def document(judges: list, results: dict, options) -> dict:
         study = {name: results[name][key] for name in names}
         variants = sorted(set.intersection(*(set(r.variants) for r in study.values())))
         entry = {"variants": variants, "rule": separation.rule(study[names[0]]), "table": {}, "floor": {},
-                 "pairs": []}
+                 "tracked": {name: health.tracked(result) for name, result in study.items()}, "pairs": []}
         for name, result in study.items():
             letters = separation.group_letters(result)
             entry["table"][name] = {v: {"VEPD": result.combined[v]["VEPD"],
@@ -310,6 +311,12 @@ def _judge_lines(doc: dict) -> list:
     return lines
 
 
+def study_notes(doc: dict, key: str) -> str:
+    """The notes under a study's per-judge table: the floors, the judge health, the group rule."""
+    rule = f"Group letters per judge: {doc['studies'][key]['rule']}."
+    return "  ".join(s for s in (floor_line(doc, key), health_line(doc, key), rule) if s)
+
+
 def floor_line(doc: dict, key: str) -> str:
     """Each judge's judge-noise floor of one study (mean [range]; judges in the order named), or that none
     was measured."""
@@ -320,6 +327,19 @@ def floor_line(doc: dict, key: str) -> str:
     return "Judge-noise floor per judge (mean [range] of its timing-draw pairs): " + "; ".join(
         f"{name} {_number(entry['floor'][name]['VEPD'])} {_interval(entry['floor'][name]['VEPD_interval'])}"
         for name in names) + "."
+
+
+def health_line(doc: dict, key: str) -> str:
+    """Which judges do not track the real vehicle in this study's real runs (docs/scoring.md, "Judge
+    health"): their VEPDs compare sensors through an estimate that does not follow the vehicle."""
+    tracked = doc["studies"][key].get("tracked", {})
+    lost = [judge["name"] for judge in doc["judges"] if tracked.get(judge["name"]) is False]
+    if lost:
+        return (f"Judge health: {', '.join(lost)} does not track the real vehicle in every real run "
+                "(docs/scoring.md, \"Judge health\"): its VEPDs are not a measure of the sensors.")
+    if tracked and all(value is True for value in tracked.values()):
+        return "Judge health: every judge tracks the real vehicle in every real run."
+    return ""
 
 
 def _study_title(key: str) -> str:
@@ -338,7 +358,7 @@ def section_markdown(doc: dict) -> str:
         header, rows = table_rows(doc, key)
         lines += [f"### {_study_title(key)}: each variant's VEPD under each judge", "",
                   markdown_table(header, rows),
-                  "", f"{floor_line(doc, key)}  Group letters per judge: {entry['rule']}.", "",
+                  "", study_notes(doc, key), "",
                   markdown_table(AGREEMENT_HEADER, agreement_rows(doc, key)), ""]
         for pair in entry["pairs"]:
             changed = verdict_rows(pair)
@@ -369,8 +389,7 @@ def section_html(doc: dict) -> list:
         header, rows = table_rows(doc, key)
         parts += [f"<h3>{_study_title(key)}: each variant's VEPD under each judge</h3>",
                   table_html(header, rows),
-                  f'<p class="note">{html.escape(floor_line(doc, key))}  Group letters per judge: '
-                  f'{html.escape(entry["rule"])}.</p>',
+                  f'<p class="note">{html.escape(study_notes(doc, key))}</p>',
                   table_html(AGREEMENT_HEADER, agreement_rows(doc, key), css_class="variants")]
         for pair in entry["pairs"]:
             changed = verdict_rows(pair)
@@ -388,6 +407,8 @@ def console_lines(doc: dict) -> list:
     lines = [f"judges: {', '.join(judge['name'] for judge in doc['judges'])} (every run judged by each; "
              "judges.json, tables.md)"]
     for key, entry in doc["studies"].items():
+        if any(value is False for value in entry.get("tracked", {}).values()):
+            lines.append(f"  {_study_title(key)}: {health_line(doc, key)}")
         for name, table in entry["table"].items():
             order = sorted(table, key=lambda v: table[v]["rank"])
             lines.append(f"  {_study_title(key)}, {name}: " + ", ".join(
