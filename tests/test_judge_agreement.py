@@ -252,3 +252,20 @@ def test_cli_demo_with_judges(tmp_path, capsys):
     assert "GPS study, ekf vs ukf: Kendall τ" in printed
     assert "judges.json" in json.loads((out / ".sim2real-eval.json").read_text())["files"]
     assert [p.name for p in out.glob(".*")] == [".sim2real-eval.json"]   # the derived files are gone
+
+
+def test_section_names_a_judge_that_does_not_track_the_real_vehicle(studies):
+    one, two = studies
+    judge = [{"name": name, "description": "d", "study_judge": name == "ekf", "ekf": "e.yaml",
+              "navsat": "n.yaml"} for name in ("ekf", "ukf")]
+    results = {"ekf": {"gps_study": one, "imu_study": one}, "ukf": {"gps_study": two, "imu_study": two}}
+    doc = judges.document([judges.Judge(j["name"], None, j, j["study_judge"]) for j in judge], results, OPTIONS)
+    assert doc["studies"]["gps_study"]["tracked"] == {"ekf": None, "ukf": None}  # no health assessed here
+    assert judges.health_line(doc, "gps_study") == ""
+    doc["studies"]["gps_study"]["tracked"] = {"ekf": True, "ukf": False}
+    assert judges.health_line(doc, "gps_study").startswith("Judge health: ukf does not track")
+    markdown = judges.section_markdown(doc)
+    assert "Judge health: ukf does not track" in markdown and "far ~ near" in markdown
+    assert any("ukf does not track" in line for line in judges.console_lines(doc))
+    pair = doc["studies"]["gps_study"]["pairs"][0]
+    assert pair["flips"] == [["far", "mid"], ["far", "near"]] and pair["reordered"] == pair["flips"]
