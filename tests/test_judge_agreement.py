@@ -259,7 +259,8 @@ def test_section_names_a_judge_that_does_not_track_the_real_vehicle(studies):
     judge = [{"name": name, "description": "d", "study_judge": name == "ekf", "ekf": "e.yaml",
               "navsat": "n.yaml"} for name in ("ekf", "ukf")]
     results = {"ekf": {"gps_study": one, "imu_study": one}, "ukf": {"gps_study": two, "imu_study": two}}
-    doc = judges.document([judges.Judge(j["name"], None, j, j["study_judge"]) for j in judge], results, OPTIONS)
+    listed = [judges.Judge(j["name"], None, j, j["study_judge"]) for j in judge]
+    doc = judges.document(listed, results, OPTIONS)
     assert doc["studies"]["gps_study"]["tracked"] == {"ekf": None, "ukf": None}  # no health assessed here
     assert judges.health_line(doc, "gps_study") == ""
     doc["studies"]["gps_study"]["tracked"] = {"ekf": True, "ukf": False}
