@@ -70,8 +70,8 @@ def run(kind: str, out: Path) -> dict:
 def render(kind: str, entry: dict) -> str:
     """The docs region of one data set: per study the per-judge table, the agreement, the changed verdicts."""
     sys.path.insert(0, str(REPO / "src"))
-    from sim2real_eval import judges
     from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies import judges
 
     doc = entry["judges"]
     step = entry["judges_step_s"]

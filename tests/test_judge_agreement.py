@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim2real_eval import judges
 from sim2real_eval.errors import UserError
 from sim2real_eval.metrics import RunRecord, RunScore, ScoreOptions, score_study
 from sim2real_eval.metrics import judge_agreement as agreement
+from sim2real_eval.studies import judges
 
 # ------------------------------------------------------------------------------------ τ, hand cases
 
@@ -182,7 +182,7 @@ def test_judge_names_are_checked_in_one_line():
 
 
 def test_demo_file_judges_key(tmp_path):
-    from sim2real_eval.demo import load_demo_config
+    from sim2real_eval.studies.config import load_demo_config
 
     shipped = Path(__file__).resolve().parents[1] / "config" / "studies" / "demo.yaml"
     good = tmp_path / "demo.yaml"
@@ -195,8 +195,8 @@ def test_demo_file_judges_key(tmp_path):
 
 
 def test_derived_judges_change_only_what_they_say(tmp_path):
-    from sim2real_eval.demo import load_demo_config
     from sim2real_eval.judge.params import load_ekf_params
+    from sim2real_eval.studies.config import load_demo_config
 
     study = load_demo_config().judge
     base = load_ekf_params(study.ekf)
@@ -218,8 +218,8 @@ def test_cli_judges_bad_name_is_one_line_exit_2(tmp_path, capsys):
 
     assert main(["demo", "--judges", "ekf,foo", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["sim2real-eval demo: error: --judges: unknown judge 'foo' (allowed: ekf, ukf, no_accel, "
-                   "art, car, terrain)"]
+    assert err == ["sim2real-eval demo: error: argument --judges: unknown judge 'foo' (allowed: ekf, ukf, "
+                   "no_accel, art, car, terrain)"]
     assert not (tmp_path / "o").exists()
 
 

@@ -74,7 +74,7 @@ def existing_path(text: str) -> str:
 def judge_names(text: str) -> tuple:
     """Judge names, comma-separated (``--judges ekf,ukf``): at least two, each once, each a known judge
     (``studies.judges.JUDGES``)."""
-    from ..judges import names_problem, split_names
+    from ..studies.judges import names_problem, split_names
 
     names = split_names(text)
     problem = names_problem(names)

@@ -145,7 +145,7 @@ def load_demo_config(path=None) -> DemoConfig:
 
 
 def _judges_of(sec: Section) -> tuple:
-    from ..judges import from_section
+    from .judges import from_section
 
     return from_section(sec)
 

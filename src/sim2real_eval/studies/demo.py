@@ -75,11 +75,10 @@ from .job import (
     DemoResult,
     own_names,
 )
-from ..judges import compare_judges
 from .plan import judge_runs
 from .real_bags import real_side
 from .report_files import finish
-from .scoring import covariance_sensitivity, score_studies
+from .scoring import compare_judges, covariance_sensitivity, score_studies
 from .summary import summary_table
 
 if TYPE_CHECKING:

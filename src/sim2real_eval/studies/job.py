@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..judges import SUMMARY as JUDGES
 from ..outputs import OwnNames
 from .accounting import Stages
 from .config import EVERY_SCENARIO, DemoConfig
+from .judges import SUMMARY as JUDGES
 
 COMMAND = "demo"  # in the marker of OUT (outputs.write_marker)
 RUNS = "runs"

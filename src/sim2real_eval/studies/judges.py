@@ -28,7 +28,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from ..errors import UserError
 
 SUMMARY = "judges.json"
 ACCELERATIONS = (12, 13, 14)  # ax, ay, az in robot_localization's 15-entry sensor config
@@ -111,8 +111,8 @@ class Judge:
 
 def _filter_section(path: Path) -> tuple:
     """(the raw YAML, the name of its filter section) of an ekf/ukf parameter file."""
-    from .judge.params import load_ekf_params
-    from .yamlio import load_yaml
+    from ..judge.params import load_ekf_params
+    from ..yamlio import load_yaml
 
     node = load_ekf_params(path).node
     data = load_yaml(path)
@@ -140,8 +140,8 @@ def derive(name: str, study_judge, workdir: Path) -> Judge:
     """Judge ``name`` (``JUDGES``) built from the study's ``JudgeConfig``."""
     import yaml
 
-    from .resources import config_path
-    from .runs import file_sha256
+    from ..resources import config_path
+    from ..runs import file_sha256
 
     if name in TEMPLATES:
         ekf, navsat = (str(config_path(file).resolve()) for file in TEMPLATES[name])
@@ -187,28 +187,12 @@ def judge_robustness(names, study_judge, main: dict, judge_again, out: Path, opt
     return document(judges, results, options)
 
 
-def compare_judges(job, side, scored) -> dict:
-    """The demo's ``--judges`` step: both studies again with every run judged by each other judge
-    (``scoring.score_again``: no run bag written), then the judges compared; judges.json's document.
-    ``job``, ``side``, ``scored``: the demo's ``DemoJob``, ``RealSide`` and ``ScoredStudies``."""
-    from .studies.scoring import score_again
-
-    def again(judge, name: str) -> dict:
-        other = dataclasses.replace(job, config=dataclasses.replace(job.config, judge=judge))
-        gps, imu, _floors = score_again(other, side, side.bags, f"judge {name}: judging {{}} real bags")
-        return {"gps_study": gps, "imu_study": imu}
-
-    main = {"gps_study": scored.gps_result, "imu_study": scored.imu_result}
-    return judge_robustness(job.config.judges, job.config.judge, main, again, job.out, job.options,
-                            job.notice)
-
-
 def document(judges: list, results: dict, options) -> dict:
     """judges.json: the judges, then per study each judge's Table I (VEPD, interval, group, below the
     floor) and, per pair of judges, τ with its interval and the verdicts of every pair of variants."""
-    from .metrics import judge_agreement as agreement
-    from .metrics import separation
-    from .report import health
+    from ..metrics import judge_agreement as agreement
+    from ..metrics import separation
+    from ..report import health
 
     names = [judge.name for judge in judges]
     doc = {"judges": [judge.record for judge in judges], "tau_rule": TAU_RULE, "flip_rule": FLIP_RULE,
@@ -377,7 +361,7 @@ def _study_title(key: str) -> str:
 
 def section_markdown(doc: dict) -> str:
     """The judges' part of tables.md."""
-    from .report.tables import markdown_table
+    from ..report.tables import markdown_table
 
     names = ", ".join(judge["name"] for judge in doc["judges"])
     lines = ["", f"## Judge robustness: every run judged by {names}", "", *_judge_lines(doc), "",
@@ -402,7 +386,7 @@ def section_html(doc: dict) -> list:
     """The judges' section of report.html (``section_markdown`` says the same in tables.md)."""
     import re
 
-    from .report.html import table_html
+    from ..report.html import table_html
 
     def inline(text: str) -> str:  # the markdown's **bold** and `code`
         text = html.escape(text)
@@ -432,7 +416,7 @@ def section_html(doc: dict) -> list:
 
 def report_section(doc: dict):
     """The comparison as a section of report.html and tables.md (``report.ReportSection``)."""
-    from .report import ReportSection
+    from ..report import ReportSection
 
     return ReportSection(section_html(doc), section_markdown(doc))
 

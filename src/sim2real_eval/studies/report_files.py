@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from .. import judges
 from ..outputs import publish_files, staging_folder, write_marker
+from . import judges
 from . import real_sample as rs
 from .accounting import tree_bytes
 from .findings import ordering_checks, separation_warnings

@@ -115,7 +115,7 @@ def score_studies(job: DemoJob, side: RealSide, replayed) -> ScoredStudies:
 def score_again(job: DemoJob, side: RealSide, bags: dict, description: str) -> tuple:
     """Both studies again on ``bags`` with ``job``'s judge — judged (no run bag written, nothing announced)
     and scored without figures: (GPS StudyResult, IMU StudyResult, floors or None).  The real sample's
-    sensitivity imports and ``--judges``' other judges (``judges.compare_judges``) take this path."""
+    sensitivity imports and ``--judges``' other judges (``compare_judges``) take this path."""
     from ..metrics import score_study
 
     replayed, _groups = judge_runs(job, side, bags, description, main=False)
@@ -124,6 +124,21 @@ def score_again(job: DemoJob, side: RealSide, bags: dict, description: str) -> t
     imu = score_study(imu_records, job.options, workers=job.workers)
     floors = _attach_floors(replayed.noise_floor_draws(), gps, imu) if job.draws else None
     return gps, imu, floors
+
+
+def compare_judges(job: DemoJob, side: RealSide, scored: ScoredStudies) -> dict:
+    """``--judges`` (``judges.py``): both studies again with every run judged by each other judge
+    (``score_again``), then the judges compared; judges.json's document."""
+    from .judges import judge_robustness
+
+    def again(judge, name: str) -> dict:
+        other = dataclasses.replace(job, config=dataclasses.replace(job.config, judge=judge))
+        gps, imu, _floors = score_again(other, side, side.bags, f"judge {name}: judging {{}} real bags")
+        return {"gps_study": gps, "imu_study": imu}
+
+    main = {"gps_study": scored.gps_result, "imu_study": scored.imu_result}
+    return judge_robustness(job.config.judges, job.config.judge, main, again, job.out, job.options,
+                            job.notice)
 
 
 def covariance_sensitivity(job: DemoJob, side: RealSide, scored: ScoredStudies) -> dict:

@@ -3,7 +3,7 @@ and sub-floor marks, the judge-noise floor, the paper's findings, warnings, the 
 the time of each step."""
 from __future__ import annotations
 
-from .. import judges
+from . import judges
 from .findings import CHECK_NAMES, separation_warnings
 from .job import RUNS, DemoResult
 from .real_sample import console_lines
