@@ -7,7 +7,8 @@
 
 Two demo outputs feed it: ``sim2real-eval demo`` (K = 10, the synthetic reference set: ``--from``) and
 ``sim2real-eval demo --real-sample`` (the comma2k19 real car drive: ``--from-real``); ``--only
-synthetic|real`` uses one of them.  What it writes: every region of README.md and docs/demo.md between
+synthetic|real`` uses one of them.  What it writes: every region of README.md, docs/demo.md and
+docs/calibration.md between
 ``<!-- generated: NAME -->`` and ``<!-- end: NAME -->`` (``render``: Table I, the adjacent ranks, Table
 II, the judge-noise floor, the paper's ordering checks, the per-side run means; ``render_real``: the
 real sample's design, which models the floor cannot tell from the real sensors, the calibrated and
@@ -29,7 +30,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FILES = {"README.md": REPO / "README.md", "docs/demo.md": REPO / "docs" / "demo.md"}
+FILES = {"README.md": REPO / "README.md", "docs/demo.md": REPO / "docs" / "demo.md",
+         "docs/calibration.md": REPO / "docs" / "calibration.md"}
+PREFIXES = {"README.md": "readme", "docs/demo.md": "demo", "docs/calibration.md": "calibration"}
 IMAGE = REPO / "docs" / "img" / "demo_overview.png"
 NUMBERS_KEY = "sim2real-eval demo numbers"
 REGION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)", re.S)
@@ -274,6 +277,20 @@ def real_fitted(d: dict) -> str:
     return markdown_table(COMPARISON_HEADER, fitted_rows(*studies(d)))
 
 
+def calibration_fit(d: dict) -> str:
+    """docs/calibration.md's record of ``fit`` in the demo: the fitted variant against every other variant
+    of the GPS study on the scored windows (paired), and the floor."""
+    from sim2real_eval.report.tables import markdown_table
+    from sim2real_eval.studies.real_sample import COMPARISON_HEADER, FITTED, comparison_rows
+
+    gps = studies(d)[0]
+    rows = [row for row in comparison_rows(gps, (FITTED,)) if row[0] == FITTED]
+    return (f"`demo --real-sample` as shipped (fit on the held-out windows 0–"
+            f"{d['record']['held_out_windows'] - 1}, scored on the K = {d['record']['k']} others):\n\n"
+            + markdown_table(COMPARISON_HEADER, rows) + "\n\n" + real_floor_sentence(d) + "  "
+            + real_rule_note(gps))
+
+
 def real_sensitivity(d: dict) -> str:
     from sim2real_eval.report.tables import markdown_table
     from sim2real_eval.studies.real_sample import sensitivity_rows
@@ -381,7 +398,8 @@ def render_real(d: dict) -> dict:
             "demo-real-verdicts": real_verdicts(d) + "\n\n" + real_floor_sentence(d),
             "demo-real-fitted": real_fitted(d) + "\n\n" + real_rule_note(studies(d)[0]),
             "demo-real-sensitivity": real_sensitivity(d),
-            "demo-real-run-means": real_run_means(d)}
+            "demo-real-run-means": real_run_means(d),
+            "calibration-fit-real": calibration_fit(d)}
 
 
 # -------------------------------------------------------------------------------------- regions
@@ -469,8 +487,7 @@ def main() -> int:
             return 1 if found else 0
         for name, path in FILES.items():
             text = path.read_text(encoding="utf-8")
-            missing = [r for r in blocks if r.startswith("readme" if name == "README.md" else "demo")
-                       and r not in regions(text)]
+            missing = [r for r in blocks if r.startswith(PREFIXES[name]) and r not in regions(text)]
             if missing:
                 print(f"{name}: no region {', '.join(missing)} "
                       "(add <!-- generated: NAME --> … <!-- end: NAME -->)")

@@ -7,6 +7,7 @@ held-out VEPD must lie within the judge-noise floor, and the presets it writes m
 nodes and sensors.launch.py take."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -161,7 +162,9 @@ def test_the_record_holds_folds_budget_seed_and_the_identification_rule(fitted):
     assert "0.15" in record["identification_rule"]
     assert {row["name"] for row in record["parameters"]} == set(fitmod.PARAMS)
     rows = (out / "trials.csv").read_text().splitlines()
-    assert rows[0].startswith("fold,trial,state,vepd") and len(rows) == 1 + 2 * (1 + 6)
+    # two folds and the final search on every run, each: the start row and 6 trials (the budget, also
+    # the number of enqueued points: the calibrated start and demo.yaml's five presets)
+    assert rows[0].startswith("fold,trial,state,vepd") and len(rows) == 1 + 3 * (1 + 6)
     marker = load_yaml(out / ".sim2real-eval.json")
     assert marker["command"] == "fit" and set(marker["files"]) == set(fitmod.OUTPUT_FILES)
 
@@ -300,3 +303,122 @@ def test_missing_drive_and_occupied_out(tmp_path, capsys):
     assert "not an output of sim2real-eval fit" in err and (occupied / "notes.txt").read_text() == "keep"
     assert main(["fit", str(tmp_path / "drive"), "--out", str(tmp_path / "drive" / "o")]) == 2  # inside DRIVE
     assert "an output must not overlap an input" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # the module's fit: ~20 s once
+def test_the_start_and_every_preset_are_the_first_trials_of_each_search(fitted):
+    """Trials 0 … 5 of every search are the calibrated start and demo.yaml's GPS study's presets, in that
+    order, so the search cannot end worse than any of them on its fit runs."""
+    import csv
+
+    out, record = fitted
+    presets = list(load_yaml(Path(__file__).resolve().parents[1] / "config" / "studies" / "demo.yaml")
+                   ["gps_study"]["gps"])
+    assert record["initial_trials"] == ["calibrated", *presets]
+    rows = list(csv.DictReader((out / "trials.csv").read_text().splitlines()))
+    for label in ("1", "2", "all"):
+        mine = [r for r in rows if r["fold"] == label]
+        start, trials = mine[0], sorted(mine[1:], key=lambda r: int(r["trial"]))
+        assert [r["enqueued"] for r in trials] == ["calibrated", *presets]
+        assert all(trials[0][n] == start[n] for n in fitmod.PARAMS)  # trial 0 is the calibrated start
+        best = min(float(r["vepd"]) for r in trials if r["vepd"])
+        search = record["refit"]["search"] if label == "all" else record["folds"][int(label) - 1]["search"]
+        assert search["best_vepd"] <= best + 1e-12  # never worse than the start or a preset
+
+
+@pytest.mark.slow  # the module's fit: ~20 s once
+def test_the_fitted_pair_is_the_refit_on_every_run_and_its_shortfall_is_written(fitted):
+    out, record = fitted
+    assert record["refit"]["fit_runs"] == record["provenance"]["runs"]
+    for row in record["parameters"]:
+        assert row["fitted"] == record["refit"]["values"][row["name"]]
+    assert "final" in record["design"] and "estimates the held-out VEPD" in record["design"]
+    gap = record["shortfall"]
+    assert gap["vepd"]["variant"] == "fitted"
+    assert gap["vepd"]["VEPD"] == pytest.approx(record["held_out_pooled"]["variants"]["fitted"]["VEPD"])
+    assert set(gap["gps"]) == {"east", "north", "up"} and (out / "shortfall.png").stat().st_size > 10_000
+    heading = "## Why the model falls short: fitted GPS + fitted IMU"
+    assert (out / "shortfall.md").read_text().startswith(heading)
+
+
+@pytest.mark.slow  # a second fit, 4 runs, budget 1: ~30 s
+def test_runs_outside_runs_are_never_read(tmp_path):
+    """--runs 0:4 (the demo's held-out windows are passed the same way): runs 4 and 5 appear nowhere —
+    not in a fold, not in the final search, not in the shortfall."""
+    runs = write_truth_drives(tmp_path / "truth")
+    out = tmp_path / "out"
+    assert main(["fit", str(runs), "--config", "demo.yaml", "--runs", "0:4", "--budget", "1", "--seeds", "1",
+                 "--out", str(out), "--no-progress"]) == 0
+    record = load_yaml(out / "fit.yaml")
+    assert [Path(r).name for r in record["refit"]["fit_runs"]] == [f"run_{k:02d}" for k in range(4)]
+    text = "".join((out / name).read_text() for name in ("fit.yaml", "trials.csv", "shortfall.json"))
+    assert "run_04" not in text and "run_05" not in text and "run_03" in text
+
+
+# ------------------------------------------------------------------------------------ presets as points
+def test_white_plus_markov_recovers_a_known_process():
+    """White σ 0.1 plus a first-order Gauss–Markov part (stationary σ 0.2, φ = 0.9 at dt 0.1 s: τ 0.949 s),
+    200 000 samples: the lag-0…2 autocovariances give each within a few %."""
+    rng = np.random.default_rng(3)
+    n, phi, g, w = 200_000, 0.9, 0.2, 0.1
+    drive = rng.normal(0.0, g * math.sqrt(1 - phi**2), (n, 2))
+    markov = np.zeros((n, 2))
+    markov[0] = rng.normal(0.0, g, 2)
+    for k in range(1, n):
+        markov[k] = phi * markov[k - 1] + drive[k]
+    white, gm, tau = fitmod._white_plus_markov(markov + rng.normal(0.0, w, (n, 2)), 0.1)
+    assert white == pytest.approx(w, rel=0.06) and gm == pytest.approx(g, rel=0.03)
+    assert tau == pytest.approx(-0.1 / math.log(phi), rel=0.05)
+    white, gm, tau = fitmod._white_plus_markov(rng.normal(0.0, 0.3, (5000, 2)), 0.1)
+    assert white == pytest.approx(0.3, rel=0.05) and gm is None and tau is None
+
+
+def _start():
+    params = tuple(fitmod.FitParam(n, "", "diagonal", 0.0, 1.0, False, fitmod.COVARIANCE_MODELS)
+                   if n == "gps_covariance_model"
+                   else fitmod.FitParam(n, "", 0.5, 0.1, 1.0, n != "gps_stamp_lag") for n in fitmod.PARAMS)
+    return fitmod.FitStart({}, {}, params, 0.1, 2.0)
+
+
+def test_presets_map_into_the_searched_families():
+    """car_gauss: white 0.15 m, no Gauss–Markov part, zero covariance; car_airsim: no error, reported σ
+    epe·H∞ = 3.0·0.85 m; car_mems as it is."""
+    start = _start()
+    gauss = fitmod.preset_point("car_gauss", "car_mems", start)
+    assert gauss["gps_white_sigma_h"] == pytest.approx(0.15, rel=0.02)
+    assert gauss["gps_gm_sigma_h"] == fitmod.NONE_SIGMA and gauss["gps_covariance_model"] == "zeros"
+    assert gauss["gps_stamp_lag"] == 0.0 and gauss["gps_stamp_jitter"] == 0.0
+    assert gauss["imu_accel_sigma_xy"] == 0.0177 and gauss["imu_gyro_sigma"] == 0.0012
+    assert gauss["imu_accel_b0"] == 0.003 and gauss["imu_t_b"] == 10.0 and gauss["imu_accel_bias_x"] == 0.0
+    airsim = fitmod.preset_point("car_airsim", "car_mems", start)
+    assert airsim["gps_white_sigma_h"] == fitmod.NONE_SIGMA == airsim["gps_gm_sigma_h"]
+    assert airsim["gps_covariance_model"] == "diagonal"
+    assert airsim["gps_covariance_sigma_h"] == pytest.approx(3.0 * 0.85)
+    wide = fitmod.with_points(start, [gauss, airsim])
+    by = {p.name: p for p in wide.params}
+    assert by["gps_covariance_sigma_h"].high == pytest.approx(2.55) and by["gps_white_sigma_h"].low == 1e-3
+    assert by["imu_accel_sigma_xy"].low == 0.0177 and by["imu_t_b"].high == 10.0
+    assert by["gps_stamp_lag"].low == 0.0  # linear: widened to the presets' 0
+    assert fitmod.clipped(start, gauss)["imu_t_b"] == 1.0  # inside the narrower range
+    pair = fitmod.build_pair(_full_start(), gauss)
+    assert pair["gps"]["covariance"] == {"model": "zeros"}
+
+
+def _full_start():
+    gps = {"rate": 10.0, "stamp_lag": 0.0, "stamp_jitter": 0.0, "covariance": {"model": "zeros"},
+           "position_noise": {"model": "gauss_markov", "form": "gz", "offset": [0, 0, 0],
+                              "sigma": [0, 0, 0.2], "bias_sigma": [0, 0, 0], "tau": 1.0,
+                              "initial_bias": "stationary"}}
+    imu = {"accelerometer": {"sigma": [0.1, 0.1, 0.3], "mean": [0, 0.1, 0.2], "b0": 0, "t_b": 1},
+           "gyroscope": {"sigma": [0.01] * 3, "mean": [0.01, 0.02, 0], "b0": 0, "t_b": 1}}
+    return dataclasses.replace(_start(), gps=gps, imu=imu)
+
+
+def test_a_categorical_parameter_in_the_identification_rule():
+    params = _start().params
+    values = {p.name: p.start for p in params}
+    rows, fitted = fitmod.summarise_parameters([_Fold(values, params),
+                                                _Fold(dict(values, gps_covariance_model="zeros"), params)])
+    row = next(r for r in rows if r["name"] == "gps_covariance_model")
+    assert row["spread_of_range"] == 1.0 and not row["identified"] and row["scale"] == "categorical"
+    assert fitted["gps_covariance_model"] == "diagonal"  # a tie: the first fold's

@@ -42,6 +42,7 @@ def test_every_generated_region_exists():
                                      "demo-real-design", "demo-real-verdicts", "demo-real-fitted",
                                      "demo-real-sensitivity", "demo-real-run-means", "demo-degraded-gnss",
                                      "judges-synthetic", "judges-real"}  # judges-*: benchmarks/judge_table.py
+    assert found["docs/calibration.md"] == {"calibration-fit-real"}
     assert script.png_numbers(script.IMAGE), "docs/img/demo_overview.png carries no numbers: regenerate it"
 
 
@@ -74,7 +75,7 @@ def test_readme_and_docs_real_study_numbers_are_what_the_real_sample_gives(real_
     blocks = script.render_real(script.load_real(real_sample_demo))
     assert set(blocks) == {"readme-real-sample", "demo-real-heading", "demo-real-design",
                            "demo-real-verdicts", "demo-real-fitted", "demo-real-sensitivity",
-                           "demo-real-run-means"}
+                           "demo-real-run-means", "calibration-fit-real"}
     stale = script.differences(blocks, None)
     assert not stale, (f"stale numbers in {', '.join(stale)}: `sim2real-eval demo --real-sample` gives other "
                        "numbers now; run `python benchmarks/make_readme_numbers.py --only real` and commit "

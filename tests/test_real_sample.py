@@ -40,7 +40,8 @@ def test_real_sample_writes_the_report_from_the_raw_segment(real_sample_demo):
                  "real_sample/calibration/gps_error.png", "real_sample/tune/best.yaml",
                  "real_sample/tune/trials.csv", "real_sample/tune/convergence.png",
                  "real_sample/shortfall/shortfall.png", "real_sample/shortfall/shortfall.md",
-                 "real_sample/shortfall/shortfall.json"):
+                 "real_sample/shortfall/shortfall.json", "real_sample/shortfall_fitted/shortfall.md",
+                 "real_sample/shortfall_fitted/shortfall.png", "real_sample/shortfall_fitted/shortfall.json"):
         assert (out / name).is_file(), name
     assert not (out / "real_sample" / "tune" / ".sim2real-eval.json").exists()  # the demo's, not tune's
     windows = sorted(p.name for p in (out / "imported" / "windows" / "highway").iterdir())
@@ -117,12 +118,18 @@ def test_the_report_says_what_the_floor_can_and_cannot_separate(real_sample_demo
         assert text in page and text in markdown   # every page saying "separable" states the rule
     assert page.index("The real sample") < page.index("Table I")
     # the closest preset's shortfall against the real sensors (calibrate/shortfall.py): its VEPD split
-    closest = min((v for v in gps if v not in ("calibrated", "tuned")), key=lambda v: gps[v]["VEPD"])
+    closest = min((v for v in gps if v not in ("calibrated", "tuned", "fitted")),
+                  key=lambda v: gps[v]["VEPD"])
     split = record["shortfall"]["vepd"]
     assert split["variant"] == closest and split["VEPD"] == gps[closest]["VEPD"]
     assert split["W1_half"] + split["W2_half"] == pytest.approx(split["VEPD"])
     assert record["shortfall"]["differs"]   # the presets do not reproduce the phone's IMU residual
     title = f"Why the model falls short: {closest} + car_mems against the real sensors"
+    assert title in page and title in markdown
+    # and the fitted variant's (issue 31: what the fitted families miss), its VEPD split from the study
+    fitted = record["shortfall_fitted"]["vepd"]
+    assert fitted["variant"] == "fitted" and fitted["VEPD"] == gps["fitted"]["VEPD"]
+    title = "Why the model falls short: fitted GPS + fitted IMU against the real sensors"
     assert title in page and title in markdown
     summary = json.loads((out / "demo.json").read_text())
     assert summary["real_sample"]["k"] == 6 and summary["wall_time_s"]["real_sample"] > 0

@@ -77,3 +77,20 @@ def test_tune_without_optuna_is_one_line(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "pip install 'sim2real_eval[all]'" in err, err
     assert not (tmp_path / "tuned").exists()
+
+
+def test_a_categorical_range_sets_its_choice_and_searches_as_optuna_categorical():
+    """``fit``'s reported-covariance model: a choice, not a number (apply_params keeps the string; the
+    search's distribution is Optuna's categorical one over the choices)."""
+    from optuna.distributions import CategoricalDistribution
+
+    from sim2real_eval.studies.tune import _distributions
+    from sim2real_eval.studies.tune_params import ParamRange
+
+    choice = ParamRange("cov", ("gps", "covariance", "model"), 0.0, 1.0, choices=("diagonal", "zeros"))
+    models = {"gps": {"covariance": {"model": "diagonal"}}, "imu": {}}
+    assert apply_params(models, [choice], {"gps.covariance.model": "zeros"})["gps"]["covariance"] == {
+        "model": "zeros"}
+    assert models["gps"]["covariance"]["model"] == "diagonal"  # a copy
+    expected = CategoricalDistribution(["diagonal", "zeros"])
+    assert _distributions([choice]) == {"gps.covariance.model": expected}

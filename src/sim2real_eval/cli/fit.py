@@ -9,7 +9,7 @@ from ..errors import UserError
 from .validators import integer
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): --out must be new, empty or an earlier fit output (its "
-           "marker .sim2real-eval.json and nothing but its four files with the SHA-256 it records; replaced "
+           "marker .sim2real-eval.json and nothing but its files with the SHA-256 it records; replaced "
            "when the fit is done); any other folder is refused unless --overwrite, which replaces it "
            "atomically; --storage must be a new file or an Optuna SQLite storage, outside DRIVE and --out.")
 
@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the drive's windows: an import folder (`sim2real-eval import --window`: "
                              "DIR/<scenario>/run_<kk>/) or a folder of real bags of one scenario, in order")
     parser.add_argument("--out", required=True,
-                        help="output folder: fit_gps.yaml, fit_imu.yaml (presets), fit.yaml, trials.csv")
+                        help="output folder: fit_gps.yaml, fit_imu.yaml (presets), fit.yaml, trials.csv, "
+                             "shortfall.md/.json/.png")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --out that is not a fit output, once the fit is done")
     parser.add_argument("--config", default="demo_car.yaml",
@@ -82,5 +83,5 @@ def run(args) -> int:
     write_outputs(result, out, overwrite=True)
     print("\n".join(summary_lines(result)))
     print(f"wrote {out}/fit_gps.yaml, fit_imu.yaml (presets: gps_model:=, imu_model:= of sensors.launch.py), "
-          "fit.yaml, trials.csv")
+          "fit.yaml, trials.csv, shortfall.md/.json/.png")
     return 0

@@ -9,33 +9,40 @@ For fold f:
 1. **Start** — ``calibrate --truth`` (``calibrate.drive``) on the fit windows (every block but f, their
    data joined in time order): the GPS error (white σ, Gauss–Markov σ and τ, bias, stamp lag and jitter,
    the receiver's covariance) and the IMU − truth residual (Chrono drift σ, b0, t_b, constant bias).
-   These are the initial values; the search ranges are set around them (``parameter_space``).
+   These are the initial values; the search ranges are set around them (``start_point``), then widened
+   to hold every compared preset mapped into the searched families (``preset_point``, ``with_points``).
 2. **Search** — Optuna TPE (``studies.tune.search``: ask/tell, SQLite storage, local processes or Ray)
    over the searched parameters; one trial replays every fit window with the candidate pair driven by
    the window's ground truth, judged like the real window, ``seeds`` times with fixed independent noise
    streams (common random numbers: the same streams in every trial, so trials differ by their parameters,
-   not by their draw), and its objective is the mean VEPD over those seeds.  The calibrated start is the
-   baseline trial; a search that does not beat it keeps it.
+   not by their draw), and its objective is the mean VEPD over those seeds.  Trials 0 … n are enqueued:
+   the calibrated start, then every preset (so no search ends worse than any of them on its fit runs).
 3. **Validation** — the fold's best pair, the calibrated start and every preset of the demo file's GPS
    study are replayed on the fold's own block (never seen by 1–2) with the real runs judged again with
    random judge timing (the judge-noise floor); VEPD with its bootstrap interval, each preset against
    the fitted pair paired by window.
 
 The held-out VEPD of all folds together (every window judged with the pair fitted without it) is the
-cross-validated estimate.  The fitted pair written out takes each parameter's median over the folds
-(geometric median on log ranges).  A parameter whose fold values spread over more than ``SPREAD_LIMIT``
-of its search range (in the range's own scale: log10 for log ranges) is "not identified by this data"
-(``identified``): for a parameter the data does not constrain, each fold's value is an arbitrary point of
-the range, and two such points fall within 15 % of the range of each other with probability
-1 − 0.85² = 28 % (3 folds: 6 %, 4 folds: 1 %); a parameter the data pins down lands in the same place.
+cross-validated estimate.
+
+4. **The fitted pair** — a final search (1–2) on every run given: cross-validation only estimates the
+   held-out error of this procedure and tells which parameters the data identifies (``DESIGN``).
+5. **Shortfall** — ``calibrate.shortfall`` of the fitted pair on every run (``fitted_shortfall``): what
+   its families miss, with the cross-validated VEPD split.
+
+A parameter whose fold values spread over more than ``SPREAD_LIMIT`` of its search range (in the range's
+own scale: log10 for log ranges) is "not identified by this data" (``identified``): for a parameter the
+data does not constrain, each fold's value is an arbitrary point of the range, and two such points fall
+within 15 % of the range of each other with probability 1 − 0.85² = 28 % (3 folds: 6 %, 4 folds: 1 %);
+a parameter the data pins down lands in the same place.
 
 Searched (``PARAMS``): GPS white σ and Gauss–Markov σ (horizontal, east and north equal), τ (one for
-every axis: the model has one), stamp lag and jitter, reported horizontal covariance σ; IMU
-accelerometer white σ (x and y) and gyroscope white σ (every axis), bias instability b0 of both and
-their drift time t_b, constant accelerometer x and gyroscope z bias.  Kept at the calibrated values:
-the vertical (the car and ART judges run in 2-D mode: nothing vertical reaches the VEPD), the east and
-north offsets, the other constant biases and the accelerometer z σ (their effect on a 2-D judge is a
-rotation away from the searched ones).
+every axis: the model has one), stamp lag and jitter, reported covariance (``diagonal`` or ``zeros``,
+categorical) and its horizontal σ; IMU accelerometer white σ (x and y) and gyroscope white σ (every
+axis), bias instability b0 of both and their drift time t_b, constant accelerometer x and gyroscope z
+bias. Kept at the calibrated values: the vertical (the car and ART judges run in 2-D mode: nothing
+vertical reaches the VEPD), the east and north offsets, the other constant biases and the accelerometer z
+σ (their effect on a 2-D judge is a rotation away from the searched ones).
 """
 from __future__ import annotations
 
@@ -64,13 +71,22 @@ from .tune import (
 from .tune_params import ParamRange
 
 COMMAND = "fit"
-OUTPUT_FILES = ("fit_gps.yaml", "fit_imu.yaml", "fit.yaml", "trials.csv")
+OUTPUT_FILES = ("fit_gps.yaml", "fit_imu.yaml", "fit.yaml", "trials.csv", "shortfall.png", "shortfall.md",
+                "shortfall.json")
 FITTED, START = "fitted", "calibrated"
 DEFAULT_BUDGET = 40      # trials per fold (docs/calibration.md: ~1 min per fold on the shipped segment)
 DEFAULT_SEEDS = 3        # noise draws averaged per trial
 DEFAULT_FOLDS = 2
 SPREAD_LIMIT = 0.15      # fold spread / search range above which a parameter is not identified
 MIN_RUNS_PER_BLOCK = 2   # W1/W2 need two runs on each side
+COVARIANCE_MODELS = ("diagonal", "zeros")
+NONE_SIGMA = 1e-3        # m: a GPS error part a preset does not have, on the log ranges (1 mm: nothing at
+                         # the 0.1–1 m a car receiver errs by)
+DESIGN = ("cross-validation estimates the held-out VEPD and tells which parameters this data identifies "
+          "(each fold searched on its fit blocks, judged on its own block); the fitted pair is a final "
+          "search on every run given, started like each fold's from calibrate --truth, the calibrated start "
+          "and every compared preset enqueued as its first trials")
+PRESET_DRAW_S = 2000.0   # s of a preset's GPS error drawn to map it into the searched families
 
 
 # ------------------------------------------------------------------------------------ parameters
@@ -80,21 +96,25 @@ class FitParam:
 
     name: str
     unit: str
-    start: float
+    start: Any              # a number, or one of ``choices``
     low: float
     high: float
     log: bool
+    choices: tuple = ()     # a categorical parameter: its values (low/high unused)
 
-    def position(self, value: float) -> float:
-        """``value`` as a fraction of the range (log10 scale on log ranges)."""
+    def position(self, value) -> float:
+        """``value`` as a fraction of the range (log10 scale on log ranges; a choice's index over the
+        last index on a categorical one)."""
+        if self.choices:
+            return self.choices.index(value) / max(1, len(self.choices) - 1)
         if self.log:
             return (math.log10(value) - math.log10(self.low)) / (math.log10(self.high) - math.log10(self.low))
         return (value - self.low) / (self.high - self.low)
 
 
 PARAMS = ("gps_white_sigma_h", "gps_gm_sigma_h", "gps_gm_tau", "gps_stamp_lag", "gps_stamp_jitter",
-          "gps_covariance_sigma_h", "imu_accel_sigma_xy", "imu_gyro_sigma", "imu_accel_b0", "imu_gyro_b0",
-          "imu_t_b", "imu_accel_bias_x", "imu_gyro_bias_z")
+          "gps_covariance_sigma_h", "gps_covariance_model", "imu_accel_sigma_xy", "imu_gyro_sigma",
+          "imu_accel_b0", "imu_gyro_b0", "imu_t_b", "imu_accel_bias_x", "imu_gyro_bias_z")
 
 
 def _log_range(name: str, unit: str, start: float, floor: float, factor: float = 10.0,
@@ -162,6 +182,8 @@ def start_point(calibration) -> FitStart:
                       max(0.25, 2.0 * float(gps_preset["stamp_lag"]))),
         _linear_range("gps_stamp_jitter", "s", float(gps_preset["stamp_jitter"]), 0.0, 0.45 * period),
         _log_range("gps_covariance_sigma_h", "m", cov_h, 0.01),
+        # reported covariance: the receiver's σ (diagonal) or none (zeros, type UNKNOWN, as car_gauss)
+        FitParam("gps_covariance_model", "", "diagonal", 0.0, 1.0, False, COVARIANCE_MODELS),
         _log_range("imu_accel_sigma_xy", "m/s²", _mean(accel["sigma"]), 1e-3),
         _log_range("imu_gyro_sigma", "rad/s", float(gyro["sigma"][2]), 1e-4),
         _log_range("imu_accel_b0", "m/s²", float(accel["b0"]), 1e-3),
@@ -183,7 +205,7 @@ def build_pair(start: FitStart, values: dict) -> dict:
     """{"gps": spec, "imu": spec} of the searched ``values`` (by ``PARAMS`` name) on the calibrated
     rest of ``start``."""
     v = {p.name: p.start for p in start.params}
-    v.update({name: float(value) for name, value in values.items()})
+    v.update({name: value if isinstance(value, str) else float(value) for name, value in values.items()})
     gps, imu = copy.deepcopy(start.gps), copy.deepcopy(start.imu)
     tau = v["gps_gm_tau"]
     noise = gps["position_noise"]
@@ -194,8 +216,11 @@ def build_pair(start: FitStart, values: dict) -> dict:
     gps["stamp_lag"] = v["gps_stamp_lag"]
     gps["stamp_jitter"] = v["gps_stamp_jitter"]
     h = v["gps_covariance_sigma_h"]
-    gps["covariance"] = {"model": "diagonal", "sigma": [h, h, h * start.covariance_ratio],
-                         "type": (start.gps.get("covariance") or {}).get("type", "approximated")}
+    if v.get("gps_covariance_model", "diagonal") == "zeros":
+        gps["covariance"] = {"model": "zeros"}
+    else:
+        gps["covariance"] = {"model": "diagonal", "sigma": [h, h, h * start.covariance_ratio],
+                             "type": (start.gps.get("covariance") or {}).get("type", "approximated")}
     accel, gyro = imu["accelerometer"], imu["gyroscope"]
     accel["sigma"] = [v["imu_accel_sigma_xy"], v["imu_accel_sigma_xy"], float(accel["sigma"][2])]
     gyro["sigma"] = [v["imu_gyro_sigma"]] * 3
@@ -204,6 +229,84 @@ def build_pair(start: FitStart, values: dict) -> dict:
     accel["mean"] = [v["imu_accel_bias_x"], *[float(m) for m in accel["mean"][1:]]]
     gyro["mean"] = [*[float(m) for m in gyro["mean"][:2]], v["imu_gyro_bias_z"]]
     return {"gps": gps, "imu": imu}
+
+
+# ------------------------------------------------------------------------------------ presets as points
+def _white_plus_markov(error: np.ndarray, dt: float) -> tuple:
+    """(white σ, Gauss–Markov stationary σ, τ) of a white + first-order Gauss–Markov process with the
+    lag-0, 1 and 2 autocovariance of ``error`` (samples, axes; averaged over the axes): c_k = g²·φ^k for
+    k ≥ 1, so φ = c2/c1, g² = c1/φ, white² = c0 − g², τ = −dt/ln φ; (σ, None, None) when the error is
+    white (ρ(1) < 0.05)."""
+    e = error - error.mean(axis=0)
+    c = [float(np.mean(e[k:] * e[:len(e) - k])) for k in range(3)]
+    if c[0] <= 0.0 or c[1] < 0.05 * c[0] or c[2] <= 0.0:
+        return math.sqrt(max(c[0], 0.0)), None, None
+    phi = min(c[2] / c[1], 0.9999)
+    markov = min(c[1] / phi, c[0])
+    return math.sqrt(c[0] - markov), math.sqrt(markov), -dt / math.log(phi)
+
+
+def preset_point(gps_spec, imu_spec, start: FitStart) -> dict:
+    """A preset pair as a point of ``PARAMS`` (the searched families, around ``start``'s kept values):
+    the GPS error of any position-noise model as white + Gauss–Markov with the same first three
+    autocovariances (``_white_plus_markov`` of ``PRESET_DRAW_S`` s drawn at the preset's rate with a
+    fixed stream: exact for gaussian and gauss_markov, the nearest such process for a random walk), a part
+    it lacks at ``NONE_SIGMA``; its stamp lag and jitter; its reported covariance's horizontal σ once
+    settled (an HDOP model: epe·H∞), or ``zeros``; an IMU of the chrono_drift family as it is (another
+    family keeps ``start``'s IMU values)."""
+    from ..models.base import resolve_spec
+    from ..models.gps import load_gps_model
+
+    gps = load_gps_model(gps_spec, np.random.SeedSequence(0))
+    dt = 1.0 / float(gps.rate)
+    n = int(PRESET_DRAW_S / dt)
+    error = gps.noise.apply(np.zeros((n, 3)), np.full(n, dt))[:, :2]
+    white, markov, tau = _white_plus_markov(error, dt)
+    values = dict(start.values)
+    values.update(gps_white_sigma_h=max(white, NONE_SIGMA), gps_gm_sigma_h=max(markov or 0.0, NONE_SIGMA),
+                  gps_stamp_lag=float(gps.stamp_lag), gps_stamp_jitter=float(gps.stamp_jitter))
+    if tau is not None:
+        values["gps_gm_tau"] = tau
+    steps = 600  # a minute at 10 Hz: an HDOP low-pass has settled
+    cov = gps.covariance.apply(np.full(steps, dt), np.arange(steps) * dt)[0][-1]
+    sigma = math.sqrt(0.5 * (float(cov[0]) + float(cov[4])))
+    values["gps_covariance_model"] = "diagonal" if sigma > 0.0 else "zeros"
+    if sigma > 0.0:
+        values["gps_covariance_sigma_h"] = sigma
+    imu, _source = resolve_spec(imu_spec, "imu", {})
+    accel, gyro = imu.get("accelerometer") or {}, imu.get("gyroscope") or {}
+    if accel.get("model") == "chrono_drift" and gyro.get("model") == "chrono_drift":
+        values.update(imu_accel_sigma_xy=_mean(accel["sigma"]), imu_gyro_sigma=float(gyro["sigma"][2]),
+                      imu_accel_b0=float(accel.get("b0", 0.0)), imu_gyro_b0=float(gyro.get("b0", 0.0)),
+                      imu_t_b=float(accel.get("t_b", values["imu_t_b"])),
+                      imu_accel_bias_x=float((accel.get("mean") or [0.0])[0]),
+                      imu_gyro_bias_z=float((gyro.get("mean") or [0.0, 0.0, 0.0])[2]))
+    return values
+
+
+def with_points(start: FitStart, points: list) -> FitStart:
+    """``start`` with every numeric range widened to hold ``points`` (the presets: the search can then
+    start from each of them); a log range's zero values are lifted to its low end."""
+    params = []
+    for p in start.params:
+        if p.choices:
+            params.append(p)
+            continue
+        values = [float(point[p.name]) for point in points]
+        if p.log:
+            values = [v for v in values if v > 0.0]
+        low, high = min([p.low, *values]), max([p.high, *values])
+        params.append(dataclasses.replace(p, low=low, high=high))
+    return dataclasses.replace(start, params=tuple(params))
+
+
+def clipped(start: FitStart, values: dict) -> dict:
+    """``values`` inside ``start``'s ranges (a log range's 0 → its low end)."""
+    out = dict(values)
+    for p in start.params:
+        if not p.choices:
+            out[p.name] = float(min(max(float(values[p.name]), p.low), p.high))
+    return out
 
 
 # ------------------------------------------------------------------------------------ folds
@@ -459,6 +562,7 @@ class FoldResult:
     validation: dict         # result_table of its block
     records: list = field(default_factory=list)   # its block's scored runs (metrics.RunRecord)
     draws: list = field(default_factory=list)     # its block's noise-floor draws
+    points: dict = field(default_factory=dict)    # the enqueued first trials ({name: values}, in order)
 
 
 @dataclass
@@ -475,55 +579,110 @@ class FitResult:
     wall_seconds: float
     executor: str
     trials: list = field(default_factory=list)   # (fold, TrialResult)
+    final: Any = None        # FoldResult of the refit on every run (no validation block)
+    shortfall: Any = None    # calibrate.shortfall.Shortfall of the fitted pair on every run
 
 
-def summarise_parameters(folds: list) -> tuple:
-    """(per-parameter rows, fitted values): the fold values, their median (geometric on log ranges), the
-    spread (max − min) as a fraction of the search range, identified = spread ≤ ``SPREAD_LIMIT``."""
+def _agreed(params: list, values: list):
+    """The folds' common value of a parameter: the median (geometric on log ranges), on a categorical one
+    the most frequent choice (the first fold's on a tie)."""
+    if params[0].choices:
+        return max(values, key=lambda v: (values.count(v), -values.index(v)))
+    if params[0].log:
+        return float(np.exp(np.median(np.log(values))))
+    return float(np.median(values))
+
+
+def summarise_parameters(folds: list, final=None) -> tuple:
+    """(per-parameter rows, fitted values): the fold values, their median (geometric on log ranges; the
+    most frequent choice on a categorical one), the spread (max − min) as a fraction of the search range,
+    identified = spread ≤ ``SPREAD_LIMIT``.  The fitted value is ``final``'s (the refit on every run)
+    when given, else the median."""
     rows, fitted = [], {}
     for i, name in enumerate(PARAMS):
         params = [fold.start.params[i] for fold in folds]
-        values = [float(fold.values[name]) for fold in folds]
-        log = params[0].log
-        value = float(np.exp(np.median(np.log(values)))) if log else float(np.median(values))
+        values = [fold.values[name] if params[0].choices else float(fold.values[name]) for fold in folds]
+        median = _agreed(params, values)
         positions = [p.position(v) for p, v in zip(params, values)]
         spread = float(max(positions) - min(positions))
+        value = median if final is None else final.values[name]
         fitted[name] = value
-        rows.append({"name": name, "unit": params[0].unit, "folds": values, "fitted": value,
-                     "start": [p.start for p in params], "range": [[p.low, p.high] for p in params],
-                     "scale": "log" if log else "linear", "spread_of_range": spread,
-                     "identified": spread <= SPREAD_LIMIT})
+        row = {"name": name, "unit": params[0].unit, "folds": values, "median_over_folds": median,
+               "fitted": value, "start": [p.start for p in params],
+               "range": [list(p.choices) if p.choices else [p.low, p.high] for p in params],
+               "scale": "categorical" if params[0].choices else "log" if params[0].log else "linear",
+               "spread_of_range": spread, "identified": spread <= SPREAD_LIMIT}
+        if final is not None:
+            p = final.start.params[i]
+            row.update(refit_start=p.start, refit_range=list(p.choices) if p.choices else [p.low, p.high])
+        rows.append(row)
     return rows, fitted
 
 
 def _param_ranges(start: FitStart) -> tuple:
-    return tuple(ParamRange(p.name, ("fit", p.name), p.low, p.high, p.log) for p in start.params)
+    return tuple(ParamRange(p.name, ("fit", p.name), p.low, p.high, p.log, p.choices) for p in start.params)
+
+
+@dataclass
+class Searched:
+    """One search (a fold's fit runs, or every run for the final pair): its start, the points enqueued
+    first, the search and its best values."""
+
+    start: FitStart
+    points: dict             # {START or preset name: values}, enqueued as trials 0 … n−1 in this order
+    search: Any              # tune.TuneResult
+    values: dict             # the best values (all PARAMS)
+
+
+def search_runs(name: str, fit_bags: list, setup: FitSetup, budget: int, seeds: int, seed: int,
+                storage: str | None, ray_address: str | None, workers: int, progress: bool,
+                progress_label: str) -> Searched:
+    """Calibrate on ``fit_bags``, map the presets into the searched families, widen the ranges to hold them,
+    enqueue the start and the presets as the first trials, search (module docstring, 1–2)."""
+    from ..metrics.options import ScoreOptions
+
+    start = start_point(calibrate_runs(fit_bags, setup))
+    mapped = {preset: preset_point(gps, imu, start) for preset, gps, imu in setup.presets}
+    start = with_points(start, list(mapped.values()))
+    points = {START: start.values, **{preset: clipped(start, v) for preset, v in mapped.items()}}
+    options = ScoreOptions(bootstrap=0, permutations=0, warmup_s=setup.judge.warmup_s,
+                           exclude_scenarios=()).validate()
+    trials = FoldTrials(name, tuple(fit_bags), setup.judge, setup.seed, setup.ground_truth_rate,
+                        start=start, seeds=seeds, static_tfs_by_layout=setup.static_tfs_by_layout)
+    models = {"gps": start.gps, "imu": start.imu, "fit": start.values}
+    context = TrialContext(trials, trials.scenarios, models, _param_ranges(start),
+                           trials.real_records(options), OBJECTIVE_COMBINED, options)
+    initial = tuple({f"fit.{k}": v for k, v in point.items()} for point in points.values())
+    found = search(context, name, START, budget, storage=storage, ray_address=ray_address, workers=workers,
+                   seed=seed, progress=progress, real_label=", ".join(b.path for b in fit_bags),
+                   progress_label=progress_label, initial=initial)
+    values = dict(start.values)
+    values.update({key.split(".", 1)[1]: v if isinstance(v, str) else float(v)
+                   for key, v in found.best.values.items()})
+    return Searched(start, points, found, values)
 
 
 def fit_fold(index: int, bags: list, fit_idx: list, val_idx: list, setup: FitSetup, budget: int, seeds: int,
              seed: int, storage: str | None, ray_address: str | None, workers: int,
              progress: bool) -> FoldResult:
     """One fold: calibrate on its fit runs, search there, validate on its block (module docstring)."""
-    from ..metrics.options import ScoreOptions
-
     fit_bags = [bags[i] for i in fit_idx]
-    start = start_point(calibrate_runs(fit_bags, setup))
-    options = ScoreOptions(bootstrap=0, permutations=0, warmup_s=setup.judge.warmup_s,
-                           exclude_scenarios=()).validate()
-    trials = FoldTrials(f"fit-fold{index}", tuple(fit_bags), setup.judge, setup.seed, setup.ground_truth_rate,
-                        start=start, seeds=seeds, static_tfs_by_layout=setup.static_tfs_by_layout)
-    models = {"gps": start.gps, "imu": start.imu, "fit": start.values}
-    context = TrialContext(trials, trials.scenarios, models, _param_ranges(start),
-                           trials.real_records(options), OBJECTIVE_COMBINED, options)
-    found = search(context, f"fit-fold{index}", START, budget, storage=storage, ray_address=ray_address,
-                   workers=workers, seed=seed + index, progress=progress,
-                   real_label=", ".join(b.path for b in fit_bags), progress_label=f"fit, fold {index + 1}")
-    values = dict(start.values)
-    values.update({name.split(".", 1)[1]: float(v) for name, v in found.best.values.items()})
-    records, draws = replay_pairs([bags[i] for i in val_idx], compared_pairs(start, values, setup), setup,
-                                  workers)
-    return FoldResult(index, [bags[i].path for i in fit_idx], [bags[i].path for i in val_idx], start, found,
-                      values, result_table(score_pairs(records, draws, setup)), records, draws)
+    found = search_runs(f"fit-fold{index}", fit_bags, setup, budget, seeds, seed + index, storage,
+                        ray_address, workers, progress, f"fit, fold {index + 1}")
+    pairs = compared_pairs(found.start, found.values, setup)
+    records, draws = replay_pairs([bags[i] for i in val_idx], pairs, setup, workers)
+    return FoldResult(index, [bags[i].path for i in fit_idx], [bags[i].path for i in val_idx], found.start,
+                      found.search, found.values, result_table(score_pairs(records, draws, setup)), records,
+                      draws, found.points)
+
+
+def refit_all(bags: list, setup: FitSetup, budget: int, seeds: int, seed: int, storage: str | None,
+              ray_address: str | None, workers: int, progress: bool, index: int) -> FoldResult:
+    """The final search on every run given (module docstring, 4): no block is left to validate on."""
+    found = search_runs("fit-all", list(bags), setup, budget, seeds, seed + index, storage, ray_address,
+                        workers, progress, "fit, all runs")
+    return FoldResult(index, [b.path for b in bags], [], found.start, found.search, found.values, {},
+                      points=found.points)
 
 
 def compared_pairs(start: FitStart, values: dict, setup: FitSetup) -> dict:
@@ -558,12 +717,35 @@ def fit(bags: list, setup: FitSetup, folds: int = DEFAULT_FOLDS, budget: int = D
                                        f"validate on runs {_spans(val_idx)}")
         results.append(fit_fold(index, bags, fit_idx, val_idx, setup, budget, seeds, seed, storage,
                                 ray_address, workers, progress))
-    rows, fitted = summarise_parameters(results)
-    pair = build_pair(results[0].start, fitted)
-    pooled = _pooled(results, setup)
-    trials = [(fold.index, t) for fold in results for t in fold.search.trials]
+    if progress:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"final pair: fit on every run ({_spans(list(range(len(bags))))})")
+    final = refit_all(bags, setup, budget, seeds, seed, storage, ray_address, workers, progress, len(plan))
+    rows, fitted = summarise_parameters(results, final)
+    pair = build_pair(final.start, fitted)
+    pooled, pooled_study = _pooled(results, setup)
+    gap = fitted_shortfall(bags, setup, pair, pooled_study, seed)
+    trials = [(fold.index, t) for fold in results + [final] for t in fold.search.trials]
     return FitResult(drive, [b.path for b in bags], results, rows, pair, pooled, budget, seeds, seed,
-                     time.perf_counter() - begin, results[0].search.executor, trials)
+                     time.perf_counter() - begin, results[0].search.executor, trials, final, gap)
+
+
+def fitted_shortfall(bags: list, setup: FitSetup, pair: dict, pooled_study, seed: int):
+    """``calibrate.shortfall`` of the fitted pair on every run given: the real sensors' error statistics
+    against the pair's on the same truth, and the split of the cross-validated held-out VEPD (each run
+    judged with the pair fitted without it)."""
+    from ..calibrate.shortfall import error_statistics, segment_from_bag
+
+    segments = [segment_from_bag(bag.path, static_tfs=_static_tfs(bag, setup)) for bag in bags]
+    return error_statistics(segments, *described(pair), seed=seed, study=pooled_study, variant=FITTED)
+
+
+def described(pair: dict) -> tuple:
+    """(GPS spec, IMU spec) of the fitted pair, each with a description naming it (the shortfall's
+    headings read a dict model's name from its description)."""
+    return tuple({**pair[kind], "description": f"fitted {kind.upper()} (sim2real-eval fit)"}
+                 for kind in ("gps", "imu"))
 
 
 def _spans(indices: list) -> str:
@@ -580,10 +762,12 @@ def _spans(indices: list) -> str:
 
 def _pooled(folds: list, setup: FitSetup) -> dict:
     """Every window judged with the pair its fold fitted without it (and the other variants), scored
-    together: the cross-validated held-out VEPD, its interval, the presets paired, the floor."""
+    together: the cross-validated held-out VEPD, its interval, the presets paired, the floor (the
+    table, and the scored study)."""
     records = [r for fold in folds for r in fold.records]
     draws = [[r for fold in folds for r in fold.draws[d]] for d in range(min(len(f.draws) for f in folds))]
-    return result_table(score_pairs(records, draws, setup))
+    study = score_pairs(records, draws, setup)
+    return result_table(study), study
 
 
 # ------------------------------------------------------------------------------------ outputs
@@ -637,21 +821,28 @@ def record(result: FitResult, record_provenance: dict | None = None) -> dict:
     fold and pooled against the presets and the floor, the fitted pair."""
     return _plain({
         "provenance": record_provenance or provenance(result),
+        "design": DESIGN,
         "identification_rule": (f"a parameter is not identified by this data when its fold values spread "
                                 f"over more than {SPREAD_LIMIT:g} of its search range (log10 scale on log "
-                                "ranges); the fitted value is the median over the folds (geometric on log "
-                                "ranges)"),
+                                "ranges; a categorical one: the folds chose differently)"),
         "parameters": result.parameters,
+        "initial_trials": list(result.folds[0].points),
         "folds": [{"fold": fold.index + 1, "fit_runs": fold.fit_runs, "validation_runs": fold.validation_runs,
-                   "search": {"start_vepd": fold.search.baseline.vepd, "best_vepd": fold.search.best.vepd,
-                              "trials": len(fold.search.trials),
-                              "best_trial": ("start" if fold.search.best_is_baseline
-                                             else fold.search.best.number)},
+                   "search": _search_record(fold.search),
                    "values": fold.values, "held_out": fold.validation} for fold in result.folds],
         "held_out_pooled": result.pooled,
+        "refit": None if result.final is None else {
+            "fit_runs": result.final.fit_runs, "search": _search_record(result.final.search),
+            "values": result.final.values},
+        "shortfall": None if result.shortfall is None else shortfall_record(result.shortfall),
         "wall_seconds": round(result.wall_seconds, 1), "executor": result.executor,
         "pair": result.pair,
     })
+
+
+def _search_record(found) -> dict:
+    return {"start_vepd": found.baseline.vepd, "best_vepd": found.best.vepd, "trials": len(found.trials),
+            "best_trial": "start" if found.best_is_baseline else found.best.number}
 
 
 def trials_csv(result: FitResult) -> str:
@@ -659,27 +850,32 @@ def trials_csv(result: FitResult) -> str:
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["fold", "trial", "state", "vepd", "w1", "w2", *PARAMS, "seconds", "error"])
+    writer.writerow(["fold", "trial", "state", "vepd", "w1", "w2", *PARAMS, "seconds", "enqueued", "error"])
 
     def fmt(value):
-        return "" if value is None else repr(float(value))
+        return "" if value is None else value if isinstance(value, str) else repr(float(value))
 
-    for fold in result.folds:
+    searches = list(result.folds) + ([result.final] if result.final is not None else [])
+    for fold in searches:
+        label = "all" if fold is result.final else fold.index + 1
         base = fold.search.baseline
-        writer.writerow([fold.index + 1, "start", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2),
-                         *(fmt(fold.start.values[n]) for n in PARAMS), fmt(base.seconds), ""])
+        enqueued = list(fold.points)
+        writer.writerow([label, "start", "complete", fmt(base.vepd), fmt(base.w1), fmt(base.w2),
+                         *(fmt(fold.start.values[n]) for n in PARAMS), fmt(base.seconds), "", ""])
         for t in sorted(fold.search.trials, key=lambda t: t.number):
             values = {k.split(".", 1)[1]: v for k, v in t.values.items()}
             state = "complete" if t.vepd is not None else "failed"
-            writer.writerow([fold.index + 1, t.number, state, fmt(t.vepd), fmt(t.w1), fmt(t.w2),
+            writer.writerow([label, t.number, state, fmt(t.vepd), fmt(t.w1), fmt(t.w2),
                              *(fmt(values.get(n)) for n in PARAMS), fmt(t.seconds),
+                             enqueued[t.number] if t.number < len(enqueued) else "",
                              (t.error or "").replace("\n", " ")])
     return buffer.getvalue()
 
 
 def write_outputs(result: FitResult, out, overwrite: bool = False) -> Path:
-    """OUT/: fit_gps.yaml, fit_imu.yaml (presets), fit.yaml (the record), trials.csv — built in a temporary
-    sibling and renamed on success, with fit's marker."""
+    """OUT/: fit_gps.yaml, fit_imu.yaml (presets), fit.yaml (the record), trials.csv, shortfall.png/.md/.json
+    (the fitted pair's error statistics against the real sensors) — built in a temporary sibling and
+    renamed on success, with fit's marker."""
     from ..atomic import atomic_directory
     from ..outputs import file_record, write_marker
     from ..yamlio import dump_yaml
@@ -691,7 +887,13 @@ def write_outputs(result: FitResult, out, overwrite: bool = False) -> Path:
         (tmp / "fit_imu.yaml").write_text(_preset_text("imu", result.pair, prov, result), encoding="utf-8")
         (tmp / "fit.yaml").write_text(dump_yaml(record(result, prov)), encoding="utf-8")
         (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
-        write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES})
+        if result.shortfall is not None:
+            from ..calibrate.shortfall import shortfall_writers
+
+            for path, write in shortfall_writers(result.shortfall, tmp).items():
+                write(tmp / path.name)
+        write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES
+                                    if (tmp / name).exists()})
     return Path(out)
 
 
@@ -730,14 +932,50 @@ def summary_lines(result: FitResult) -> list:
     lines.append(f"held out, every fold (K = {result.pooled['k']}: each run judged with the pair fitted "
                  "without it):")
     lines += table_lines(result.pooled)
-    lines.append(f"parameters (median over folds; spread = fold max − min as a fraction of the search range; "
-                 f"> {SPREAD_LIMIT:g}: not identified by this data):")
+    if result.final is not None:
+        search = result.final.search
+        lines.append(f"final pair: searched on all {len(result.final.fit_runs)} runs (start "
+                     f"{search.baseline.vepd:.4f} → best {search.best.vepd:.4f}, in-sample; the held-out "
+                     "estimate is the table above)")
+    lines.append(f"parameters (fitted: the final search's; spread = fold max − min as a fraction of the "
+                 f"search range; > {SPREAD_LIMIT:g}: not identified by this data):")
     for row in result.parameters:
-        folds = ", ".join(f"{v:.4g}" for v in row["folds"])
+        folds = ", ".join(_value(v) for v in row["folds"])
         verdict = "identified" if row["identified"] else "not identified by this data"
-        lines.append(f"  {row['name']:<24} {row['fitted']:.4g} {row['unit']}  folds [{folds}]  spread "
+        lines.append(f"  {row['name']:<24} {_value(row['fitted'])} {row['unit']}  folds [{folds}]  spread "
                      f"{row['spread_of_range']:.2f}  {verdict}")
+    if result.shortfall is not None:
+        lines += shortfall_lines(result.shortfall)
     return lines
+
+
+def _value(value) -> str:
+    return value if isinstance(value, str) else f"{value:.4g}"
+
+
+def shortfall_record(gap) -> dict:
+    """fit.yaml's "shortfall": what the fitted families miss, per axis, and the held-out VEPD split."""
+    from ..calibrate.shortfall import verdict_lines
+
+    return {"files": ["shortfall.md", "shortfall.json", "shortfall.png"], "vepd": gap.vepd,
+            "differs": gap.differing(), "verdict": verdict_lines(gap), "gps": gap.summary["gps"],
+            "imu": gap.summary["imu"]}
+
+
+def shortfall_lines(gap) -> list:
+    """What ``fit`` prints of the shortfall: the held-out VEPD split and each axis the pair misses."""
+    from ..calibrate.shortfall import verdict_lines
+
+    split = gap.vepd or {}
+    lines = []
+    if split:
+        rmse = split.get("mean_rmse_m_s") or {}
+        lines.append(f"what the fitted families miss (shortfall.md; held-out VEPD {split['VEPD']:.4f} = W1/2 "
+                     f"{split['W1_half']:.4f} + W2/2 {split['W2_half']:.4f}"
+                     + (f"; mean per-run speed RMSE real {rmse['real']:.3f} vs fitted {rmse['sim']:.3f} m/s"
+                        if rmse else "") + "):")
+    verdicts = [f"  {line}" for line in verdict_lines(gap)] or ["  nothing beyond the stated factor"]
+    return lines + verdicts
 
 
 # ------------------------------------------------------------------------------------ the demo's hook

@@ -341,9 +341,10 @@ def base_models(study, variant_name: str | None) -> tuple[str, dict]:
 
 
 def _distributions(ranges):
-    from optuna.distributions import FloatDistribution
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-    return {r.full_name: FloatDistribution(r.low, r.high, log=r.log) for r in ranges}
+    return {r.full_name: (CategoricalDistribution(list(r.choices)) if r.choices
+                          else FloatDistribution(r.low, r.high, log=r.log)) for r in ranges}
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -451,16 +452,22 @@ def tune_replay(bags, judge, base: dict, params: str, budget: int = 20, name: st
 
 def search(context: TrialContext, study_name: str, variant_name: str, budget: int, storage: str | None = None,
            ray_address: str | None = None, workers: int = 1, seed: int = 0, progress: bool = True,
-           real_label: str = "", progress_label: str = "tune") -> TuneResult:
+           real_label: str = "", progress_label: str = "tune", initial: tuple = ()) -> TuneResult:
     """The seeded TPE search over ``context.ranges`` (``budget`` finished trials in total, resumable in
     ``storage``): the untuned model first, then the trials in-process, in local processes or on Ray.
-    ``tune`` (a study's scenarios simulated) and ``tune_replay`` (real bags replayed) both run it."""
+    ``tune`` (a study's scenarios simulated) and ``tune_replay`` (real bags replayed) both run it.
+    ``initial``: points ({full name: value}) a new study runs first, as trials 0 … n−1 (``fit`` enqueues
+    its calibrated start and the presets compared); they count in the budget, which is raised to n."""
     import optuna
 
     models, ranges = context.models, list(context.ranges)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     optuna_study = _open_search(study_name, storage, seed, budget, ranges, real_label)
     states = optuna.trial.TrialState
+    budget = max(budget, len(initial))
+    if not optuna_study.get_trials(deepcopy=False):  # a new study: the given points first, in order
+        for point in initial:
+            optuna_study.enqueue_trial(dict(point))
     start = time.perf_counter()
     executor, kind = _executor(context, ray_address, workers)
     try:
@@ -541,7 +548,8 @@ def _open_search(study_name: str, storage, seed: int, budget: int, ranges: list,
             raise
         raise UserError(f"--storage {storage}: cannot use it as an Optuna SQLite storage "
                         f"({getattr(exc, 'orig', None) or type(exc).__name__})") from None
-    signature = ",".join(f"{r.full_name}={r.low!r}:{r.high!r}:{'log' if r.log else 'linear'}" for r in ranges)
+    signature = ",".join(f"{r.full_name}={'|'.join(r.choices)}" if r.choices else
+                         f"{r.full_name}={r.low!r}:{r.high!r}:{'log' if r.log else 'linear'}" for r in ranges)
     previous = search.user_attrs.get("params")
     if previous is None:
         search.set_user_attr("params", signature)

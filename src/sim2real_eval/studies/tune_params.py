@@ -24,6 +24,7 @@ class ParamRange:
     low: float
     high: float
     log: bool = False
+    choices: tuple = ()  # a categorical parameter (``fit``'s reported-covariance model): low/high unused
 
     @property
     def full_name(self) -> str:
@@ -116,7 +117,7 @@ def apply_params(models: dict, ranges: list, values: dict) -> dict:
         node = out
         for key in rng.path[:-1]:
             node = node[key]
-        value = float(values[rng.full_name])
+        value = values[rng.full_name] if rng.choices else float(values[rng.full_name])
         old = node[rng.path[-1]]
         node[rng.path[-1]] = [value] * len(old) if isinstance(old, list) else value
     return out
