@@ -99,7 +99,7 @@ def run(args) -> int:
     # a bare name (demo.yaml) is looked up in config/studies/ and config/
     config = str(find_config(args.config, "studies", option="--config")) if args.config is not None else None
     written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
-                                       demo.IMPORTED, demo.REAL_SAMPLE, *demo.REPORT_FILES, "judges.json")]
+                                       demo.IMPORTED, demo.REAL_SAMPLE, *demo.REPORT_FILES, demo.JUDGES)]
     real = shipped_comma2k19() if args.real_sample else args.real if args.real else shipped_reference_dir()
     inputs = {"--real": real, "--config": config}
     check_paths(inputs, {"--out": written})
