@@ -4,6 +4,7 @@
     python benchmarks/bench_demo.py --cold --repeat 3    # + a first run with an empty numba cache
     python benchmarks/bench_demo.py --quick              # the same for `demo --quick`
     python benchmarks/bench_demo.py --real-sample        # the same for `demo --real-sample` (the real car)
+    python benchmarks/bench_demo.py --judges ekf,ukf     # the same with every run judged by both judges
     python benchmarks/bench_demo.py --profile --k 3      # cProfile of the demo in this process
 
 Default mode: ``sim2real-eval demo --out OUT --no-progress`` (this checkout's src/) is run ``--repeat``
@@ -100,6 +101,7 @@ def command_mode(args) -> None:
     base = [sys.executable, "-c", "import sys; from sim2real_eval.cli import main; sys.exit(main())", "demo",
             "--no-progress"] + (["--quick"] if args.quick else []) + (["--k", str(args.k)] if args.k else [])
     base += ["--real-sample"] if args.real_sample else []
+    base += ["--judges", args.judges] if args.judges else []
     base += ["--workers", str(args.workers)] if args.workers else []
     with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
         out = Path(args.out) if args.out else Path(tmp) / "report"
@@ -123,7 +125,7 @@ def command_mode(args) -> None:
             print(f"{name}_peak_rss_mb: {run['peak_rss_mb']:.0f}")
             print(f"{name}_load_1min: {run['load_before']:.2f} before, {run['load_after']:.2f} after")
             steps = ", ".join(f"{step} {summary['wall_time_s'][step]:.1f}/{summary['cpu_time_s'][step]:.1f}"
-                              for step in ("startup", "real_sample", "real_bags", "runs", "score",
+                              for step in ("startup", "real_sample", "real_bags", "runs", "score", "judges",
                                            "sensitivity", "report") if step in summary["wall_time_s"])
             print(f"{name}_steps_wall/cpu_s: {steps}")
         warm = [run for name, run in runs if name != "cold"]
@@ -131,7 +133,7 @@ def command_mode(args) -> None:
             best = min(run["wall"] for run in warm)
             print(f"warm_wall_s_best: {best:.2f}")
             print(f"warm_cpu_s_best: {min(run['cpu'] for run in warm):.2f}")
-            if not args.quick and not args.k and not args.real_sample:
+            if not args.quick and not args.k and not args.real_sample and not args.judges:
                 print(f"warm_wall_ratio_to_target (<= 1 meets {TARGETS['warm_wall_s']:g} s): "
                       f"{best / TARGETS['warm_wall_s']:.2f}")
         cold = [run for name, run in runs if name == "cold"]
@@ -175,6 +177,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="demo --quick (K = 3)")
     parser.add_argument("--real-sample", action="store_true", help="demo --real-sample (the comma2k19 drive)")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--judges", default=None, help="demo --judges NAMES (e.g. ekf,ukf)")
     parser.add_argument("--repeat", type=int, default=3, help="warm runs into the same OUT (default 3)")
     parser.add_argument("--cold", action="store_true", help="first a run with an empty numba cache")
     parser.add_argument("--profile", action="store_true", help="cProfile the demo in this process")

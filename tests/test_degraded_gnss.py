@@ -14,8 +14,9 @@ from fixtures.benchmarks import load_benchmark
 from sim2real_eval.bags import messages as bag_messages
 from sim2real_eval.judge import Judge, load_ekf_params, load_navsat_params
 from sim2real_eval.judge.synthetic import ART_STATIC_TFS, art_like_samples
+from sim2real_eval.metrics.judge_agreement import kendall_tau
 from sim2real_eval.models import samples as S
-from sim2real_eval.report.degraded import Ranking, flipped_pairs, kendall_tau, verdict
+from sim2real_eval.report.degraded import Ranking, flipped_pairs, verdict
 from sim2real_eval.resources import config_path
 
 REPO = Path(__file__).resolve().parents[1]

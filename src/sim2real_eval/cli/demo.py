@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..runs import start, timing  # standard library only: --help stays cheap
 from . import note
-from .validators import integer, positive_int
+from .validators import integer, judge_names, positive_int
 
 OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): OUT must be new, empty or an earlier demo output: its "
            "marker OUT/.sim2real-eval.json lists every file the demo wrote, and only those are replaced (its "
@@ -73,6 +73,13 @@ def add_arguments(parser) -> None:
                         help="do not measure the judge-noise floor (by default each real bag is judged "
                              "several times more with random judge timing: the VEPD that timing alone "
                              "produces; results not above it are marked, and not stated as findings)")
+    parser.add_argument("--judges", type=judge_names, default=None, metavar="NAMES",
+                        help="judge every run also by these judges and compare them (comma-separated, at "
+                             "least two of: ekf, ukf, no_accel, art, car, terrain; e.g. ekf,ukf): each "
+                             "variant's VEPD under each judge, Kendall's tau of their orderings with a "
+                             "bootstrap interval, the pairwise verdicts that flip (OUT/judges.json, "
+                             "tables.md, report.html; docs/demo.md, 'Judge robustness'); default: the demo "
+                             "file's judges: list, else none")
     timing.add_arguments(parser, seed_help="the demo's seed")
     start.add_arguments(parser, default_help="the demo file's judge.initial_state and judge.warmup_s")
 
@@ -92,7 +99,7 @@ def run(args) -> int:
     # a bare name (demo.yaml) is looked up in config/studies/ and config/
     config = str(find_config(args.config, "studies", option="--config")) if args.config is not None else None
     written = [out / name for name in (demo.RUNS, demo.REFERENCE, demo.IMU_STUDY, demo.SUMMARY,
-                                       demo.IMPORTED, demo.REAL_SAMPLE, *demo.REPORT_FILES)]
+                                       demo.IMPORTED, demo.REAL_SAMPLE, *demo.REPORT_FILES, demo.JUDGES)]
     real = shipped_comma2k19() if args.real_sample else args.real if args.real else shipped_reference_dir()
     inputs = {"--real": real, "--config": config}
     check_paths(inputs, {"--out": written})
@@ -103,6 +110,6 @@ def run(args) -> int:
         progress=not args.no_progress, imu_scenario=args.imu_scenario, ray_address=args.ray,
         timing=timing.from_args(args), noise_floor=not args.no_noise_floor, keep_runs=args.keep_runs,
         overwrite=args.overwrite, notice=note("demo"), start=lambda judge: start.from_args(args, judge),
-        real_sample=args.real_sample)
+        real_sample=args.real_sample, judges=args.judges)
     print(summary_table(run_demo(args.out, options)))
     return 0

@@ -71,4 +71,17 @@ def existing_path(text: str) -> str:
     return text
 
 
-__all__ = ["existing_path", "finite_float", "integer", "non_negative_int", "positive_float", "positive_int"]
+def judge_names(text: str) -> tuple:
+    """Judge names, comma-separated (``--judges ekf,ukf``): at least two, each once, each a known judge
+    (``studies.judges.JUDGES``)."""
+    from ..studies.judges import names_problem, split_names
+
+    names = split_names(text)
+    problem = names_problem(names)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return tuple(names)
+
+
+__all__ = ["existing_path", "finite_float", "integer", "judge_names", "non_negative_int", "positive_float",
+           "positive_int"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from ..metrics import separation
+from ..metrics.judge_agreement import kendall_tau  # the one τ (τ-b; NaN below two common models)
 
 SUFFIX = "_urban"  # the degraded study's variant of a model with the degradation layer
 
@@ -33,16 +34,6 @@ def ranking(result, models, suffix: str = "") -> Ranking:
     """The models' VEPD in a ``metrics.StudyResult`` (variant = model + ``suffix``); absent ones left out."""
     variants = {m: m + suffix for m in models if m + suffix in result.combined}
     return Ranking({m: float(result.combined[v]["VEPD"]) for m, v in variants.items()}, variants)
-
-
-def kendall_tau(a: dict, b: dict) -> float:
-    """Kendall's τ-b between two {model: value} over their common models (scipy's kendalltau)."""
-    from scipy.stats import kendalltau
-
-    common = sorted(set(a) & set(b))
-    if len(common) < 2:
-        raise ValueError("Kendall's tau needs at least two common models")
-    return float(kendalltau([a[m] for m in common], [b[m] for m in common]).statistic)
 
 
 def flipped_pairs(first: Ranking, second: Ranking) -> list:

@@ -16,7 +16,7 @@ from ..yamlio import Section, load_yaml
 DEFAULT_CONFIG = ("studies", "demo.yaml")
 REAL_SAMPLE_CONFIG = ("studies", "demo_car.yaml")  # --real-sample: the car study and its real_sample section
 TOP_KEYS = ("name", "seed", "repeats", "quick_repeats", "reference", "gps_study", "imu_study", "judge",
-            "ground_truth_rate", "score", "paper_variants", "real_sample")
+            "ground_truth_rate", "score", "paper_variants", "real_sample", "judges")
 REAL_SAMPLE_KEYS = ("segment", "scenario", "window_s", "held_out_windows", "estimate_mounting",
                     "fix_covariance", "sensitivity", "pseudorange_policy", "calibrate", "tune", "fit")
 EVERY_SCENARIO = "*"       # imu_study.scenario: the IMU study on every scenario
@@ -69,6 +69,7 @@ class DemoConfig:
     static_tfs_by_layout: bool = True  # no judge.static_tfs: each bag gets its default (ART layout → ART)
     paper_variants: tuple = ()  # ((paper name, variant), …): which variant plays which paper variant
     real_sample: RealSampleConfig | None = None  # --real-sample: its section, or None
+    judges: tuple = ()          # judge names every run is also judged by (judges.py; --judges)
 
 
 def _paper_variants(sec: Section, variants) -> tuple:
@@ -139,7 +140,14 @@ def load_demo_config(path=None) -> DemoConfig:
         static_tfs_by_layout=by_layout,
         paper_variants=_paper_variants(sec, variants),
         real_sample=sample,
+        judges=_judges_of(sec),
     )
+
+
+def _judges_of(sec: Section) -> tuple:
+    from .judges import from_section
+
+    return from_section(sec)
 
 
 def _model(sec: Section, key: str) -> Any:

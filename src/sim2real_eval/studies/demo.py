@@ -65,6 +65,7 @@ from .config import REAL_SAMPLE_CONFIG, config_file, load_demo_config, recorded_
 from .job import (
     IMPORTED,
     IMU_STUDY,
+    JUDGES,
     REAL_SAMPLE,
     REFERENCE,
     REPORT_FILES,
@@ -77,7 +78,7 @@ from .job import (
 from .plan import judge_runs
 from .real_bags import real_side
 from .report_files import finish
-from .scoring import covariance_sensitivity, score_studies
+from .scoring import compare_judges, covariance_sensitivity, score_studies
 from .summary import summary_table
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class DemoOptions:
     notice: Callable | None = None      # notice(text): told what was applied by default, one line
     start: Callable | None = None       # start(JudgeConfig) -> JudgeConfig: the judge's start options
     real_sample: bool = False           # the study on the shipped comma2k19 drive
+    judges: tuple | None = None         # judge names (judges.JUDGES) in place of the demo file's judges:
 
 
 def run_demo(out, options: DemoOptions = DemoOptions()) -> DemoResult:
@@ -113,7 +115,8 @@ def run_demo(out, options: DemoOptions = DemoOptions()) -> DemoResult:
     ``notice(text)``: told what was applied by default (the ART static TFs), one line; ``start(judge) ->
     judge``: the judge's start (``runs.start``: initial state, warm-up) in place of the demo file's;
     ``real_sample``: the study on the real car drive shipped in bags/real/comma2k19 (``real_sample``;
-    default configuration ``config/studies/demo_car.yaml``) instead of ``real`` or the reference set.
+    default configuration ``config/studies/demo_car.yaml``) instead of ``real`` or the reference set;
+    ``judges``: judge names (``judges.JUDGES``) in place of the demo file's ``judges:``.
 
     OUT follows the output policy (``outputs.output_folder``): a new or empty folder, or this demo's own
     earlier output (its marker lists what it wrote: those files are replaced, the runs resumed, nothing
@@ -142,6 +145,8 @@ def run_demo(out, options: DemoOptions = DemoOptions()) -> DemoResult:
         config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, timing=timing))
     if start is not None:
         config = dataclasses.replace(config, judge=start(config.judge))
+    if options.judges:
+        config = dataclasses.replace(config, judges=tuple(options.judges))
     scoring = ScoreOptions(bootstrap=config.bootstrap, permutations=config.permutations,
                            seed=config.score_seed, exclude_scenarios=(),
                            warmup_s=config.judge.warmup_s).validate()
@@ -168,6 +173,9 @@ def _demo(job: DemoJob) -> DemoResult:
     job.stages.done("runs")
     scored = score_studies(job, side, replayed)
     job.stages.done("score")  # the statistics and every figure (drawn by the same workers)
+    if job.config.judges:
+        scored.judges = compare_judges(job, side, scored)
+        job.stages.done("judges")
     sensitivity = None
     if side.sample is not None:
         sensitivity = covariance_sensitivity(job, side, scored)
@@ -175,5 +183,5 @@ def _demo(job: DemoJob) -> DemoResult:
     return finish(job, side, replayed, groups, scored, sensitivity)
 
 
-__all__ = ["IMPORTED", "IMU_STUDY", "REAL_SAMPLE", "REFERENCE", "REPORT_FILES", "RUNS", "SUMMARY",
+__all__ = ["IMPORTED", "IMU_STUDY", "JUDGES", "REAL_SAMPLE", "REFERENCE", "REPORT_FILES", "RUNS", "SUMMARY",
            "DemoOptions", "DemoResult", "run_demo", "summary_table"]

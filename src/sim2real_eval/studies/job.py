@@ -10,6 +10,7 @@ from typing import Any
 from ..outputs import OwnNames
 from .accounting import Stages
 from .config import EVERY_SCENARIO, DemoConfig
+from .judges import SUMMARY as JUDGES
 
 COMMAND = "demo"  # in the marker of OUT (outputs.write_marker)
 RUNS = "runs"
@@ -20,7 +21,7 @@ IMU_STUDY = "imu_study"
 SUMMARY = "demo.json"
 REPORT_FILES = ("vepd.json", "statistics.json", "runs.csv", "tables.md", "report.html", "figures")
 # What the demo writes in OUT: the report (files it lists in its marker) and the folders it manages.
-REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY, REAL_SAMPLE)
+REPORT_NAMES = (*REPORT_FILES, IMU_STUDY, SUMMARY, REAL_SAMPLE, JUDGES)  # JUDGES: --judges
 FOLDERS = (RUNS, REFERENCE, IMPORTED)
 
 
@@ -108,3 +109,4 @@ class DemoResult:
     imu_result: Any = None
     runs_note: str | None = None  # run bags an earlier --keep-runs wrote, left in OUT/runs
     real_sample: dict | None = None  # --real-sample: OUT/real_sample/real_sample.json's content
+    judges: dict | None = None       # --judges: OUT/judges.json's content

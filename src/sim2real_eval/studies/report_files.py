@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ..outputs import publish_files, staging_folder, write_marker
+from . import judges
 from . import real_sample as rs
 from .accounting import tree_bytes
 from .findings import ordering_checks, separation_warnings
@@ -63,7 +64,7 @@ def finish(job: DemoJob, side: RealSide, replayed, groups: list, scored: ScoredS
                       runs_written=replayed.report.written, runs_total=runs_total, noise_floor=scored.floors,
                       runs_bytes=runs_bytes, runs_kept=job.keep_runs, cpu_times=stages.cpu,
                       gps_result=scored.gps_result, imu_result=scored.imu_result, runs_note=note,
-                      real_sample=sample_doc)
+                      real_sample=sample_doc, judges=scored.judges)
 
 
 def _report_files(job: DemoJob, side: RealSide, scored: ScoredStudies, sensitivity, staging: Path) -> tuple:
@@ -85,6 +86,8 @@ def _report_files(job: DemoJob, side: RealSide, scored: ScoredStudies, sensitivi
     if side.sample is not None:
         sections, sample_doc = _real_sample_files(side.sample, gps_result, imu_result, sensitivity,
                                                   sample_dir, job.config.seed)
+    if scored.judges is not None:
+        sections += (judges.report_section(scored.judges),)
     write_report(staging, gps_result, scored.gps_series, source, extra_options=extra, workers=job.workers,
                  provenance=collect_provenance(gps_result, "demo runs", source, context, scored.run_records),
                  studies=[imu_section], pngs=scored.pngs, sections=sections)
@@ -94,6 +97,8 @@ def _report_files(job: DemoJob, side: RealSide, scored: ScoredStudies, sensitivi
                  provenance=imu_provenance,
                  pngs={name[len(prefix):]: png for name, png in scored.pngs.items()
                        if name.startswith(prefix)})
+    if scored.judges is not None:
+        judges.write(scored.judges, staging)
     if side.sample is not None:
         os.replace(sample_dir, staging / REAL_SAMPLE)
     return tables.vepd_document(gps_result, extra), tables.vepd_document(imu_result, extra), sample_doc

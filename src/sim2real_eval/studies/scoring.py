@@ -28,6 +28,7 @@ class ScoredStudies:
     imu_title: str
     floors: dict | None       # {"gps_study" | "imu_study": pooled floor {VEPD, VEPD_interval}}
     pngs: dict                # {figure file name: PNG bytes or None}
+    judges: dict | None = None  # judges.json (--judges: every run judged by each judge, compared)
 
 
 def _study_names(job: DemoJob, side: RealSide) -> tuple:
@@ -111,24 +112,46 @@ def score_studies(job: DemoJob, side: RealSide, replayed) -> ScoredStudies:
     return ScoredStudies(gps_result, imu_result, gps_series, imu_series, run_records, imu_title, floors, pngs)
 
 
+def score_again(job: DemoJob, side: RealSide, bags: dict, description: str) -> tuple:
+    """Both studies again on ``bags`` with ``job``'s judge — judged (no run bag written, nothing announced)
+    and scored without figures: (GPS StudyResult, IMU StudyResult, floors or None).  The real sample's
+    sensitivity imports and ``--judges``' other judges (``compare_judges``) take this path."""
+    from ..metrics import score_study
+
+    replayed, _groups = judge_runs(job, side, bags, description, main=False)
+    gps_records, imu_records, *_rest = _split(job, side, replayed.scored)
+    gps = score_study(gps_records, job.options, workers=job.workers)
+    imu = score_study(imu_records, job.options, workers=job.workers)
+    floors = _attach_floors(replayed.noise_floor_draws(), gps, imu) if job.draws else None
+    return gps, imu, floors
+
+
+def compare_judges(job: DemoJob, side: RealSide, scored: ScoredStudies) -> dict:
+    """``--judges`` (``judges.py``): both studies again with every run judged by each other judge
+    (``score_again``), then the judges compared; judges.json's document."""
+    from .judges import judge_robustness
+
+    def again(judge, name: str) -> dict:
+        other = dataclasses.replace(job, config=dataclasses.replace(job.config, judge=judge))
+        gps, imu, _floors = score_again(other, side, side.bags, f"judge {name}: judging {{}} real bags")
+        return {"gps_study": gps, "imu_study": imu}
+
+    main = {"gps_study": scored.gps_result, "imu_study": scored.imu_result}
+    return judge_robustness(job.config.judges, job.config.judge, main, again, job.out, job.options,
+                            job.notice)
+
+
 def covariance_sensitivity(job: DemoJob, side: RealSide, scored: ScoredStudies) -> dict:
     """The real sample's covariance sensitivity: the whole study again on each other import of the
     evaluated windows (the fix σ scaled; the pseudorange policy), judged and scored like the main one;
     {label: {sigma_m, gps_study: {variant: {VEPD, VEPD_ci95, below_floor}}, imu_study: …, floor: …}},
     the main import (1×) included, in σ order."""
-    from ..metrics import score_study
     from ..metrics.separation import below_floor
 
     sample = side.sample
     results = {sample.main_label: (scored.gps_result, scored.imu_result, scored.floors)}
     for label, bags in sample.sensitivity_bags.items():
-        replayed, _groups = judge_runs(job, side, bags, f"sensitivity {label}: judging {{}} real bags",
-                                        main=False)
-        gps_records, imu_records, *_rest = _split(job, side, replayed.scored)
-        gps = score_study(gps_records, job.options, workers=job.workers)
-        imu = score_study(imu_records, job.options, workers=job.workers)
-        floors = _attach_floors(replayed.noise_floor_draws(), gps, imu) if job.draws else None
-        results[label] = (gps, imu, floors)
+        results[label] = score_again(job, side, bags, f"sensitivity {label}: judging {{}} real bags")
     order = [scale_label(s) for s in sorted((1.0, *sample.config.sensitivity))] + \
         [PSEUDORANGE] * (PSEUDORANGE in results)
 

@@ -3,6 +3,7 @@ and sub-floor marks, the judge-noise floor, the paper's findings, warnings, the 
 the time of each step."""
 from __future__ import annotations
 
+from . import judges
 from .findings import CHECK_NAMES, separation_warnings
 from .job import RUNS, DemoResult
 from .real_sample import console_lines
@@ -55,6 +56,8 @@ def summary_table(result: DemoResult) -> str:
     lines += [f"warning: {line}" for line in separation_warnings(gps, imu)]
     if result.real_sample is not None:
         lines += console_lines(result.real_sample, gps, imu)
+    if result.judges is not None:
+        lines += judges.console_lines(result.judges)
     lines.append(_time_line(result))
     if result.runs_note:
         lines.append(result.runs_note)
@@ -69,7 +72,8 @@ def _time_line(result: DemoResult) -> str:
     """Wall and CPU time of the demo and of each of its steps."""
     wall, cpu = result.timings, result.cpu_times or {}
     labels = {"startup": "startup", "real_sample": "import + calibrate + tune", "real_bags": "real bags",
-              "runs": "runs", "score": "scores + figures", "sensitivity": "sensitivity",
+              "runs": "runs", "score": "scores + figures", "judges": "other judges",
+              "sensitivity": "sensitivity",
               "report": "report files"}
     steps = ", ".join(f"{label} {wall[name]:.1f}" + (f" ({cpu[name]:.1f} CPU)" if name in cpu else "")
                       for name, label in labels.items() if name in wall)
