@@ -23,11 +23,13 @@ from ..errors import UserError
 from . import input_rows
 from .compiled_cache import njit
 from .filter import (
+    Measurement,
     filter_config,
     filter_predict,
     filter_state,
     heap_pop,
     heap_push,
+    make_filter,
     make_queue,
     process_measurement,
     release_slot,
@@ -688,15 +690,11 @@ class EkfNode:
     @property
     def filter(self):
         """The filter (a filter.Ekf/Ukf view of this node's FILTER_CONFIG and FILTER_STATE)."""
-        from .filter import make_filter
-
         return make_filter(self.params, self._arrays["config"], self._arrays["state"])
 
     @property
     def measurements(self) -> list:
         """The queued measurements (filter.Measurement, heap order)."""
-        from .filter import Measurement
-
         q = self.queue
         out = []
         for i in range(int(q.head["length"])):
