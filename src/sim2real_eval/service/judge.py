@@ -20,7 +20,6 @@ from .common import warn_once
 
 if TYPE_CHECKING:  # the judge's modules load when a bag is judged: importing this module stays cheap
     from ..judge import EkfParams, Judge, JudgeResult, NavsatParams
-    from ..runs.timing import TimingModel
 
 EXPECTED_TYPES = {
     "odom": "nav_msgs/msg/Odometry",

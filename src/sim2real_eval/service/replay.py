@@ -22,7 +22,7 @@ from .common import existing_files, json_key, status, warn_once
 
 if TYPE_CHECKING:
     from ..pipeline.batch import BatchReport
-    from ..runs.timing import TimingModel
+
 
 @dataclass
 class ReplayedBags:
