@@ -522,10 +522,11 @@ def test_no_module_is_longer_than_700_lines():
 
 # ------------------------------------------------------------ imports at the top (issue 32, item 4)
 # docs/architecture.md, "Imports at the top": an import statement inside a function is allowed only for
-#   1. what loads a costly dependency the importing module does not load when it is imported: HEAVY (each
-#      0.3-3.7 s to import here, offline-only), numpy (0.3 s) or PyYAML (0.06 s) for the few modules that
-#      do without them (the --help path of the command line, runs/ for the ROS recorder), directly or
-#      through a module of the package that loads one when it is imported;
+#   1. what loads a costly dependency the importing module does not load when it is imported: HEAVY (the
+#      [all] extras, which may be absent, and the offline dependencies taking 0.2 s or more to import
+#      here; benchmarks/import_times.py), or numpy / PyYAML for the few modules that do without them (the
+#      --help path of the command line, runs/ for the ROS recorder), directly or through a module of the
+#      package that loads one when it is imported;
 #   2. robot-side code (.ci/run's list) reaching what is not robot-side (the offline stack, which a
 #      Python 3.8 + numpy + PyYAML robot does not have) or a ROS 2 package (rclpy, message packages);
 #   3. an import that may fail, inside ``try: … except ImportError`` (a fallback for an older numpy, fcntl
@@ -533,7 +534,8 @@ def test_no_module_is_longer_than_700_lines():
 #   4. cli/: a command's module loads the layers below it only when the command runs, so that
 #      ``sim2real-eval CMD --help`` loads neither numpy nor the science (the standard library still goes
 #      at the top).
-HEAVY = {"scipy", "matplotlib", "numba", "llvmlite", "ray", "optuna", "allantools", "pyproj"}
+HEAVY = {"ray", "optuna", "allantools",               # the [all] extras (setup.py)
+         "scipy", "matplotlib", "numba", "llvmlite"}  # 0.25-0.7 s each
 COSTLY = HEAVY | {"numpy", "yaml"}
 ROS_PACKAGES = ROS_ONLY | {"sbg_driver", "sensor_msgs", "nav_msgs", "geometry_msgs", "std_msgs",
                            "tf2_ros", "rosgraph_msgs", "builtin_interfaces", "ament_index_python"}
