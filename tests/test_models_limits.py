@@ -9,7 +9,8 @@ import pytest
 from sim2real_eval.errors import DataWarning, UserError
 from sim2real_eval.models import load_gps_model, load_imu_model, sensor_seed
 from sim2real_eval.models.base import MAX_RATE_HZ
-from sim2real_eval.models.noise import DIVERGED_POSITION_ERROR_M, PaperRandomWalkNoise
+from sim2real_eval.models.noise import PaperRandomWalkNoise
+from sim2real_eval.models.noise_config import DIVERGED_POSITION_ERROR_M
 from sim2real_eval.models.samples import STATUS_NO_FIX
 from sim2real_eval.truth import GroundTruth
 

@@ -37,7 +37,10 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
+from . import __version__
+from .atomic import atomic_file, deferred_signals, remove_path, replace_files, temp_sibling
 from .errors import UserError
+from .limits import describe_os_error, read_file
 
 PathLike = Union[str, os.PathLike]
 MARKER = ".sim2real-eval.json"  # inside an output folder: which command wrote which files
@@ -69,8 +72,6 @@ def _real(path: PathLike, label: str = "") -> Path:
     except RuntimeError:  # pathlib before 3.13: "Symlink loop from …"
         raise UserError(f"{label + ' ' if label else ''}{path}: a symbolic link loop") from None
     except OSError as exc:
-        from .limits import describe_os_error
-
         raise UserError(f"{label + ' ' if label else ''}{path}: {describe_os_error(exc)}") from None
 
 
@@ -270,8 +271,6 @@ def claim_folder(out: PathLike, option: str, overwrite: bool, own: OwnNames,
       as a link, its target untouched) and deleted (never following a link) only when the command
       finished; a failed or interrupted command puts it back.
     """
-    from .atomic import deferred_signals, remove_path, temp_sibling
-
     out = Path(out)
     mode = output_folder(out, option, overwrite, command=own.command, own=own)
     if mode == OWN:
@@ -309,8 +308,6 @@ def publish_files(staging: PathLike, out: PathLike, previous: Mapping, option: s
     the marker recorded (``remove_own_file``: no link followed).  Returns {relative path: {size, sha256}}
     for the marker.  A file at a target that the previous marker does not record (it appeared meanwhile),
     or a target folder that is a link or not a folder, is one line and nothing is moved."""
-    from .atomic import replace_files
-
     staging, out = Path(staging), Path(out)
     sources = sorted(p for p in staging.rglob("*") if p.is_file() and not p.is_symlink())
     names = [p.relative_to(staging).as_posix() for p in sources]
@@ -416,8 +413,6 @@ def _found_below(folder: Path, names: Sequence[str]) -> list:
 
 def read_marker(folder: PathLike) -> Optional[dict]:
     """The marker of an output folder (None when absent, a link, unreadable or not ours)."""
-    from .limits import read_file
-
     path = Path(folder) / MARKER
     if path.is_symlink() or not path.is_file():
         return None
@@ -433,9 +428,6 @@ def read_marker(folder: PathLike) -> Optional[dict]:
 
 def write_marker(folder: PathLike, command: str, files: Mapping[str, dict], **extra) -> None:
     """``folder/MARKER``: the command and every file it wrote there ({relative path: {size, sha256}})."""
-    from . import __version__
-    from .atomic import atomic_file
-
     document = {"command": command, "version": __version__, "files": dict(sorted(files.items())), **extra}
     with atomic_file(Path(folder) / MARKER, encoding="utf-8") as stream:
         stream.write(json.dumps(document, indent=1, sort_keys=False) + "\n")

@@ -37,16 +37,29 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
+from . import __version__, scenarios
+from .art import ART_STATIC_TFS, IMU_FRAME
 from .art import TOPICS as ART_TOPICS
+from .atomic import atomic_file
+from .bags import messages as bm
+from .bags import write_bag
 from .errors import UserError
+from .models import load_gps_model, load_imu_model, sensor_seed
+from .models.gps import lagged_stamps
+from .models.seeding import generator
 from .resources import config_path, share_dir
-from .yamlio import Section, load_yaml
+from .runs import is_number
+from .static_tf import mounting_rpy
+from .truth import GroundTruth
+from .yamlio import Section, dump_yaml, load_yaml
 
 DEFAULT_SETUP = ("studies", "demo_reference.yaml")
 TOPICS = {"gps": ART_TOPICS["gps"], "imu": ART_TOPICS["imu"], "sbg_vel": "/sbg/gps_vel",
@@ -204,16 +217,12 @@ def jittered_stamps(first_ns: int, last_ns: int, period_ns: int, jitter_ns: int,
 
 def shift_truth(truth, offset_s: float):
     """The same truth on another clock: t + offset (epoch stamps like a recording)."""
-    from .truth import GroundTruth
-
     return GroundTruth(truth.t + offset_s, truth.position, truth.orientation, truth.velocity,
                        truth.angular_velocity, truth.specific_force)
 
 
 def noisy_sbg_truth(truth, stamps_ns: np.ndarray, velocity_sigma: float, position_sigma: float, rng):
     """Truth sampled at the INS stamps with white noise on position and velocity (its own GNSS errors)."""
-    from .truth import GroundTruth
-
     t = stamps_ns / 1e9
     sample = truth.interpolate(np.clip(t, truth.t[0], truth.t[-1]))
     noise = rng.standard_normal((len(t), 6))
@@ -240,17 +249,11 @@ def run_index(setup: ReferenceSetup, scenario: str, k: int) -> int:
 
 def art_mounting_rpy() -> list:
     """(roll, pitch, yaw) of the ART base_link→imu static TF, as the judge's launch publishes it."""
-    from .art import ART_STATIC_TFS, IMU_FRAME
-    from .static_tf import mounting_rpy
-
     return mounting_rpy(ART_STATIC_TFS, IMU_FRAME)
 
 
 def reference_truth(setup: ReferenceSetup, scenario: str, k: int):
     """The true trajectory of run k of ``scenario`` on the recording (epoch) clock."""
-    from . import scenarios
-    from .models import sensor_seed
-
     data, source, _name = scenarios.load_scenario(scenario_spec(setup, scenario))
     truth = scenarios.simulate(data, source, sensor_seed(setup.seed, "reference", scenario, k, "truth"))
     return shift_truth(truth, setup.start_time + run_index(setup, scenario, k) * setup.run_spacing)
@@ -262,10 +265,6 @@ def reference_messages(setup: ReferenceSetup, scenario: str, k: int) -> tuple[li
     ``msg`` is CDR bytes for /fix and /imu and a rosbags message object for the sbg_driver topics
     (``write_bag`` takes both; ``typestore.deserialize_cdr`` turns bytes into objects).
     """
-    from .bags import messages as bm
-    from .models import load_imu_model, sensor_seed
-    from .models.seeding import generator
-
     truth = reference_truth(setup, scenario, k)
 
     def seed(stream: str):
@@ -305,10 +304,6 @@ def reference_messages(setup: ReferenceSetup, scenario: str, k: int) -> tuple[li
 
 def _reference_gps(setup: ReferenceSetup, truth, seed):
     """(GpsSamples, datum) of the real-like receiver: stationary GM start, HDOP covariance, latency."""
-    from .models import load_gps_model
-    from .models.gps import lagged_stamps
-    from .models.seeding import generator
-
     model = load_gps_model(setup.gps_model, seed("gps"))
     covariance_model = model.covariance.params
     if covariance_model.get("model") == "nmea" and covariance_model.get("hdop") != 1.0:
@@ -343,10 +338,6 @@ def run_path(directory, scenario: str, k: int) -> Path:
 def write_reference_run(setup: ReferenceSetup, directory, scenario: str, k: int,
                         overwrite: bool = False) -> Path:
     """Write run k of ``scenario`` as a rosbag2 v8 sqlite3 bag (atomic) with its ``reference.yaml``."""
-    from . import __version__
-    from .bags import write_bag
-    from .yamlio import dump_yaml
-
     path = run_path(directory, scenario, k)
     records, truth = reference_messages(setup, scenario, k)
     what = ("synthetic ART-like reference run (plays the real vehicle in the demo; NOT real data)"
@@ -369,8 +360,6 @@ def numeric_environment() -> dict:
     (AVX-512 ones where the CPU has them, the C library's elsewhere); they differ in the last bit.
     Same values here → same bytes; different → the same values to 1e-12 (relative or absolute).
     """
-    import platform
-
     try:
         from numpy._core import _multiarray_umath as umath
     except ImportError:  # numpy < 2
@@ -383,10 +372,6 @@ def numeric_environment() -> dict:
 
 def setup_as_written(setup: ReferenceSetup) -> dict:
     """The setup as a run's sidecar holds it once read back (``made_by`` compares with this)."""
-    import yaml
-
-    from .yamlio import dump_yaml
-
     return yaml.safe_load(dump_yaml(setup.record()))
 
 
@@ -435,8 +420,6 @@ machine and library versions: the same message bytes; elsewhere the same values 
 def describe_contents(directory) -> str:
     """"line runs 0..9, standstill run 0" for the run folders present in ``directory`` that
     make-reference wrote (a bag of the user's beside them is not described as synthetic)."""
-    from .runs import is_number
-
     parts = []
     for folder in sorted(p for p in Path(directory).iterdir() if p.is_dir() and not p.name.startswith(".")):
         runs = [run for run in existing_runs(directory, folder.name) if written_by_us(run)]
@@ -454,8 +437,6 @@ def describe_contents(directory) -> str:
 def write_readme(setup: ReferenceSetup, directory, overwrite: bool = False) -> None:
     """``directory/README.md``: the data are synthetic, what the folder holds, how to regenerate.  A
     README.md that make-reference did not write is refused unless ``overwrite``."""
-    from .atomic import atomic_file
-
     path = Path(directory) / README
     if os.path.lexists(path) and not overwrite and not readme_is_ours(path):
         raise UserError(f"{path}: not written by make-reference; move it away or pass --overwrite")

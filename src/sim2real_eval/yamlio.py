@@ -27,6 +27,7 @@ import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from .errors import UserError
+from .limits import YAML_VALUES, read_file
 
 # libyaml's parser when PyYAML was built with it (~10x faster, same documents); pure Python otherwise.
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -87,8 +88,6 @@ _ProjectDumper.add_representer(str, _represent_str)
 def _read_text(path: Path, note: str = "") -> str:
     """The file's text; every way of not getting it is one line naming the file.  Regular files of at
     most ``limits.FILE_BYTES`` only (``limits.read_file``: a FIFO or a device is refused, not read)."""
-    from .limits import read_file
-
     data = read_file(path, "YAML file")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a byte-order mark: YAML allows it
         try:
@@ -165,8 +164,6 @@ _PARSED: Dict[tuple, Any] = {}  # (path, text) -> document (load_yaml)
 
 
 def _parse_yaml(path: Path, text: str) -> Any:
-    from .limits import YAML_VALUES
-
     loader = _ProjectLoader(text)
     try:
         node = loader.get_single_node()

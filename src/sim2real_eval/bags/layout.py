@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+from ..art import (
+    ART_IMU_UP,
+    ART_INS_TYPES,
+    ART_MOUNT_TOLERANCE_DEG,
+    ART_STATIC_TFS,
+    BASE_FRAME,
+    GPS_FRAME,
+    IMU_FRAME,
+)
 from ..errors import UserError
+from .reader import open_bag
 
 
 def art_layout(frames: dict, base_link_frame: str, topic_types: Iterable[str] = ()) -> bool:
@@ -16,8 +26,6 @@ def art_layout(frames: dict, base_link_frame: str, topic_types: Iterable[str] = 
     sensors are in the frames ``imu``/``gps`` that the ART static TFs mount on it (or in base_link
     itself), and the bag carries the ART INS (an sbg_driver topic of ``art.ART_INS_TYPES``; ``topic_types``:
     the bag's message types).  Rule 4, the IMU's gravity direction, is ``art_mount_problem``'s."""
-    from ..art import ART_INS_TYPES, BASE_FRAME, GPS_FRAME, IMU_FRAME
-
     others = set(frames) - {BASE_FRAME, ""}  # an empty frame_id is base_link to robot_localization
     return (base_link_frame == BASE_FRAME and bool(others) and others <= {IMU_FRAME, GPS_FRAME}
             and any(msgtype in ART_INS_TYPES for msgtype in topic_types))
@@ -51,7 +59,6 @@ def art_mount_problem(specific_force) -> str:
     specific force must lie within ``ART_MOUNT_TOLERANCE_DEG`` of ``ART_IMU_UP``."""
     import numpy as np
 
-    from ..art import ART_IMU_UP, ART_MOUNT_TOLERANCE_DEG
 
     if specific_force is None:
         return ""  # no accelerometer data: nothing contradicts the frames
@@ -79,8 +86,6 @@ def default_static_tfs(reader, frames: dict, base_link_frame: str, imu_topics: S
     """The static TFs a command applies to a bag when none are given: ``art.ART_STATIC_TFS`` for a bag in
     the ART layout (rules 1-4 of ``art.py``; ``notice(text)`` is told, one line), else none.  A bag whose
     frames and INS are the ART layout but whose IMU is mounted otherwise is a UserError naming it."""
-    from ..art import ART_STATIC_TFS, IMU_FRAME
-
     types = [info.msgtype for info in reader.topics.values()]
     seen = {topic for topics in frames.values() for topic in topics}
     if not art_layout(frames, base_link_frame, types) or not set(imu_topics) <= seen:
@@ -99,8 +104,6 @@ def default_static_tfs(reader, frames: dict, base_link_frame: str, imu_topics: S
 
 def art_static_tfs_note(bags: Sequence[str], override: str = CLI_OVERRIDE) -> str:
     """The one line a command says when it applied the ART static TFs to ``bags`` by default."""
-    from ..art import ART_STATIC_TFS
-
     tfs = " and ".join(f'"{tf}"' for tf in ART_STATIC_TFS)
     more = f" (and {len(bags) - 1} more bag(s))" if len(bags) > 1 else ""
     return (f"{bags[0]}{more}: ART layout (IMU/GPS in frames 'imu'/'gps', sbg_driver INS, IMU x axis up): "
@@ -113,8 +116,6 @@ def peek_real_bag(path, imu_topic: str, gps_topic: str, base_link_frame: str, ms
     """(the bag's default static TFs — ``default_static_tfs``, () unless ``by_layout`` —, its first
     ``imu_topic`` message or None), from the first IMU and GPS messages of the real bag at ``path``.
     ``notice(text)``: told when the ART TFs are applied."""
-    from .reader import open_bag
-
     with open_bag(path, msg_path=msg_path) as reader:
         check_types(reader, path, [(imu_topic, "sensor_msgs/msg/Imu"),
                                    (gps_topic, "sensor_msgs/msg/NavSatFix")])

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from ..atomic import atomic_files
 from ..errors import UserError
+from ..geodesy import geodetic_to_enu
 from . import gps as gps_math
 from . import hdop as hdop_math
 from . import imu as imu_math
@@ -169,8 +172,6 @@ def calibrate_standstill(data: StandstillData, epe=DEFAULT_EPE, t_b: float = DEF
                          max_speed: float = DEFAULT_MAX_SPEED,
                          min_imu_duration: float = imu_math.MIN_ALLAN_DURATION) -> Calibration:
     """Every statistic and both presets from a standstill record (see the module docstring)."""
-    from ..geodesy import geodetic_to_enu
-
     if not t_b > 0:
         raise UserError(f"--t-b must be > 0 s, got {t_b!r}")
     g = data.gps
@@ -222,8 +223,6 @@ def calibrate_standstill(data: StandstillData, epe=DEFAULT_EPE, t_b: float = DEF
 
 def output_paths(out) -> dict:
     """params.yaml → {report: params.yaml, gps: params_gps.yaml, imu: params_imu.yaml}."""
-    from pathlib import Path
-
     out = Path(out)
     if out.suffix not in (".yaml", ".yml"):
         raise UserError(f"--out {out}: expected a .yaml file name")
@@ -233,8 +232,6 @@ def output_paths(out) -> dict:
 
 def output_files(out, plots_dir=None, with_hdop: bool = True) -> dict:
     """{name: path} of everything ``write_calibration`` writes (the CLI checks them before the work)."""
-    from pathlib import Path
-
     files = {"gps": output_paths(out)["gps"], "imu": output_paths(out)["imu"]}
     if plots_dir is not None:
         files["allan_plot"] = Path(plots_dir) / "allan_deviation.png"
@@ -252,7 +249,6 @@ def write_calibration(cal: Calibration, out, plots_dir=None, overwrite: bool = T
     place together (``atomic.atomic_files``): a failure, a full disk or Ctrl-C leaves none of them (and
     the previous versions, if any).  ``overwrite=False`` refuses existing files.
     """
-    from ..atomic import atomic_files
     from ..yamlio import dump_yaml
     from . import plots
 

@@ -33,13 +33,22 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from .. import rotations
+from ..atomic import atomic_files
+from ..bags import open_bag
 from ..errors import UserError
+from ..geodesy import geodetic_to_enu
+from ..static_tf import mounting_rpy
+from ..truth.bag import truth_from_bag
 from . import gps as gps_math
 from . import imu as imu_math
+from .core import chrono_drift_channel, output_paths, plain_values
 from .lag import LagObservability, lag_observability
+from .standstill import ImuSeries, StandstillData, read_standstill_bag
 
 DEFAULT_MAX_LAG = 0.5         # s: lags searched in ±this
 LAG_GRID = 0.005              # s
@@ -232,8 +241,6 @@ def fit_imu_residual(t, accel, gyro, truth, min_duration: float = DEFAULT_MIN_IM
 
 def imu_residual_preset(fit: ImuResidual, source: str, t_b: float) -> dict:
     """Chrono drift preset of the residual: σ = N·√f, b0 = K·√t_b, mean = the residual's mean."""
-    from .core import chrono_drift_channel
-
     accel = chrono_drift_channel(fit.stats.accel, fit.stats.rate, t_b)
     gyro = chrono_drift_channel(fit.stats.gyro, fit.stats.rate, t_b)
     accel["mean"] = [float(v) for v in fit.accel_bias]
@@ -261,12 +268,6 @@ def read_drive(path, gps_topic: str = "/fix", imu_topic: str = "/imu", truth_sou
     """(StandstillData-like arrays, GroundTruth, datum) of a bag with sensors and ground truth; the IMU
     rotated into base_link when its frame is another (``static_tfs``: "PARENT CHILD x y z yaw pitch
     roll" strings)."""
-    from .. import rotations
-    from ..bags import open_bag
-    from ..static_tf import mounting_rpy
-    from ..truth.bag import truth_from_bag
-    from .standstill import ImuSeries, StandstillData, read_standstill_bag
-
     data = read_standstill_bag(path, gps_topic, imu_topic)
     with open_bag(path) as reader:
         truth, datum = truth_from_bag(reader, source=truth_source)
@@ -291,8 +292,6 @@ def read_drive(path, gps_topic: str = "/fix", imu_topic: str = "/imu", truth_sou
 def calibrate_drive(data, truth, datum, t_b: float = 0.1, min_imu_duration: float = DEFAULT_MIN_IMU_DURATION,
                     max_lag: float = DEFAULT_MAX_LAG) -> DriveCalibration:
     """Every fit and both presets from a drive (module docstring)."""
-    from ..geodesy import geodetic_to_enu
-
     if not t_b > 0:
         raise UserError(f"--t-b must be > 0 s, got {t_b!r}")
     g = data.gps
@@ -341,10 +340,6 @@ def calibrate_drive(data, truth, datum, t_b: float = 0.1, min_imu_duration: floa
 
 
 def drive_output_files(out, plots_dir=None) -> dict:
-    from pathlib import Path
-
-    from .core import output_paths
-
     paths = output_paths(out)
     files = {"gps": paths["gps"], "imu": paths["imu"]}
     if plots_dir is not None:
@@ -358,12 +353,8 @@ def write_drive_calibration(cal: DriveCalibration, out, plots_dir=None, overwrit
                             extra=None) -> dict:
     """The two presets, the report (presets inline) and plots, all or nothing (``atomic.atomic_files``);
     ``extra``: {path: write(temporary path)} of more files in the same set (``shortfall_writers``)."""
-    from pathlib import Path
-
-    from ..atomic import atomic_files
     from ..yamlio import dump_yaml
     from . import plots
-    from .core import output_paths, plain_values
 
     files = drive_output_files(out, plots_dir)
     paths = output_paths(out)

@@ -25,10 +25,26 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import least_squares
 
+from .. import message_fields as F
+from ..atomic import atomic_files
+from ..bags import open_bag
+from ..bags.columns import read_topics
 from ..errors import UserError
+from ..geodesy import as_datum, geodetic_to_enu
+from ..stamps import ns_to_stamp_seconds
 from . import gps as gps_math
-from .standstill import GpsSeries, ImuSeries, StandstillData
+from . import imu as imu_math
+from .core import gps_preset, hdop_fit, output_paths, plain_values
+from .standstill import (
+    GpsSeries,
+    ImuSeries,
+    StandstillData,
+    check_standstill,
+    refuse_non_finite,
+    sorted_unique,
+)
 
 AXES = ("east", "north", "up")
 HONEST_BAND = 1.2   # measured/reported within [1/1.2, 1.2]: the receiver's σ matches its scatter
@@ -55,8 +71,6 @@ def white_gauss_markov_avar(taus, sigma: float, tau: float, white: float, period
 def fit_allan_gauss_markov(taus, adev, period: float) -> tuple:
     """(σ_b, τ, σ_w) of the white + Gauss–Markov curve closest to a measured Allan deviation (least
     squares on log σ)."""
-    from scipy.optimize import least_squares
-
     taus, adev = np.asarray(taus, dtype=float), np.asarray(adev, dtype=float)
     peak = float(taus[int(np.argmax(adev))])
 
@@ -73,8 +87,6 @@ def fit_allan_gauss_markov(taus, adev, period: float) -> tuple:
 
 def bag_has_imu(path, imu_topic: str) -> bool:
     """True when the bag has ``imu_topic`` or any sensor_msgs/Imu topic (then it is no GNSS-only log)."""
-    from ..bags import open_bag
-
     with open_bag(Path(path)) as reader:
         topics = reader.topics
     return imu_topic in topics or any(info.msgtype == "sensor_msgs/msg/Imu" for info in topics.values())
@@ -83,12 +95,6 @@ def bag_has_imu(path, imu_topic: str) -> bool:
 def read_fix_bag(path, gps_topic: str = "/fix") -> StandstillData:
     """The NavSatFix series of a GNSS-only bag (NO_FIX and NaN fixes dropped), as StandstillData with
     an empty IMU series."""
-    from .. import message_fields as F
-    from ..bags import open_bag
-    from ..bags.columns import read_topics
-    from ..stamps import ns_to_stamp_seconds
-    from .standstill import refuse_non_finite, sorted_unique
-
     names = ("stamp_ns", "latitude", "longitude", "altitude", "status", "position_covariance_type",
              "position_covariance")
     with open_bag(Path(path)) as reader:
@@ -164,8 +170,6 @@ def _allan_stats(stats: gps_math.GpsNoiseStats, allan: dict) -> gps_math.GpsNois
 
 
 def _allan(error: np.ndarray, period: float) -> dict:
-    from . import imu as imu_math
-
     out = {}
     for i, axis in enumerate(AXES):
         try:
@@ -185,10 +189,6 @@ def _allan(error: np.ndarray, period: float) -> dict:
 def calibrate_receiver(data: StandstillData, surveyed=None, epe=0.02,
                        max_speed: float = 0.1) -> ReceiverCalibration:
     """Every statistic, the preset and the printed lines of a GNSS-only standstill (module docstring)."""
-    from ..geodesy import as_datum, geodetic_to_enu
-    from .core import gps_preset, hdop_fit
-    from .standstill import check_standstill
-
     g = data.gps
     mean = (float(np.mean(g.latitude)), float(np.mean(g.longitude)), float(np.mean(g.altitude)))
     datum = tuple(float(v) for v in as_datum(surveyed, "--surveyed")) if surveyed is not None else mean
@@ -258,8 +258,6 @@ def calibrate_receiver(data: StandstillData, surveyed=None, epe=0.02,
 
 
 def output_files(out, plots_dir=None, with_hdop: bool = True) -> dict:
-    from .core import output_paths
-
     paths = output_paths(out)
     files = {"gps": paths["gps"]}
     if plots_dir is not None:
@@ -273,10 +271,8 @@ def output_files(out, plots_dir=None, with_hdop: bool = True) -> dict:
 
 def write_receiver_calibration(cal: ReceiverCalibration, out, plots_dir=None, overwrite: bool = True) -> dict:
     """The GPS preset and the report (preset inline), plots: all or nothing (``atomic.atomic_files``)."""
-    from ..atomic import atomic_files
     from ..yamlio import dump_yaml
     from . import plots
-    from .core import output_paths, plain_values
 
     files = output_files(out, plots_dir, cal.hdop is not None)
     document = {"variant": {"gps": cal.gps_preset}, "measured": cal.report,

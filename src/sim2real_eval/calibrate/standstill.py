@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import message_fields as F
+from ..bags import open_bag
+from ..bags.columns import read_topics
+from ..bags.reader import require_topic
 from ..errors import UserError
 from ..stamps import ns_to_stamp_seconds
 from . import gps as gps_stats
@@ -83,10 +86,6 @@ def refuse_non_finite(path, topic: str, field: str, values: np.ndarray, used=Non
 def read_standstill_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu",
                         velocity_topic: str | None = None) -> StandstillData:
     """All GPS, IMU (and INS velocity) samples of a bag as arrays; missing topics are named."""
-    from ..bags import open_bag  # heavy import (rosbags) only when a bag is read
-    from ..bags.columns import read_topics
-    from ..bags.reader import require_topic
-
     path = Path(path)
     if gps_topic == imu_topic:
         raise UserError(f"--gps-topic and --imu-topic are both {gps_topic}; the GPS topic carries "

@@ -10,9 +10,13 @@ exit code 2; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import logging
 import os
+import signal
 import sys
+import warnings
 from typing import List, Optional
 
 from .. import __version__
@@ -91,7 +95,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         command_parser.epilog = f"{command_parser.epilog}  {policy}" if command_parser.epilog else policy
     args = command_parser.parse_args(rest)
     if args.debug:  # e.g. Ray's own logs (pipeline.ray_cluster) are shown only then
-        import logging
 
         logging.getLogger("sim2real_eval").setLevel(logging.DEBUG)
     from ..workers import Terminated, handle_sigterm, termination_received
@@ -151,9 +154,6 @@ def _names_as_bytes() -> None:
 def _broken_pipe() -> int:
     """The reader of stdout went away (``| head``, ``| true``): stop quietly with the status a process
     killed by SIGPIPE has, as other command-line tools do (the work itself finished or was unwound)."""
-    import os
-    import signal
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not fail again
@@ -177,8 +177,6 @@ def _plain_numbers():
     """While a command runs, numpy 2's scalars print as ``0.3``, not ``np.float64(0.3)``: in a message a
     number reached through ``!r``, a tuple or a list reads as a number (the repr is for programmers).
     numpy 1.x printed them plainly already."""
-    import contextlib
-
     import numpy as np
 
     if int(np.__version__.split(".")[0]) < 2:
@@ -188,8 +186,6 @@ def _plain_numbers():
 
 def _show_data_warnings(command: str) -> None:
     """DataWarnings (errors.DataWarning) as one line ``sim2real-eval CMD: warning: …``, each once."""
-    import warnings
-
     from ..errors import DataWarning, one_line
 
     original = getattr(warnings.showwarning, "original", warnings.showwarning)  # main() may run twice

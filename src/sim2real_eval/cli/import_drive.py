@@ -7,6 +7,8 @@ The work is ``sim2real_eval.importer``; the inputs are only read.
 """
 from __future__ import annotations
 
+import sys
+
 from . import REPLACED
 
 FORMATS = ("comma2k19", "csv", "nmea")  # importer.FORMATS (not imported here: --help stays cheap)
@@ -61,8 +63,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import sys
-
     from ..importer.vehicle import template_line, truth_line
     from ..service.data import ImportRequest, import_drives
 

@@ -7,6 +7,7 @@ OUT/summary.json; it appears only when complete.  The work is ``service.judge_ba
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 from ..runs import timing  # standard library only: --help stays cheap
@@ -112,8 +113,6 @@ def check(args) -> int:
 
 
 def run(args) -> int:
-    import os
-
     from ..errors import UserError
     from ..outputs import NEW, check_paths, output_folder
     from ..resources import find_config

@@ -14,8 +14,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import UserError
+from ..models import madgwick
+from ..resources import share_dir
+from .comma2k19 import read_segment
 from .covariance import SENSITIVITY_SCALES
-from .drive import SIDECAR, ImportResult, write_runs
+from .csv_layout import read_folder
+from .drive import SIDECAR, ImportResult, add_madgwick_orientation, write_runs
+from .nmea import import_logs
 
 FORMATS = ("comma2k19", "csv", "nmea")
 IMU_ORIENTATIONS = ("none", "madgwick")
@@ -25,8 +31,6 @@ SHIPPED_COMMA2K19 = ("real", "comma2k19", "b0c9d2329ad1606b_2018-08-02--08-34-47
 
 def shipped_comma2k19():
     """Path of the comma2k19 segment in ``bags/real`` of this installation (source tree or share dir)."""
-    from ..resources import share_dir
-
     return share_dir() / "bags" / Path(*SHIPPED_COMMA2K19)
 
 
@@ -42,8 +46,6 @@ def import_comma2k19(segments, out, window: float | None = None, stride: float |
                      overwrite: bool = False, storage: str = "sqlite3", imu_orientation: str = "none",
                      madgwick_gain: float | None = None) -> ImportResult:
     """Import comma2k19 segment folder(s) (see ``importer.comma2k19``) into ``out``."""
-    from .comma2k19 import read_segment
-
     _check_scale(fix_covariance_scale)
     read = [read_segment(src, fix_covariance, fix_covariance_scale, estimate_mounting)
             for src in _sources(segments)]
@@ -59,8 +61,6 @@ def import_csv(folders, out, window: float | None = None, stride: float | None =
                storage: str = "sqlite3", imu_orientation: str = "none",
                madgwick_gain: float | None = None) -> ImportResult:
     """Import folder(s) in the generic CSV layout (see ``importer.csv_layout``) into ``out``."""
-    from .csv_layout import read_folder
-
     _check_scale(fix_covariance_scale)
     sources = _sources(folders)
     drives = [read_folder(src, fix_covariance, fix_covariance_scale, estimate_mounting, imu_axes, datum,
@@ -75,8 +75,6 @@ def import_nmea(logs, out, window: float | None = None, stride: float | None = N
                 fix_covariance_scale: float = 1.0, datum=None, overwrite: bool = False,
                 storage: str = "sqlite3") -> ImportResult:
     """Import NMEA 0183 receiver log(s) (see ``importer.nmea``): /fix-only bags into ``out``."""
-    from .nmea import import_logs
-
     return import_logs(logs, out, window, stride, scenario, date, fix_covariance, fix_covariance_scale, datum,
                        overwrite, storage)
 
@@ -96,10 +94,6 @@ def sensitivity_imports(import_function, sources, out_root, scales=SENSITIVITY_S
 def _orientation(drives: list, imu_orientation: str, madgwick_gain: float | None) -> None:
     """``--imu-orientation``: ``none`` (the /imu orientation is "not provided") or ``madgwick`` (the
     offline imu_filter_madgwick, ``models.madgwick``, on each whole drive; ``--madgwick-gain``)."""
-    from ..errors import UserError
-    from ..models import madgwick
-    from .drive import add_madgwick_orientation
-
     if imu_orientation not in IMU_ORIENTATIONS:
         raise UserError(f"--imu-orientation: expected one of {', '.join(IMU_ORIENTATIONS)}, "
                         f"got {imu_orientation!r}")
@@ -113,8 +107,6 @@ def _orientation(drives: list, imu_orientation: str, madgwick_gain: float | None
 
 
 def _check_scale(scale) -> None:
-    from ..errors import UserError
-
     if not (isinstance(scale, (int, float)) and scale > 0 and scale < float("inf")):
         raise UserError(f"--fix-covariance-scale: expected a factor > 0, got {scale!r}")
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as npy
 
 from .. import limits
 from ..errors import UserError
@@ -79,8 +80,6 @@ def read_array(path: Path, ndim: int, expected: str) -> np.ndarray:
     """The float64 contents of a .npy file, checked from its header before anything is loaded: a numeric
     dtype (not text or objects), ``ndim`` dimensions, at most ``limits.NPY_ROWS`` rows, and a file long
     enough for what the header claims (a forged header cannot make numpy allocate terabytes)."""
-    from numpy.lib import format as npy
-
     try:
         with open(path, "rb") as stream:
             version = npy.read_magic(stream)

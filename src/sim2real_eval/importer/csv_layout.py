@@ -26,13 +26,14 @@
 from __future__ import annotations
 
 import csv
+from array import array
 from pathlib import Path
 
 import numpy as np
 
 from .. import limits
 from ..errors import UserError
-from ..geodesy import check_altitude
+from ..geodesy import as_datum, check_altitude
 from ..models import samples as S
 from . import covariance as cov
 from . import frames
@@ -112,8 +113,6 @@ def _content_rows(reader):
 def _numbers(path: Path, rows, names: list, wanted: list) -> dict:
     """{column: float64 array} of the ``wanted`` columns of the data ``rows`` (+ "_lines", their line
     numbers): every line as many fields as the header, every value a finite number."""
-    from array import array
-
     index = {name: names.index(name) for name in wanted}
     columns = {name: array("d") for name in wanted}
     numbers = array("q")
@@ -225,8 +224,6 @@ def read_folder(src, fix_covariance: float | None = None, fix_covariance_scale: 
                 estimate_mounting: bool = False, imu_axes: str = "flu", datum=None,
                 time_offset: float = 0.0) -> Drive:
     """The Drive of one folder in the CSV layout (module docstring)."""
-    from ..geodesy import as_datum
-
     folder = Path(src)
     if not folder.is_dir():
         raise UserError(f"{src}: no such folder (expected {', '.join(FILES)} in it)")

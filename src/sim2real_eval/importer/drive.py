@@ -22,15 +22,24 @@ Header stamp = receive time = the sample's time on the drive's clock (a logger s
 """
 from __future__ import annotations
 
+import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
-from .. import geodesy, limits, rotations
+from .. import __version__, geodesy, limits, rotations
+from ..atomic import atomic_directory
+from ..bags import messages as bm
+from ..bags import write_bag
 from ..errors import DataWarning, UserError
+from ..models.madgwick import check_parameters, madgwick_orientation, orientation_covariance
+from ..models.samples import SERVICE_GPS, GpsSamples, ImuSamples
+from ..runs import check_name
 from ..truth import GroundTruth
+from ..yamlio import dump_yaml
 from .covariance import FixCovariance
 from .frames import IDENTITY, Mounting
 from .vehicle import SUMMARY, measure  # SUMMARY: OUT/import.yaml
@@ -138,9 +147,6 @@ def add_madgwick_orientation(drive: Drive, gain: float, orientation_stddev: floa
     """Give the drive's IMU (already in base_link) the orientation imu_filter_madgwick would publish
     (``models.madgwick``), over the whole drive so every window starts converged, and record it with
     its roll and pitch error against the truth's attitude (RMS, first 5 s left out: convergence)."""
-    from ..models.madgwick import check_parameters, madgwick_orientation
-
-
     check_parameters(gain, zeta, "enu", orientation_stddev, "--imu-orientation madgwick")
     imu = drive.imu
     q = madgwick_orientation(imu.t, imu.accel, imu.gyro, gain=gain, zeta=zeta)
@@ -268,8 +274,6 @@ def check_stamps(where: str, t: np.ndarray, offset_s: float = 0.0, lines=None, o
 
 
 def _gps_samples(fixes: Fixes, offset_ns: int):
-    from ..models.samples import SERVICE_GPS, GpsSamples
-
     stamps = np.round(fixes.t * 1e9).astype(np.int64) + offset_ns
     n = len(stamps)
     return GpsSamples(stamp_ns=stamps, receive_ns=stamps, latitude=fixes.latitude, longitude=fixes.longitude,
@@ -281,8 +285,6 @@ def _gps_samples(fixes: Fixes, offset_ns: int):
 
 
 def _imu_samples(imu: Inertial, offset_ns: int):
-    from ..models.samples import ImuSamples
-
     stamps = np.round(imu.t * 1e9).astype(np.int64) + offset_ns
     n = len(stamps)
     not_provided = np.zeros((n, 9))
@@ -294,8 +296,6 @@ def _imu_samples(imu: Inertial, offset_ns: int):
     orientation = np.tile([0.0, 0.0, 0.0, 1.0], (n, 1))
     orientation_cov = not_provided
     if imu.orientation is not None:
-        from ..models.madgwick import orientation_covariance
-
         published = np.isfinite(imu.orientation).all(axis=1)
         orientation[published] = imu.orientation[published]
         orientation_cov[published] = orientation_covariance(imu.orientation_stddev)
@@ -307,8 +307,6 @@ def _imu_samples(imu: Inertial, offset_ns: int):
 
 def run_records(drive: Drive, start: float, end: float, offset_ns: int = 0) -> tuple:
     """(bag records in receive order, counts) of the run [start, end] s of ``drive``."""
-    from ..bags import messages as bm
-
     keep_truth = (drive.truth.t >= start - 1e-9) & (drive.truth.t <= end + 1e-9)
     truth = drive.truth.slice(int(np.argmax(keep_truth)), int(len(keep_truth) - np.argmax(keep_truth[::-1])))
     lo, hi = truth.t[0], truth.t[-1]
@@ -372,15 +370,6 @@ def write_runs(drives: list, out, scenario: str, window: Optional[float] = None,
     ``epoch_offsets_ns[i]`` is added to drive i's times to make the header stamps (e.g. boot time →
     UTC epoch); default 0.
     """
-    import time
-    import warnings
-
-    from .. import __version__
-    from ..atomic import atomic_directory
-    from ..bags import write_bag
-    from ..runs import check_name
-    from ..yamlio import dump_yaml
-
     started = time.perf_counter()
     check_name(scenario, "--scenario")
     offsets = list(epoch_offsets_ns or [0] * len(drives))

@@ -22,6 +22,8 @@ import numpy as np
 from .. import geodesy, rotations
 from ..errors import UserError
 from ..truth import GroundTruth
+from ..truth.bag import planar_attitude, smooth_body_rates, smooth_derivative, zero_phase_lowpass
+from .vehicle import COLUMN_NOISE_CUTOFF_HZ, pose_velocity, white_noise
 
 FRD_TO_FLU = np.array([1.0, -1.0, -1.0])     # component-wise: (x, y, z)_FRD → (x, −y, −z)_FLU
 Q_FRD_FLU = np.array([1.0, 0.0, 0.0, 0.0])    # 180° about x (xyzw)
@@ -64,9 +66,6 @@ def build_truth(t, position, velocity, orientation=None, angular_velocity=None, 
     Without rates: ω from the smoothed attitude.  Specific force: R_bwᵀ·(dv/dt + g·ẑ) with dv/dt from
     the zero-phase differentiator (no lag).
     """
-    from ..truth.bag import planar_attitude, smooth_body_rates, smooth_derivative
-    from .vehicle import COLUMN_NOISE_CUTOFF_HZ, pose_velocity, white_noise
-
     t = np.asarray(t, dtype=float)
     measured = {} if measured is None else measured
     measured["attitude_given"] = orientation is not None
@@ -216,8 +215,6 @@ def rotate_body(truth: GroundTruth, mounting: Mounting, source: str = "truth",
                 cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> GroundTruth:
     """The same trajectory with the body frame turned by ``mounting`` (R_old←new): attitude
     q_w←new = q_w←old ⊗ q_old←new, rates in the new axes, specific force recomputed."""
-    from ..truth.bag import smooth_derivative
-
     orientation = rotations.multiply(truth.orientation, mounting.quaternion)
     rates = truth.angular_velocity @ mounting.matrix   # (Rᵀ·ω)ᵀ = ωᵀ·R
     acceleration = smooth_derivative(truth.t, truth.velocity, cutoff_hz)
@@ -242,8 +239,6 @@ def estimate_mounting(truth: GroundTruth, t, accel, gyro, source: str = "imu",
     and is only as good as they are strong: under 0.3 m/s² RMS the estimate says so in its note.
     The rates are weighted so their dynamic RMS equals the specific force's.
     """
-    from ..truth.bag import zero_phase_lowpass
-
     t = np.asarray(t, dtype=float)
     inside = (t >= truth.t[0]) & (t <= truth.t[-1])
     if inside.sum() < 100:

@@ -39,14 +39,34 @@ Mappings (nmea_navsat_driver, ros2 branch, read for its behaviour; the differenc
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from .. import __version__
+from ..atomic import atomic_directory
+from ..bags import messages as bm
+from ..bags import write_bag
 from ..errors import UserError
+from ..geodesy import as_datum
 from ..models import samples as S
+from ..models.samples import GpsSamples
+from ..runs import check_name
+from ..yamlio import dump_yaml
+from .drive import (
+    BASE_FRAME,
+    SIDECAR,
+    SUMMARY,
+    TOPICS,
+    ImportedRun,
+    ImportResult,
+    overlap_note,
+    plain_values,
+    windows,
+)
 
 SENTENCES = ("GGA", "RMC", "GST", "VTG")
 DAY_NS = 86_400 * 10**9
@@ -514,9 +534,6 @@ def parse_date(text) -> Optional[dt.date]:
 
 # --------------------------------------------------------------------------------------- writing
 def _gps_samples(fixes: NmeaFixes):
-    from ..models.samples import GpsSamples
-    from .drive import BASE_FRAME
-
     n = len(fixes.stamp_ns)
     covariance = np.zeros((n, 9))
     covariance[:, [0, 4, 8]] = fixes.sigma ** 2
@@ -533,26 +550,6 @@ def import_logs(logs, out, window: Optional[float] = None, stride: Optional[floa
                 storage: str = "sqlite3"):
     """Read NMEA log(s) and write ``OUT/<scenario>/run_<kk>/`` bags with ``/fix`` only + import.yaml
     (the layout of ``drive.write_runs``; no /imu, no truth).  Returns an ``ImportResult``."""
-    import time
-
-    from .. import __version__
-    from ..atomic import atomic_directory
-    from ..bags import messages as bm
-    from ..bags import write_bag
-    from ..geodesy import as_datum
-    from ..runs import check_name
-    from ..yamlio import dump_yaml
-    from .drive import (
-        SIDECAR,
-        SUMMARY,
-        TOPICS,
-        ImportedRun,
-        ImportResult,
-        overlap_note,
-        plain_values,
-        windows,
-    )
-
     started = time.perf_counter()
     sources = [logs] if isinstance(logs, (str, Path)) else list(logs)
     if not (isinstance(fix_covariance_scale, (int, float)) and 0 < fix_covariance_scale < float("inf")):

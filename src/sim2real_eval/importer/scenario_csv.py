@@ -31,9 +31,13 @@ from typing import Tuple
 
 import numpy as np
 
+from .. import rotations
+from ..atomic import atomic_directory
 from ..errors import UserError
+from ..geodesy import enu_to_geodetic
 from ..models import load_gps_model, load_imu_model, sensor_seed
 from ..models.seeding import generator
+from ..scenarios import generate, load_scenario
 
 TRUTH_FRAMES = ("lla", "enu")
 DEFAULT_DATUM = (43.07236, -89.41189, 263.0)  # the reference setup's site (config/sensors/gps/reference_rtk)
@@ -98,9 +102,6 @@ def imu_rows(truth, logs: RoverLogs, seed) -> np.ndarray:
 
 def truth_rows(truth, logs: RoverLogs, seed) -> Tuple[np.ndarray, Tuple[str, ...]]:
     """(rows, header) of the pose log: jittered ~2.2 Hz stamps, noisy position and attitude."""
-    from .. import rotations
-    from ..geodesy import enu_to_geodetic
-
     rng = generator(seed("truth"), 0)
     period = 1.0 / logs.truth_rate
     nominal = np.arange(truth.t[0] + logs.truth_stamp_jitter, truth.t[-1] - logs.truth_stamp_jitter, period)
@@ -157,9 +158,6 @@ def write_scenario_csv(scenario, out, k: int = 0, seed: int = 0, logs: RoverLogs
     """Write repeat ``k`` of ``scenario`` (a name or YAML path) as gnss.csv, imu.csv, truth.csv and
     README.md in the folder ``out`` (atomic: complete or absent; an existing ``out`` is refused unless
     ``overwrite``).  Returns ``out``."""
-    from ..atomic import atomic_directory
-    from ..scenarios import generate, load_scenario
-
     logs.check()
     if k < 0 or seed < 0:
         raise UserError(f"k and seed must be >= 0, got k={k}, seed={seed}")

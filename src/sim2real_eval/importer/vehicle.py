@@ -35,7 +35,10 @@ from typing import Optional
 
 import numpy as np
 
+from .. import rotations
 from ..errors import UserError
+from ..truth.bag import smooth_derivative, zero_phase_lowpass
+from ..yamlio import load_yaml
 
 POSE_CUTOFF_HZ = 0.2       # Hz: velocity of a pose-only truth (docs/rover.md, "Low-rate truths": measured)
 COLUMN_NOISE_CUTOFF_HZ = 1.0  # Hz: the noise of given velocity columns is what lies above 1 Hz (a ground
@@ -51,8 +54,6 @@ TEMPLATES = {"car": "demo_car.yaml", "terrain": "demo_terrain.yaml"}
 def _impulse_response(rate_hz: float, cutoff_hz: float, derivative: bool) -> np.ndarray:
     """The low-pass's (or the differentiator's) weights on one sample, on a uniform grid at ``rate_hz``:
     the response to a unit impulse in the middle of a series long enough for the filter to die out."""
-    from ..truth.bag import smooth_derivative, zero_phase_lowpass
-
     n = 2 * int(np.ceil(20.0 * rate_hz / min(cutoff_hz, 0.4 * rate_hz))) + 1
     t = np.arange(n) / rate_hz
     impulse = np.zeros(n)
@@ -66,8 +67,6 @@ def white_noise(t, values, cutoff_hz: float = POSE_CUTOFF_HZ) -> float:
     """σ of the white noise on ``values`` (N,) or (N, k) (RMS over the k columns), from the residual about
     the zero-phase low-pass at ``cutoff_hz``: std(r) / sqrt(Σ(δ − h)²).  Content above the cut-off that
     is motion, not noise, counts as noise: an upper bound for a vehicle that changes speed faster."""
-    from ..truth.bag import zero_phase_lowpass
-
     t = np.asarray(t, dtype=float)
     x = np.asarray(values, dtype=float).reshape(len(t), -1)
     rate = 1.0 / float(np.median(np.diff(t)))
@@ -83,8 +82,6 @@ def pose_velocity(t, position, cutoff_hz: float = POSE_CUTOFF_HZ) -> tuple:
     Velocity noise: the positions' horizontal white noise (``white_noise``) times the differentiator's
     noise gain sqrt(Σ d²) at the series' median rate — the σ per horizontal axis the smoothed velocity
     keeps from the pose noise."""
-    from ..truth.bag import smooth_derivative, zero_phase_lowpass
-
     t = np.asarray(t, dtype=float)
     position = np.asarray(position, dtype=float)
     rate = 1.0 / float(np.median(np.diff(t)))
@@ -100,8 +97,6 @@ def _percentiles(values, which=(5, 50, 95)) -> dict:
 def measure(drives) -> tuple:
     """(vehicle block, truth block) of OUT/import.yaml from the imported ``drives`` (importer.drive.Drive),
     each over the span where truth, fixes and IMU overlap."""
-    from .. import rotations
-
     speeds, rolls, pitches, rates, noises, sources = [], [], [], [], [], []
     attitude_known = True
     orientation = True
@@ -188,8 +183,6 @@ def truth_line(truth: dict) -> str:
 
 def import_summary(directory) -> Optional[dict]:
     """OUT/import.yaml of an imported DIR (or of the DIR above a scenario folder or a run), else None."""
-    from ..yamlio import load_yaml
-
     path = Path(directory)
     for folder in (path, path.parent, path.parent.parent):
         summary = folder / SUMMARY

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -63,9 +65,6 @@ def _private_cache_dir():
     read-only system installs, containers without a home.  The directory must be ours and private:
     numba loads pickles from it.
     """
-    import stat
-    import tempfile
-
     path = os.path.join(tempfile.gettempdir(), f"sim2real_eval-numba-{os.getuid()}")
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)

@@ -9,16 +9,25 @@ files are read when a run needs them.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .. import runs
+import numpy as np
+
+from .. import message_fields, runs
 from ..art import ART_STATIC_TFS, IMU_FRAME, TOPICS
+from ..bags import get_typestore
+from ..bags import messages as bag_messages
 from ..errors import UserError
+from ..models import load_gps_model, load_imu_model
+from ..models.samples import ImuSamples
 from ..runs import judge_record
+from ..runs.start import initial_state_from_truth
 from ..runs.timing import RunTiming, TimingModel
 from ..stamps import period_ns
+from ..static_tf import mounting_rpy
 from .input_rows import columns_from_wire
 from .params import load_ekf_params, load_navsat_params
 from .runner import Judge, JudgeTiming, SensorBlock
@@ -46,7 +55,6 @@ class JudgeConfig:
         """The ekf_node ``initial_state`` of a run whose first instant is ``stamp_ns`` (None: the YAML's)."""
         if self.initial_state != "truth":
             return None
-        from ..runs.start import initial_state_from_truth
 
         ekf = judge_parts(self.ekf, self.navsat, tuple(self.static_tfs))[0]
         return initial_state_from_truth(truth, stamp_ns, ekf.two_d_mode)
@@ -79,8 +87,6 @@ class JudgeConfig:
         The IMU model gets the same rotation, so simulated IMU data is expressed in the frame the TF
         describes (static_transform_publisher order is x y z yaw pitch roll).
         """
-        from ..static_tf import mounting_rpy
-
         return mounting_rpy(self.static_tfs, child_frame)
 
     def imu_overrides(self, frame: str | None = None) -> dict:
@@ -91,7 +97,6 @@ class JudgeConfig:
             rpy = self.mounting_rpy(IMU_FRAME)
             return {} if rpy is None else {"mounting_rpy": rpy}
         base = judge_parts(self.ekf, self.navsat, tuple(self.static_tfs))[0].base_link_frame
-        from ..static_tf import mounting_rpy
 
         rpy = [0.0, 0.0, 0.0] if frame in ("", base) else mounting_rpy(self.static_tfs, frame, base)
         return {"frame_id": frame, **({} if rpy is None else {"mounting_rpy": rpy})}
@@ -127,12 +132,8 @@ def judge_run(judge: JudgeConfig, messages: Iterable, timing: RunTiming | None =
 
     The only place the pipeline calls the judge.
     """
-    import dataclasses
-
     ekf, navsat, tfs = judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))
     if initial_state is not None:
-        import numpy as np
-
         ekf = dataclasses.replace(ekf, initial_state=np.array(initial_state, dtype=float))
     judge = Judge(ekf, navsat, static_tfs=tfs, gps_topic=TOPICS["gps"], timing=judge_timing(timing))
     return judge.run_blocks(messages) if are_sensor_blocks(messages) else judge.run(messages)
@@ -147,11 +148,6 @@ def sensor_block(samples) -> Any:
     """``judge.SensorBlock`` of a model's samples (GpsSamples → /fix, ImuSamples → /imu): the values the
     judge would decode from ``gps_cdr_records`` / ``imu_cdr_records``, without making the bytes (a run
     that writes no bag; /imu/mag is left out: the judge does not read it)."""
-    from .. import message_fields
-    from ..bags import get_typestore
-    from ..bags import messages as bag_messages
-    from ..models.samples import ImuSamples
-
     table, topic = ((message_fields.IMU, TOPICS["imu"]) if isinstance(samples, ImuSamples)
                     else (message_fields.NAVSATFIX, TOPICS["gps"]))
     strings, wire, receive = bag_messages.container_wire_columns(table, samples)
@@ -163,8 +159,6 @@ def sensor_block(samples) -> Any:
 def load_gps(spec: Any, seed_sequence=None, datum=None, rate: float | None = None):
     """The GPS model of a run.  Replay of real bags overrides the preset's ``datum`` (lat, lon, alt)
     and ``rate`` (Hz) with the real receiver's."""
-    from ..models import load_gps_model
-
     return load_gps_model(spec, seed_sequence, **gps_overrides(datum, rate))
 
 
@@ -184,8 +178,6 @@ def load_imu(spec: Any, judge: JudgeConfig, seed_sequence=None, frame: str | Non
     The simulated IMU then reports in the frame the static TF describes, and the judge rotates it
     back to base_link exactly as robot_localization does on the vehicle.
     """
-    from ..models import load_imu_model
-
     model = load_imu_model(spec, seed_sequence, **judge.imu_overrides(frame))
     judge.check_imu_frame(model.frame_id, spec)
     return model

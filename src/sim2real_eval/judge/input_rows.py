@@ -24,6 +24,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import message_fields as F
+from ..bags import cdr
 from ..errors import UserError
 from .state import INPUT_ROW, VALUES, records
 
@@ -182,8 +183,6 @@ def cdr_columns(store, topic: str, msgtype: str, raws: Sequence) -> Optional[Col
     """Columns of CDR messages of ``msgtype``, decoded in bulk (one layout per group of messages with
     the same frame ids); None when they are not little-endian CDR of that type's fixed layout (the
     caller deserialises them)."""
-    from ..bags import cdr
-
     kind = TYPES[msgtype]
     paths = _paths(kind)
     n = len(raws)
@@ -241,8 +240,6 @@ def columns_from_wire(store, msgtype: str, strings: dict, wire: dict, n: int) ->
     """Columns of ``n`` messages of ``msgtype`` given as ``bags.messages.wire_columns`` makes them: the
     values ``cdr_columns`` reads back from the bytes ``bags.cdr.encode`` would write of them (each column
     cast to its wire type first, as encoding does), without making the bytes."""
-    from ..bags import cdr
-
     layout = cdr.message_layout(store, msgtype, strings)
     wire_type = {path: layout.dtype.fields[path][0].base for path in wire}
     cast = {path: np.asarray(column).astype(wire_type[path]) for path, column in wire.items()}

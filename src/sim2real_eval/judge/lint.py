@@ -23,7 +23,11 @@ from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from ..bags.messages import default_message
+from .ekf_node import EkfNode
+from .params import absolute_topic
 from .state import STATE_SIZE, TWO_D_INDICES
+from .tf import TfBuffer
 
 STATE_NAMES = ("x", "y", "z", "roll", "pitch", "yaw", "vx", "vy", "vz", "vroll", "vpitch", "vyaw",
                "ax", "ay", "az")
@@ -59,8 +63,6 @@ class InvalidCovariance(NamedTuple):
 
 def _imu_message(frame_id: str, stamp_s: int, part: str, covariance):
     """A sensor_msgs/Imu object in ``frame_id`` providing only ``part`` (the others −1: not provided)."""
-    from ..bags.messages import default_message
-
     msg = default_message("sensor_msgs/msg/Imu")
     msg.header.frame_id = frame_id
     msg.header.stamp.sec = int(stamp_s)
@@ -110,10 +112,6 @@ def invalid_imu_covariances(ekf_params, static_tfs: Sequence, frame_id: str,
     callbacks (rotation, masks, forceTwoD).  A frame no TF connects to base_link gives one ``Unresolved``
     per input (the judge drops those messages).
     """
-    from .ekf_node import EkfNode
-    from .params import absolute_topic
-    from .tf import TfBuffer
-
     found: list = []
     for sensor in ekf_params.sensors:
         if sensor.kind != "imu":

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import List, Optional, Tuple
 
 import numpy as np
+from pyproj import Proj
 
 from ..errors import UserError
 from . import input_rows
@@ -83,8 +84,6 @@ def utm_zone(latitude: float, longitude: float) -> Tuple[int, bool]:
 
 @lru_cache(maxsize=8)
 def _utm_proj(zone: int, northern: bool):
-    from pyproj import Proj  # lazy: pyproj loads PROJ data
-
     return Proj(proj="utm", zone=zone, ellps="WGS84", south=not northern)
 
 

@@ -19,10 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import multiprocessing
 import os
+import threading
 from pathlib import Path
 
+from numba import types
+
+from ..workers import die_with_parent
+from . import ekf_node, loop, navsat
 from .compiled_cache import numba, numba_cache
+from .input_rows import INPUT_ROW
+from .state import records
 
 _done: set = set()  # argument layouts (``_layout``) advance was compiled (or loaded) for in this process
 
@@ -30,12 +38,6 @@ _done: set = set()  # argument layouts (``_layout``) advance was compiled (or lo
 def _units(run) -> tuple:
     """([(dispatcher, signature)] of advance's callees, (advance, its signature)) for ``run``
     (``runner._Run``): the argument types advance passes them."""
-    from numba import types
-
-    from . import ekf_node, loop, navsat
-    from .input_rows import INPUT_ROW
-    from .state import records
-
     typeof = numba.typeof
     ekf, tf, queue, nav = run.ekf.core, run.tf.core, run.ekf.queue, run.nav_core
     counters, outputs = ekf.counters, run.outputs
@@ -105,15 +107,9 @@ def compilation_helpers(function, helpers: int):
     numba's cache.  None are started when the loop is already compiled here or numba is off, nor from a
     process running other threads: a lock one of them held at the fork (a progress spinner's, on
     stderr) would stay held in the helper — so enter this before starting any (``with helpers, spinner``)."""
-    import threading
-
-    from . import loop
-
     started = []
     if (numba is not None and not numba.config.DISABLE_JIT and helpers >= 1 and not loop.advance.overloads
             and threading.active_count() == 1):
-        import multiprocessing
-
         context = multiprocessing.get_context("fork")
         started = [context.Process(target=_helper, args=(function, os.getpid()), daemon=True)
                    for _ in range(helpers)]
@@ -131,8 +127,6 @@ def compilation_helpers(function, helpers: int):
 
 
 def _helper(function, parent_pid: int) -> None:
-    from ..workers import die_with_parent
-
     die_with_parent(parent_pid)
     try:
         function()

@@ -23,6 +23,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 import numpy as np
 
 from ..errors import UserError
+from ..geodesy import as_datum
+from ..limits import JUDGE_FREQUENCY
 from ..yamlio import RosParam, RosParamsFile, load_ros_params, ros_type
 
 STATE_SIZE = 15
@@ -339,8 +341,6 @@ class _Reader:
 def _frequency(r: _Reader, default: float) -> float:
     """A node's ``frequency``: > 0 and at most ``limits.JUDGE_FREQUENCY`` (1 kHz: robot_localization
     runs at 10-50 Hz; 1e7 Hz made a 31 s bag take 158 s to judge)."""
-    from ..limits import JUDGE_FREQUENCY
-
     value = r.double("frequency", default, positive=True)
     if value > JUDGE_FREQUENCY.high:
         r.error("frequency", f"{value:g} Hz is above the limit of {JUDGE_FREQUENCY.high:g} Hz "
@@ -581,8 +581,6 @@ def _read_navsat(r: _Reader, p: NavsatParams) -> None:
 
 def _check_datum(r: _Reader, datum: List[float]) -> bool:
     """The datum's latitude/longitude range, checked by the rule of the GPS presets' datum."""
-    from ..geodesy import as_datum
-
     try:
         as_datum(datum, "datum")
     except UserError as exc:

@@ -18,6 +18,7 @@ records in time order, what ``sim2real-eval judge`` writes).
 from __future__ import annotations
 
 import heapq
+import warnings
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from itertools import islice, repeat
@@ -26,7 +27,9 @@ from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from ..errors import DataWarning, UserError
+from ..bags import get_typestore
+from ..bags.messages import odometry_cdr
+from ..errors import DataWarning, UserError, exception_line
 from . import input_rows
 from .ekf_node import EkfNode
 from .loop import advance
@@ -115,7 +118,6 @@ class JudgeResult:
         if not allow_missing:
             raise UserError(f"{where}: the judge lost a whole sensor ({losses}); its estimate would be "
                             f"judged without it{hint}")
-        import warnings
 
         warnings.warn(f"{where}: judged without a whole sensor ({losses})", DataWarning, stacklevel=2)
 
@@ -513,8 +515,6 @@ class _Run:
         return self._with_utm(code, cols)
 
     def _deserialize(self, code: int, k: int, raw):
-        from ..errors import exception_line
-
         try:
             return self._typestore().deserialize_cdr(raw, self.types[code])
         except Exception as exc:  # noqa: BLE001 - any decoding failure is a damaged message
@@ -523,8 +523,6 @@ class _Run:
 
     def _typestore(self):
         if self._store is None:
-            from ..bags import get_typestore
-
             self._store = get_typestore()
         return self._store
 
@@ -599,8 +597,6 @@ def output_records(stream: JudgeStream, filtered_topic: str, gps_topic: str) -> 
     increase, and /odometry/gps carries the stamp of a fix already read, so of a fix at most HOLDBACK_NS
     older than the newest one read (fix stamps going back further make the order impossible to keep
     without holding everything: a UserError)."""
-    from ..bags.messages import odometry_cdr
-
     run = stream.run
     pending_f: deque = deque()
     pending_g: deque = deque()

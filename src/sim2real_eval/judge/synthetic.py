@@ -16,6 +16,8 @@ from typing import List, Tuple
 import numpy as np
 
 from .. import art
+from ..bags import messages as bag_messages
+from ..models.samples import GpsSamples, ImuSamples
 from .tf import parse_static_tf, quaternion_from_matrix
 
 # The ART launch's static TFs (art.py), parsed; gps first, imu second (callers index them).
@@ -42,8 +44,6 @@ def art_like_samples(
     gps_latency: float = 0.05,
 ):
     """(ImuSamples, GpsSamples) of the synthetic drive over ``duration`` s starting at ``start`` s."""
-    from ..models.samples import GpsSamples, ImuSamples
-
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     mount = ART_STATIC_TFS[1].transform.rotation
     # Planar path integrated on a 1 ms grid (trapezoid), sampled by interpolation.
@@ -123,8 +123,6 @@ def art_like_samples(
 def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
     """(recv_ns, topic, msg) for /imu and /fix in receive order (arguments as art_like_samples); the
     messages are rosbags sensor_msgs/Imu and NavSatFix (IMU before GPS at equal receive times)."""
-    from ..bags import messages as bag_messages
-
     imu, gps = art_like_samples(**kwargs)
     messages = bag_messages.imu_messages(imu, art.TOPICS["imu"])
     messages += bag_messages.navsatfix_messages(gps, art.TOPICS["gps"])
@@ -135,8 +133,6 @@ def art_like_stream(**kwargs) -> List[Tuple[int, str, object]]:
 
 def art_like_records(**kwargs) -> list:
     """The same stream as CDR records (recv_ns, topic, msgtype, bytes): what a bag holds."""
-    from ..bags import messages as bag_messages
-
     imu, gps = art_like_samples(**kwargs)
     out = list(bag_messages.imu_cdr(imu, art.TOPICS["imu"]))
     out += bag_messages.navsatfix_cdr(gps, art.TOPICS["gps"])

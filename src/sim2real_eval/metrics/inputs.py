@@ -16,16 +16,21 @@ the authors' times as written: their origin is already their truth's start (t = 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .. import message_fields
+from ..bags import open_bag
+from ..bags.columns import read_topics
 from ..errors import UserError
+from ..runs import FILES_KEY, RUN_FILE, check_data_files, find_runs, incomplete_reason, read_run_info
 from ..workers import WorkerPool
 from ..yamlio import Section, load_yaml
 from .options import ScoreOptions, resolve_speed
@@ -92,8 +97,6 @@ def check_label(value: str, where: str, what: str) -> str:
     """``value`` (a variant or scenario name) if it holds no control character, else a one-line UserError:
     names are shown in tables.md rows, figure labels and report.html, where a newline or carriage return
     splits a row or becomes a missing glyph."""
-    import unicodedata
-
     bad = [c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
     if bad:
         raise UserError(f"{where}: {what} {value!r} contains the control character {bad[0]!r}; names are "
@@ -176,8 +179,6 @@ def read_reference_csv(path) -> tuple:
 
 def discover_runs_dir(root, options: ScoreOptions) -> list:
     """RunSpecs of a run tree: identity from the directories, topics from each run.yaml."""
-    from ..runs import find_runs, read_run_info
-
     specs = []
     for run, run_dir in find_runs(root, options.exclude_scenarios):
         info = read_run_info(run_dir, run)
@@ -195,8 +196,6 @@ def discover_runs_dir(root, options: ScoreOptions) -> list:
 
 def _checked_keys(record: dict) -> dict:
     """What ``runs.check_data_files`` reads of a run.yaml mapping: the identity and ``files``."""
-    from ..runs import FILES_KEY
-
     return {key: record.get(key) for key in ("side", "variant", "scenario", "k", FILES_KEY)}
 
 
@@ -219,8 +218,6 @@ def warmup_of_runs(specs: list, given: float | None = None) -> float:
 def _bag_run(bag: Path) -> tuple:
     """(why the run in ``bag`` is incomplete or None, its record to check or None) when the bag is a run
     directory (run.yaml inside), else (None, None)."""
-    from ..runs import RUN_FILE, incomplete_reason
-
     run_file = bag / RUN_FILE
     data = load_yaml(run_file) if run_file.is_file() else None
     if not isinstance(data, dict):
@@ -242,8 +239,6 @@ def parse_window(text: str, where: str = "--window") -> tuple:
 
 def with_window(specs: list, window: tuple | None) -> list:
     """``window`` for every bag run that has none recorded (``score --window``)."""
-    import dataclasses
-
     if window is None:
         return specs
     return [dataclasses.replace(s, window_ns=tuple(window)) if s.kind == "bag" and s.window_ns is None else s
@@ -331,9 +326,6 @@ def read_bag_speeds(spec: RunSpec) -> RunSeries:
     earliest header stamp of the two series; each series is put in stamp order (record order can
     differ from stamp order).
     """
-    from ..bags import open_bag  # rosbags is imported only when bags are read
-    from ..bags.columns import read_topics
-
     where = spec.source
     if spec.estimate_topic == spec.truth_topic:
         raise UserError(f"{where}: estimate and ground-truth topics are both {spec.estimate_topic}")
@@ -412,8 +404,6 @@ def load_and_score(spec: RunSpec, options: ScoreOptions):
     try:
         spec.check_complete()
         if spec.run_record is not None:  # its data files as written (each read once, here in the worker)
-            from ..runs import check_data_files
-
             check_data_files(spec.source, spec.run_record)
         series = load_series(spec)
         score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options,

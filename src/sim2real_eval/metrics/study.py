@@ -13,6 +13,7 @@ import contextlib
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
+from math import comb, prod
 
 import numpy as np
 
@@ -516,8 +517,6 @@ def smallest_p(permutations: int, first_sizes, second_sizes, paired: bool) -> fl
     patterns) — the observed pattern and, when the two sides have the same sizes, its mirror (the
     statistics here are symmetric in the two sides).  Paired (swaps within n pairs): 2 / 2^n; otherwise
     the splits within each stratum, prod C(a + b, a).  Above 0.05, no data can make p < 0.05."""
-    from math import comb, prod
-
     first, second = list(first_sizes), list(second_sizes)
     mirror = 2 if first == second else 1
     patterns = 2 ** sum(first) if paired else prod(comb(a + b, a) for a, b in zip(first, second))

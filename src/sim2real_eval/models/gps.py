@@ -45,7 +45,7 @@ from .base import (
     resolve_spec,
 )
 from .degradation import build_degradation
-from .noise import DIVERGED_POSITION_ERROR_M, POSITION_MODELS, build_noise
+from .noise_config import DIVERGED_POSITION_ERROR_M, POSITION_MODELS, build_noise
 from .seeding import as_seed_sequence, child, generator
 
 STATUS = {

@@ -39,7 +39,7 @@ from .base import (
     resolve_spec,
 )
 from .magnetometer import Magnetometer
-from .noise import CHANNEL_MODELS, build_noise
+from .noise_config import CHANNEL_MODELS, build_noise
 from .seeding import as_seed_sequence, child, generator
 
 REPORTED = ("linear_acceleration", "angular_velocity", "orientation", "magnetic_field")

@@ -29,11 +29,13 @@ attitudes agree to ~1e-3 rad).  Magnetometer, ``world_frame`` ned/nwu, ``statele
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Optional, Tuple
 
 import numpy as np
 
+from .. import rotations
 from ..errors import UserError
 
 GAIN = 0.1                 # imu_filter_madgwick's default gain (β)
@@ -89,7 +91,6 @@ def stateless_orientation(accel) -> Optional[Quaternion]:
     up /= np.linalg.norm(up)
     north = np.cross(up, east)
     world_to_imu = np.column_stack([east, north, up])  # R(q)ᵀ
-    from .. import rotations
 
     x, y, z, w = rotations.from_matrix(world_to_imu.T)
     return float(w), float(x), float(y), float(z)
@@ -184,8 +185,6 @@ def fill_orientation(samples, gain: float = GAIN, zeta: float = ZETA,
     the Madgwick orientation and its covariance filled in, as imu_filter_madgwick republishes
     imu/data_raw on imu/data; samples before the first usable accelerometer reading keep "not
     provided" (identity, covariance[0] = −1)."""
-    import dataclasses
-
     check_parameters(gain, zeta, world_frame, orientation_stddev)
     q = madgwick_orientation(np.asarray(samples.stamp_ns, dtype=np.int64) / 1e9, samples.linear_acceleration,
                              samples.angular_velocity, gain, zeta, world_frame)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import rotations
 from ..yamlio import Section
-from .noise import CHANNEL_MODELS, build_noise
+from .noise_config import CHANNEL_MODELS, build_noise
 
 DEFAULT_FIELD_UT = (27.5550, -2.4169, -16.0849)
 TESLA_PER_MICROTESLA = 1e-6

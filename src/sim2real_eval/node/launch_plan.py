@@ -17,9 +17,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..art import ART_STATIC_TFS, EKF_CONFIG, GPS_ODOMETRY_TOPIC, NAVSAT_CONFIG, TOPICS
 from ..errors import UserError
+from ..resources import config_path
 from ..runs import is_number
 from ..static_tf import parse_static_tf, parse_static_tf_list, static_tf_list_text
 from .params import RECORDED_TOPICS, REPLAY_MODES, ROBOT_GPS_MODEL, ROBOT_IMU_MODEL, STORAGES
+from .recording import UNCONFIRMED
 from .ticks import checked_period_ns
 
 PACKAGE = "sim2real_eval"
@@ -239,7 +241,6 @@ def judge_nodes(ekf_config: str, navsat_config: str, use_sim_time: bool = True) 
 
 
 def default_config(name: str) -> str:
-    from ..resources import config_path
     return str(config_path(name))
 
 
@@ -424,8 +425,6 @@ def evaluate_plan(args: Dict[str, str], cwd: Optional[str] = None,
     except UserError as exc:
         raise UserError(f"evaluate.launch.py: {exc}") from None
     # Marked incomplete until the launch confirms the run (node.recording.RunCompletion).
-    from .recording import UNCONFIRMED
-
     info = replay.info().marked(UNCONFIRMED)
     output = get["output"].strip() or str(replay.directory(os.path.join(cwd or os.getcwd(), "runs")))
     if Path(output).exists():

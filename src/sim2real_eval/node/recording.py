@@ -25,6 +25,8 @@ import struct
 from pathlib import Path
 from typing import Iterable, List, Optional, Tuple
 
+from ..runs import mark_run
+
 PID_FILE = "recorder.pid"
 
 
@@ -146,6 +148,5 @@ class RunCompletion:
         """Mark the recorded run (once the recorder has written it)."""
         if not self.recorded:
             return
-        from ..runs import mark_run
 
         mark_run(self.output, self.verdict())

@@ -10,7 +10,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .. import rotations
+from .. import rotations, sbg
+from ..truth import body_rates_from_orientation
 from .params import GroundTruthConfig
 
 
@@ -62,20 +63,17 @@ class SbgTruthAssembler:
     # Each message of a pair may arrive first; the output is produced by whichever completes the pair,
     # stamped with the position message.
     def on_ekf_quat(self, stamp_ns: int, quaternion) -> Optional[TruthOdometry]:
-        from .. import sbg
         self._quats = self._quats[-1:] + [(int(stamp_ns), sbg.quaternion_to_enu(
             np.asarray(quaternion, float).reshape(1, 4), self.config.sbg_enu)[0])]
         return self._try_ekf()
 
     def on_ekf_nav(self, stamp_ns: int, velocity, latitude, longitude, altitude,
                    undulation) -> Optional[TruthOdometry]:
-        from .. import sbg
         velocity_enu = sbg.vector_to_enu(np.asarray(velocity, float).reshape(1, 3), self.config.sbg_enu)[0]
         self._nav = (int(stamp_ns), velocity_enu, latitude, longitude, altitude, undulation)
         return self._try_ekf()
 
     def on_gps_vel(self, stamp_ns: int, velocity, course_deg: float) -> Optional[TruthOdometry]:
-        from .. import sbg
         self._vels = self._vels[-1:] + [(int(stamp_ns), sbg.vector_to_enu(
             np.asarray(velocity, float).reshape(1, 3), self.config.sbg_enu)[0], float(course_deg))]
         return self._try_gps()
@@ -95,7 +93,6 @@ class SbgTruthAssembler:
                           velocity_enu)
 
     def _try_gps(self) -> Optional[TruthOdometry]:
-        from .. import sbg
         if self.active not in (None, "sbg_gps") or self._pos is None:
             return None
         vel = self._partner(self._pos[0], self._vels)
@@ -111,8 +108,6 @@ class SbgTruthAssembler:
 
     def _emit(self, source, stamp_ns, latitude, longitude, altitude, undulation, orientation,
               velocity_enu) -> Optional[TruthOdometry]:
-        from .. import sbg
-        from ..truth import body_rates_from_orientation
         if self._last is not None and stamp_ns <= self._last.stamp_ns:
             self.dropped += 1
             return None

@@ -18,10 +18,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import os
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..errors import DataWarning, UserError
 from ..runs import existing_run
@@ -115,8 +118,6 @@ def execute_task(task: RunTask, out: str):
 
 def ensure_writable(out) -> None:
     """Fail early (before any run is computed) when OUT cannot hold results."""
-    import tempfile
-
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -272,7 +273,6 @@ class _progress:
     def __enter__(self):
         if not self.enabled:
             return lambda result: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeRemainingColumn(), TextColumn("{task.fields[last]}"), transient=False)

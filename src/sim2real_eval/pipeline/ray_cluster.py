@@ -32,6 +32,7 @@ look foreign to the next run.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -39,12 +40,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, workers
 from ..errors import UserError
+from ..workers import Terminated
 
 CONNECT_TIMEOUT_S = 25.0   # the probe, all steps; ray.init then joins a cluster known to accept us
 STEP_TIMEOUT_S = 4.0       # each network step of the probe (the GCS client tries up to 3 times)
@@ -129,8 +132,6 @@ def connect_ray(address: str, workers: int):
 
 def _init(ray, given: str, **options) -> None:
     """``ray.init(**options)``, keeping the caller's SIGTERM handler (Ray installs one that exits 15)."""
-    from ..workers import Terminated
-
     handler = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(**options)
@@ -146,8 +147,6 @@ def _init(ray, given: str, **options) -> None:
 
 
 def _is_cli_handler(handler) -> bool:
-    from .. import workers
-
     return handler is getattr(workers, "_raise_terminated", None)
 
 
@@ -312,9 +311,6 @@ def check_nodes(ray, folder=None) -> list:
     """Ask every alive node with CPUs (one small task pinned to each) for ``node_report``; a UserError
     names the first node that runs another sim2real_eval or does not see ``folder`` (an existing folder
     of the output that every node must share; None: not checked).  Returns the reports."""
-    import contextlib
-    import tempfile
-
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]

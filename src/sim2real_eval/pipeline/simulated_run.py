@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import __version__, scenarios
 from ..bags.records import (
     DEFAULT_GROUND_TRUTH_RATE,
     in_receive_order,
@@ -31,6 +32,7 @@ from ..bags.records import (
 )
 from ..judge.config import JudgeConfig, judge_run, load_gps, load_imu, model_parameters
 from ..judge.findings import check_divergence, model_imu_findings
+from ..models import sensor_seed
 from ..runs import RunId, RunInfo, existing_run, plain, remove_stale_temporaries, run_topics
 from ..runs.start import start_stamp_ns
 from ..runs.timing import RunTiming
@@ -77,8 +79,6 @@ class SimRunSpec:
 
     def info(self) -> RunInfo:
         """The typed run.yaml (see ``runs.RunInfo``)."""
-        from .. import __version__
-
         return RunInfo(
             self.run_id, seed=self.seed, source=self.scenario, scenario_params=self.scenario_params,
             from_scenario=True, models={"gps": plain(self.gps), "imu": plain(self.imu)},
@@ -102,9 +102,6 @@ def scenario_truth(name: str, params: Any, seed: int, k: int):
     Seeded like ``scenarios.generate`` (``sensor_seed(seed, "scenario", name, k)``), so a study run
     and ``sim2real-eval scenario`` give the same trajectory.
     """
-    from .. import scenarios
-    from ..models import sensor_seed
-
     data, source, stem = scenarios.load_scenario(name)
     if params:
         data = {**data, **params}
@@ -146,8 +143,6 @@ def simulate_run(spec: SimRunSpec, out, truths: TruthCache | None = None) -> Run
 
     ``truths``: where the scenario truths come from (default: this process's ``WORKER_TRUTHS``).
     """
-    from ..models import sensor_seed
-
     path = spec.directory(out)
     info = spec.info()
     if existing_run(path, info):

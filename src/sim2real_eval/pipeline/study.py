@@ -40,6 +40,7 @@ from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG
 from ..bags.records import DEFAULT_GROUND_TRUTH_RATE, check_ground_truth_rate
 from ..errors import UserError
 from ..judge.config import JudgeConfig
+from ..judge.tf import parse_static_tf
 from ..limits import check_repeats
 from ..resources import config_path
 from ..runs import NAME_RULE, STORAGES, is_name
@@ -119,8 +120,6 @@ def resolve_config_file(section: Section, key: str, value: str, base_dir: Path) 
 
 def parse_static_tf_text(text: str, where: str) -> str:
     """Validate "PARENT CHILD x y z yaw pitch roll" with the judge's parser; error names ``where``."""
-    from ..judge.tf import parse_static_tf
-
     try:
         parse_static_tf(text)
     except UserError as exc:

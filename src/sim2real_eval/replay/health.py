@@ -32,7 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from .. import message_fields, rotations
+from ..bags import get_typestore
+from ..bags.columns import decode_messages, read_topics
+from ..bags.messages import IMU as IMU_TYPE
 from ..errors import UserError
+from ..geodesy import geodetic_to_enu
+from ..message_fields import ODOMETRY
+from ..metrics.per_run import resample_run
+from ..static_tf import mounting_rpy
+from ..truth.bag import IMPORT_SIDECAR
 
 SPEED_FLOOR = 0.2          # m/s: the speed scale of a run that (nearly) stands still
 NOT_TRACKED_RATIO = 1.0    # E / s above it: the judge does not track the real vehicle (docs/scoring.md)
@@ -78,8 +87,6 @@ def speed_scale(v_gt) -> float:
 
 
 def _resampled(inputs: HealthInputs) -> tuple:
-    from ..metrics.per_run import resample_run
-
     return resample_run(np.asarray(inputs.t_est, float), np.asarray(inputs.v_est, float),
                         np.asarray(inputs.t_gt, float), np.asarray(inputs.v_gt, float), inputs.options,
                         inputs.timeline_end)
@@ -145,8 +152,6 @@ def _prior_index(filtered, stamps_ns) -> np.ndarray:
 
 
 def _world_velocity(filtered, index) -> np.ndarray:
-    from .. import rotations
-
     return rotations.rotate(filtered.orientation[index], filtered.linear_velocity[index])
 
 
@@ -175,8 +180,6 @@ def gps_nis(filtered, gps, axes, differential: bool) -> dict | None:
         nu = (gps.position[keep] - predicted)[:, axes]
         s = p + r[keep]
     else:
-        from .. import rotations
-
         dt = (stamps[keep] - stamps[keep - 1]) * 1e-9
         nu = ((gps.position[keep] - gps.position[keep - 1]) / dt[:, None] - velocity)[:, axes]
         rot = rotations.to_matrix(filtered.orientation[i])
@@ -230,8 +233,6 @@ def gravity_leak(truth, stamps_s, axes, gravity: float = 9.80665, orientation=No
     g·|sin θ| on x; for a roll φ alone g·|sin φ| on y).  With ``orientation`` (the messages' quaternions,
     the IMU frame in the world; NaN rows: none) and ``mount`` (base_link ← IMU frame), what is left is
     g·R_mount·(R_true − R_message)ᵀ·ẑ: the orientation's own error."""
-    from .. import rotations
-
     if not axes or truth is None or len(stamps_s) == 0:
         return 0.0
     attitude = truth.interpolate(stamps_s).orientation
@@ -438,7 +439,6 @@ def import_truth_noise(bag_path) -> tuple | None:
     """(σ, source) from the imported bag's import.yaml, else None: ``truth.measured.velocity_noise_mps``
     (what the importer writes into each run's sidecar) or ``truth.velocity_noise_mps`` (the folder's
     import.yaml form)."""
-    from ..truth.bag import IMPORT_SIDECAR
     from ..yamlio import load_yaml
 
     sidecar = Path(bag_path) / IMPORT_SIDECAR
@@ -460,10 +460,6 @@ def import_truth_noise(bag_path) -> tuple | None:
 
 def imu_columns(records) -> dict | None:
     """The /imu columns the assessment reads, from CDR records (``bags.RawMessage``)."""
-    from .. import message_fields
-    from ..bags import get_typestore
-    from ..bags.columns import decode_messages
-
     if not records:
         return None
     names = ["stamp_ns", "orientation", "orientation_covariance", "angular_velocity", "linear_acceleration",
@@ -474,11 +470,7 @@ def imu_columns(records) -> dict | None:
 def imu_frame_rotation(records, judge) -> np.ndarray | None:
     """base_link ← the IMU's frame (its first message's) from the judge's static TFs; None when no TF
     connects it."""
-    from .. import rotations
-    from ..bags import get_typestore
-    from ..bags.messages import IMU as IMU_TYPE
     from ..judge.config import judge_parts
-    from ..static_tf import mounting_rpy
 
     if not records:
         return None
@@ -490,11 +482,6 @@ def imu_frame_rotation(records, judge) -> np.ndarray | None:
 
 def fix_enu(records, datum) -> tuple | None:
     """(t s, ENU) of /fix records at ``datum`` (None without a datum)."""
-    from .. import message_fields
-    from ..bags import get_typestore
-    from ..bags.columns import decode_messages
-    from ..geodesy import geodetic_to_enu
-
     if datum is None or not records:
         return None
     columns = decode_messages(get_typestore(), message_fields.NAVSATFIX, [r.data for r in records],
@@ -532,9 +519,7 @@ ODOMETRY_COLUMNS = ("stamp_ns", "position", "orientation", "pose_covariance", "l
 
 def odometry_outputs(reader, topics) -> dict:
     """{topic: OdometrySeries} of the Odometry ``topics`` a run bag holds."""
-    from ..bags.columns import read_topics
     from ..judge.series import OdometrySeries
-    from ..message_fields import ODOMETRY
 
     wanted = [t for t in topics if t in reader.topics and reader.topics[t].count]
     columns = read_topics(reader, {t: ODOMETRY for t in wanted}, {t: list(ODOMETRY_COLUMNS) for t in wanted})

@@ -33,7 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..art import TOPICS
+import numpy as np
+
+from ..art import GPS_ODOMETRY_TOPIC, TOPICS
+from ..bags import get_typestore, open_bag
+from ..bags.columns import decode_messages
 from ..bags.records import (
     DEFAULT_GROUND_TRUTH_RATE,
     gps_cdr_records,
@@ -53,6 +57,13 @@ from ..judge.config import (
     sensor_block,
 )
 from ..judge.findings import check_divergence, imu_findings, model_imu_findings
+from ..message_fields import ODOMETRY as ODOMETRY_FIELDS
+from ..metrics.inputs import RunSpec, load_and_score, series_from_arrays
+from ..metrics.options import ScoreOptions, resolve_speed
+from ..metrics.per_run import score_run
+from ..metrics.study import RunRecord
+from ..models import sensor_seed
+from ..noise_floor.compute import SEED_KEY, floor_record
 from ..pipeline.batch import RunOutcome
 from ..runs import (
     RunId,
@@ -61,7 +72,18 @@ from ..runs import (
     read_run_info,
     remove_stale_temporaries,
 )
+from ..runs.timing import TimingModel
 from ..runs.write import write_run
+from ..truth.bag import truth_from_bag
+from .health import (
+    HealthInputs,
+    assess,
+    assess_streams,
+    health_of_replay,
+    imu_columns,
+    imu_frame_rotation,
+    odometry_outputs,
+)
 from .real_bag import (
     RealStreams,
     Replacement,
@@ -92,10 +114,6 @@ def simulated_imu(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
 
 
 def simulated_imu_samples(spec: ReplaySpec, sim: Replacement, streams: RealStreams):
-    import numpy as np
-
-    from ..models import sensor_seed
-
     stamps = np.asarray(streams.imu_stamps_ns, dtype=np.int64)
     seed = sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "imu")
     model = load_imu(sim.replace["imu"], spec.judge, seed, frame=spec.imu_frame)
@@ -109,8 +127,6 @@ def simulated_gps(spec: ReplaySpec, sim: Replacement, streams: RealStreams) -> l
 
 
 def simulated_gps_samples(spec: ReplaySpec, sim: Replacement, streams: RealStreams):
-    from ..models import sensor_seed
-
     # Anchored at the real bag's datum and rate, so simulated fixes land where and when the real ones do.
     model = load_gps(sim.replace["gps"], sensor_seed(spec.seed, *spec.run_id(sim).seed_keys, "gps"),
                      datum=streams.datum, rate=streams.gps_rate)
@@ -174,12 +190,6 @@ def estimate_series(spec: ReplaySpec, streams: RealStreams, options, estimate, r
     orientation) of this bag, exactly as the scorer reads the run's bag (``metrics.inputs``): the bag's
     /ground_truth/odom records decoded, the estimate's values (a bag stores these float64s as they
     are), the bag's window.  ``run``: the run it is (default: the real run)."""
-    from ..bags import get_typestore
-    from ..bags.columns import decode_messages
-    from ..message_fields import ODOMETRY as ODOMETRY_FIELDS
-    from ..metrics.inputs import RunSpec, series_from_arrays
-    from ..metrics.options import resolve_speed
-
     run = run or spec.run_id()
     spec_run = RunSpec(run.side, run.variant, spec.scenario, spec.k, source or spec.bag, "bag",
                        TOPICS["estimate"], TOPICS["ground_truth"],
@@ -198,8 +208,6 @@ def estimate_series(spec: ReplaySpec, streams: RealStreams, options, estimate, r
 def estimate_score(spec: ReplaySpec, streams: RealStreams, options, estimate, name: str):
     """RunScore of an estimate of this bag, scored exactly as the scorer scores the bag's real run
     (``estimate_series``)."""
-    from ..metrics.per_run import score_run
-
     series = estimate_series(spec, streams, options, estimate)
     return score_run(name, series.t_est, series.v_est, series.t_gt, series.v_gt, options, series.timeline_end)
 
@@ -223,9 +231,6 @@ def noise_floor_scores(spec: ReplaySpec, streams: RealStreams, options, draws: i
     """The judge-noise floor's judgements of this bag (``noise_floor.compute``): its real run judged with
     ``draws`` independent random timings, draw d seeded (seed, "timing", scenario, k, "noise-floor", d)
     → ((draw, RunRecord), ...)."""
-    from ..noise_floor.compute import SEED_KEY, floor_record
-    from ..runs.timing import TimingModel
-
     periods = spec.judge.periods()
     timings = [TimingModel("random").run_timing(periods, spec.seed, spec.scenario, spec.k, SEED_KEY, draw)
                for draw in range(draws)]
@@ -340,9 +345,6 @@ class BagReplay:
 
     def _score_bag(self, path: Path, info: RunInfo) -> ScoredRun:
         """A complete run found in OUT (resume), scored from its bag as ``sim2real-eval score`` does."""
-        from ..metrics.inputs import RunSpec, load_and_score
-        from ..metrics.options import resolve_speed
-
         run = info.run
         speed = resolve_speed(self.scoring.speed, run.side, f"{path}: speed")
         spec = RunSpec(run.side, run.variant, run.scenario, run.k, str(path), "bag", info.topic("estimate"),
@@ -384,18 +386,6 @@ def health_of_run_bag(path, info, series, score, options) -> dict:
     (a ROS recording away from its bag, moved files): what the run bag holds — the judge's outputs, /imu
     and the /ground_truth/odom truth, with the judge files' parameters and TFs when they exist (the NIS,
     gravity, bias and mount need them); the GPS lag (it needs the real bag's datum) is not measured."""
-    from ..art import GPS_ODOMETRY_TOPIC
-    from ..bags import open_bag
-    from ..truth.bag import truth_from_bag
-    from .health import (
-        HealthInputs,
-        assess,
-        assess_streams,
-        imu_columns,
-        imu_frame_rotation,
-        odometry_outputs,
-    )
-
     estimate = info.topic("estimate")
     spec = replay_spec_of_run(info, series.spec.scenario, series.spec.k)
     with open_bag(path) as reader:
@@ -422,23 +412,16 @@ def health_of_run_bag(path, info, series, score, options) -> dict:
 
 
 def _health(spec: ReplaySpec, streams: RealStreams, result, series, record, options) -> dict:
-    from .health import health_of_replay
-
     return health_of_replay(spec, streams, result, series, record.score, options)
 
 
 def _default_scoring(spec: ReplaySpec):
     """The scorer's default options with the judge's warm-up: how ``score`` will score the run."""
-    from ..metrics.options import ScoreOptions
-
     return ScoreOptions(warmup_s=float(spec.judge.warmup_s or 0.0))
 
 
 def _record(series, options):
     """The ``metrics.RunRecord`` of a run's series, scored as ``metrics.inputs.load_and_score`` does."""
-    from ..metrics.per_run import score_run
-    from ..metrics.study import RunRecord
-
     spec = series.spec
     score = score_run(spec.source, series.t_est, series.v_est, series.t_gt, series.v_gt, options,
                       series.timeline_end)

@@ -28,7 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..art import EKF_CONFIG, NAVSAT_CONFIG, TOPICS
 from ..errors import UserError
+from ..resources import config_path
+from ..runs import name_real_bag
 
 MODES = ("sim_imu", "sim_gps", "sim_both", "real")
 RECORDED_BY = "recorder_node (ros2 launch sim2real_eval evaluate.launch.py)"
@@ -90,11 +93,8 @@ def load_replay(bag: str, mode: str, gps_model: str, imu_model: str, seed: int, 
     offline replay decides it (``bags.layout``: the ART TFs for a bag in the ART layout, ``notice(text)``
     told; none otherwise).  A replaced IMU publishes in the real IMU's frame, as offline.
     """
-    from ..art import EKF_CONFIG, NAVSAT_CONFIG, TOPICS
     from ..bags.layout import peek_real_bag
     from ..judge.config import JudgeConfig, judge_parts
-    from ..resources import config_path
-    from ..runs import name_real_bag
     from .real_bag import Replacement, ReplaySpec, check_frames, read_real_streams
 
     named = name_real_bag(bag, scenario or None, None if k is None or k < 0 else int(k))

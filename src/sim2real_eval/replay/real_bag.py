@@ -5,21 +5,34 @@ window, as CDR bytes, and the truth; ``check_frames``, ``real_imu_covariances``)
 judges them is ``replay.offline.BagReplay``."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
+import numpy as np
+
+from .. import message_fields
 from ..art import TOPICS
+from ..bags import RawMessage, get_typestore, open_bag
+from ..bags.cdr import CDR_LE_HEADER
+from ..bags.columns import decode_messages
 from ..bags.messages import IMU, NAVSATFIX
+from ..bags.reader import require_topic
 from ..bags.records import (
     DEFAULT_GROUND_TRUTH_RATE,
     truth_records,
 )
 from ..errors import UserError
+from ..judge import SensorBlock
 from ..judge.config import (
     JudgeConfig,
     judge_parts,
     model_parameters,
 )
+from ..judge.input_rows import cdr_columns
+from ..judge.lint import IMU_PARTS
+from ..judge.tf import TfBuffer, parse_static_tf
 from ..runs import (
     SENSORS,
     RealBag,
@@ -30,6 +43,7 @@ from ..runs import (
     replay_variant,
 )
 from ..truth import truth_window_ns
+from ..truth.bag import truth_from_bag
 
 
 def parse_replace(items) -> list:
@@ -39,8 +53,6 @@ def parse_replace(items) -> list:
     (sim_imu-a); ``gps=x imu=a`` → one variant with both replaced (sim_gps-x_imu-a); ``imu=a imu=b`` →
     two variants (sim_imu-a, sim_imu-b); ``gps=x gps=y imu=a`` → sim_gps-x_imu-a, sim_gps-y_imu-a.
     """
-    import itertools
-
     models: dict = {}
     for item in items or []:
         sensor, sep, spec = str(item).partition("=")
@@ -164,12 +176,6 @@ class RealStreams:
         judgement of the bag (its real run, the floor's draws, a sim run keeping that stream); None when
         its messages do not decode in bulk (the judge then reads the CDR records)."""
         if name not in self._blocks:
-            import numpy as np
-
-            from ..bags import get_typestore
-            from ..judge import SensorBlock
-            from ..judge.input_rows import cdr_columns
-
             records = getattr(self, name)
             topic, msgtype = records[0].topic, records[0].msgtype
             columns = cdr_columns(get_typestore(), topic, msgtype, [r.data for r in records])
@@ -201,8 +207,6 @@ def stream_rate(stamps_ns, what: str) -> float:
     not thrown off by stamp jitter (a 10 Hz receiver stamped at reception ±10 ms gave 10.04 Hz or
     9.98 Hz from the median; the span over hundreds of periods gives 10.00).
     """
-    import numpy as np
-
     stamps = np.asarray(stamps_ns, dtype=np.int64)
     steps = np.diff(stamps)
     steps = steps[steps > 0]
@@ -213,8 +217,6 @@ def stream_rate(stamps_ns, what: str) -> float:
 
 
 def _check_stamps(stamps, topic: str, bag: str, strict: bool) -> None:
-    import numpy as np
-
     steps = np.diff(stamps)
     bad = steps <= 0 if strict else steps < 0
     if bad.any():
@@ -228,8 +230,6 @@ def _standard_cdr(reader, msgtype: str) -> bool:
     """Whether the bag's messages of ``msgtype`` can be written to run bags as they are: ROS 2 CDR of
     the same definition as the project's typestore (then re-serialising gives the same values; only
     padding bytes could differ, and the bag's own bytes are kept)."""
-    from ..bags import get_typestore
-
     if reader.is_ros1:
         return False
     ours, theirs = get_typestore(), reader.typestore
@@ -247,16 +247,6 @@ def read_real_streams(spec: ReplaySpec) -> RealStreams:
     naming the bag and topic for a message that does not decode).  Little-endian CDR of the standard
     definitions is kept as it is; anything else (ROS 1 bags, other definitions, big-endian CDR) is
     deserialised and serialised again for the run bags."""
-    from itertools import repeat
-
-    import numpy as np
-
-    from .. import message_fields
-    from ..bags import RawMessage, get_typestore, open_bag
-    from ..bags.cdr import CDR_LE_HEADER
-    from ..bags.columns import decode_messages
-    from ..bags.reader import require_topic
-    from ..truth.bag import truth_from_bag
 
     wanted = {spec.gps_topic: NAVSATFIX, spec.imu_topic: IMU}
     tables = {NAVSATFIX: message_fields.NAVSATFIX, IMU: message_fields.IMU}
@@ -311,8 +301,6 @@ def check_frames(spec: ReplaySpec, streams: RealStreams, hint: str = FRAMES_HINT
     its static TFs, or every run of the bag would lose that sensor: a UserError naming the bag, the
     frames and the option (``hint``, formatted with ``base`` and ``frame``; a bag outside the ART layout
     gets no TF by default)."""
-    from ..bags import get_typestore
-    from ..judge.tf import TfBuffer, parse_static_tf
     base = judge_parts(spec.judge.ekf, spec.judge.navsat, tuple(spec.judge.static_tfs))[0].base_link_frame
     store = get_typestore()
     frames: dict = {}
@@ -334,13 +322,6 @@ def check_frames(spec: ReplaySpec, streams: RealStreams, hint: str = FRAMES_HINT
 def real_imu_covariances(streams: RealStreams, limit: int = 8) -> list:
     """[(frame_id, {part: 9 values})] of the real IMU stream: its distinct covariances (the first
     ``limit``), for the covariance lint (``judge.lint``)."""
-    import numpy as np
-
-    from .. import message_fields
-    from ..bags import get_typestore
-    from ..bags.columns import decode_messages
-    from ..judge.lint import IMU_PARTS
-
     datas = [record.data for record in streams.imu]
     store = get_typestore()
     frame = str(store.deserialize_cdr(datas[0], IMU).header.frame_id)

@@ -11,8 +11,10 @@ from pathlib import Path
 from ..atomic import atomic_directory
 from ..errors import UserError
 from ..metrics.study import REAL, StudyResult
+from ..runs import is_number
 from ..workers import WorkerPool
 from . import figures, html, tables
+from . import provenance as provenance_module
 
 __all__ = ["STATISTICS_FIGURES", "ReportSection", "Study", "default_trace_runs", "draw", "figure_groups",
            "parse_trace_run", "write_report"]
@@ -23,8 +25,6 @@ STATISTICS_FIGURES = ("overview",)
 
 def parse_trace_run(text: str) -> tuple[str, int]:
     """"SCENARIO:K" -> (scenario, k)."""
-    from ..runs import is_number
-
     scenario, sep, k = text.rpartition(":")
     if not sep or not scenario or not is_number(k):
         raise UserError(f"--trace-runs: expected SCENARIO:K (e.g. line:1), got {text!r}")
@@ -107,8 +107,6 @@ def write_report(out_dir, result: StudyResult, series: dict, source: str, trace_
     the statistics were resampled); the others are drawn here.  ``sections``: ``ReportSection`` shown
     before the studies (and appended to tables.md).
     """
-    from . import provenance as provenance_module
-
     trace_runs = default_trace_runs(result) if trace_runs is None else list(trace_runs)
     scored = {(r.scenario, r.k) for r in result.runs}
     for scenario, k in trace_runs:

@@ -24,7 +24,9 @@ import numpy as np  # noqa: E402
 from matplotlib.transforms import Bbox, ScaledTranslation  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from ..metrics import separation
 from ..metrics.study import REAL, StudyResult  # noqa: E402
+from .paper import paper_vepd
 
 DPI = 110  # figures are made at the dpi they are saved at: the layout computed for one holds for the other
 REAL_COLOR = "#555555"
@@ -254,8 +256,6 @@ def distributions_figure(result: StudyResult):
 def overview_figure(result: StudyResult):
     """Left: VEPD per variant as stacked W1/2 + W2/2 bars with the bootstrap 95 % CI and the paper's
     VEPD where it has one.  Right (more than one scenario): per-scenario VEPD heat map with group letters."""
-    from ..metrics import separation
-
     variants = separation.order(result)
     heat_map = len(result.scenarios) > 1
     with plt.rc_context(STYLE):
@@ -275,9 +275,6 @@ def overview_figure(result: StudyResult):
 def _vepd_bars(left, result: StudyResult, variants: list) -> None:
     """Table I as bars: W1/2 + W2/2 stacked, the 95 % CI, the paper's VEPD, the judge-noise floor, the
     VEPD written beside each bar and the group letters before each name."""
-    from ..metrics import separation
-    from .paper import paper_vepd
-
     ranks = separation.group_letters(result)
     height = 0.8 if len(variants) > 1 else 0.5
     y = np.arange(len(variants))
@@ -344,8 +341,6 @@ def _floor_band(left, result: StudyResult, variants: list):
 def _vepd_heat_map(fig, right, result: StudyResult, variants: list) -> None:
     """Table II as a heat map: VEPD per variant and scenario, with its group letters and the sub-floor
     mark."""
-    from ..metrics import separation
-
     values = np.array([[result.per_scenario[v][s]["VEPD"] for s in result.scenarios]
                        for v in variants])
     image = right.imshow(values, cmap="viridis_r", aspect="auto")

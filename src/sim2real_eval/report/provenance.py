@@ -22,7 +22,10 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from ..errors import UserError
 from ..metrics.study import REAL, StudyResult
+from ..resources import config_path
+from ..runs import RUN_FILE, read_run_info
 
 REFERENCE_SIDECAR = "reference.yaml"   # reference.SIDECAR
 
@@ -73,9 +76,6 @@ def _git_state(package: Path):
 
 def _run_record(run) -> dict:
     """The run's run.yaml as ``runs.read_run_info`` reads it (plain dict), or {} when it has none."""
-    from ..errors import UserError
-    from ..runs import RUN_FILE, read_run_info
-
     folder = Path(run.source)
     if not (folder / RUN_FILE).is_file():
         return {}
@@ -182,8 +182,6 @@ def describe_variant(records: list) -> str:
 
 def describe_model(spec, kind: str) -> str:
     """A model spec's ``description`` (preset name, YAML path or inline mapping), else what it is."""
-    from ..resources import config_path
-
     if isinstance(spec, dict):
         base = spec.get("preset")
         text = spec.get("description") or (f"{describe_model(base, kind)} (with overrides)" if base else "")

@@ -10,10 +10,12 @@ import hashlib
 import json
 import os
 import re
+import stat as stat_module
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence
 
+from .. import __version__
 from ..art import GPS_ODOMETRY_TOPIC, TOPICS
 from ..errors import UserError
 from ..outputs import file_record
@@ -36,8 +38,6 @@ def file_sha256(path) -> str:
     """SHA-256 (hex) of a file's bytes: the identity of a judge configuration in run.yaml.
 
     Cached per (path, size, modification time), so an edited file is hashed again."""
-    import stat as stat_module
-
     try:
         stat = os.stat(path)
     except OSError as exc:
@@ -453,8 +453,6 @@ def bag_run_info(run: RunId, bag, seed: int, judge: dict, *, replace: Optional[M
     ``imu``: their effective parameters (``model_parameters``), ``"real"`` for a real stream; ``timing``:
     the judge's timer timing record (None: the default).
     """
-    from .. import __version__
-
     simulated = run.side != REAL
     return RunInfo(
         run, seed=int(seed), seed_keys=None if seed_keys is None else list(seed_keys),

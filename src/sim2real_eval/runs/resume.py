@@ -8,10 +8,16 @@ import contextlib
 import math
 import os
 import shutil
+import sqlite3
+import stat as stat_module
+import struct
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from urllib.parse import quote
 
+from ..atomic import atomic_file, temp_prefix
 from ..errors import UserError
+from ..outputs import own_file, plain_relative
 from .identity import COMPLETE_KEY, FAILURE_KEY, FILES_KEY, OUTCOME_KEY, RUN_FILE
 from .record import RunInfo, incomplete_reason, read_run_info
 
@@ -114,10 +120,6 @@ def check_data_files(path, found: Mapping) -> None:
 
 
 def _recorded_files_problem(path: Path, recorded: Mapping) -> Optional[str]:
-    import stat as stat_module
-
-    from ..outputs import own_file, plain_relative
-
     for name in sorted(recorded):
         record = recorded[name]
         if not plain_relative(str(name)) or "/" in str(name):
@@ -191,14 +193,9 @@ def _unrecorded_files_problem(path: Path) -> Optional[str]:
 def stored_message_counts(path, names: Sequence[str]) -> Dict[str, int]:
     """{topic: messages actually stored} in the storage files ``names`` of the bag directory ``path``
     (each read once, read-only): SQLite files counted by SQL, MCAP files by reading them (``bags``)."""
-    import sqlite3
-    from urllib.parse import quote
-
     path = Path(path)
     counts: Dict[str, int] = {}
     if any(not name.endswith(".db3") for name in names):
-        import struct
-
         from rosbags.rosbag2 import Reader, ReaderError  # offline only: MCAP runs are written offline
 
         try:
@@ -225,8 +222,6 @@ def stored_message_counts(path, names: Sequence[str]) -> Dict[str, int]:
 def mark_run(run_dir, failure: Optional[str]) -> RunInfo:
     """Rewrite ``run_dir``/run.yaml marked complete (``failure`` None) or incomplete for ``failure``
     (atomically: the file is whole before and after).  Every other key keeps its value and order."""
-    from ..atomic import atomic_file
-
     info = read_run_info(run_dir).marked(failure)
     with atomic_file(Path(run_dir) / RUN_FILE, overwrite=True, encoding="utf-8") as stream:
         stream.write(info.to_yaml())
@@ -236,8 +231,6 @@ def mark_run(run_dir, failure: Optional[str]) -> RunInfo:
 def remove_stale_temporaries(path) -> None:
     """Remove leftovers of a run killed hard (SIGKILL) while building ``path`` (atomic.py siblings).
     Links are unlinked, never followed."""
-    from ..atomic import temp_prefix
-
     path = Path(path)
     parent = path.parent
     if parent.is_dir() and not parent.is_symlink():

@@ -22,6 +22,7 @@ Importing this module is cheap; numpy loads with the truth.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..errors import UserError
@@ -101,8 +102,6 @@ def start_stamp_ns(truth) -> int:
 
 def from_args(args, judge):
     """``judge`` (``judge.config.JudgeConfig``) with ``--initial-state`` / ``--warmup`` applied."""
-    import dataclasses
-
     changes = {}
     if getattr(args, "initial_state", None) is not None:
         changes["initial_state"] = check_initial_state(args.initial_state, "--initial-state")

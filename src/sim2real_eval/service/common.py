@@ -2,6 +2,7 @@
 spinner, and a process map with a progress bar."""
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import json
 import os
@@ -9,7 +10,11 @@ import warnings
 from pathlib import Path
 from typing import Callable, Iterable
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from ..errors import DataWarning
+from ..workers import WorkerPool
 
 
 def warn_once(lines: Iterable[str]) -> None:
@@ -32,7 +37,6 @@ def status(enabled: bool, text: str):
     """A rich spinner with ``text`` on stderr while the block runs (nothing when disabled)."""
     if not enabled:
         return contextlib.nullcontext()
-    from rich.console import Console
 
     return Console(stderr=True).status(text)
 
@@ -41,11 +45,6 @@ def parallel_map(function: Callable, items: list, workers: int, progress: bool, 
                  meanwhile: Callable | None = None) -> list:
     """``function(*item)`` for every item, in ``workers`` forked processes, with a progress bar;
     ``meanwhile()`` runs here once the items are handed out (after them with one worker)."""
-    import concurrent.futures as cf
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..workers import WorkerPool
 
     results = [None] * len(items)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -3,6 +3,7 @@ drives imported as bags (``sim2real-eval import``), and noise parameters calibra
 (``sim2real-eval calibrate``: a standstill with an IMU, a GNSS receiver alone, or a drive with truth)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -10,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ..errors import UserError
+from ..limits import check_repeats
 from ..outputs import NEW, check_name, check_paths, output_folder
+from ..pipeline.batch import available_cores
 from .common import parallel_map, status
 
 if TYPE_CHECKING:
@@ -47,11 +50,7 @@ def make_reference(request: ReferenceRequest) -> WrittenReference:
     """The synthetic ART-like reference data set (``reference``): K runs per scenario into
     ``OUT/<scenario>/run_<kk>/`` and ``OUT/README.md``; runs written before with the same setup are kept
     unless ``overwrite``; a bag or README.md that is not make-reference's is refused."""
-    import dataclasses
-
     from .. import reference as ref
-    from ..limits import check_repeats
-    from ..pipeline.batch import available_cores
     from ..scenarios import available_scenarios
 
     setup = ref.load_setup(request.setup)

@@ -4,16 +4,22 @@ bag its configuration subscribes (``sim2real-eval judge``), and the lint of its 
 from __future__ import annotations
 
 import contextlib
+import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..errors import UserError
+from ..bags import open_bag, write_bag
+from ..bags.layout import check_types, default_static_tfs, first_messages
+from ..errors import DataWarning, UserError
+from ..resources import config_candidates
+from ..runs import file_sha256
+from ..runs.timing import RunTiming, TimingModel
 from .common import warn_once
 
 if TYPE_CHECKING:  # the judge's modules load when a bag is judged: importing this module stays cheap
     from ..judge import EkfParams, Judge, JudgeResult, NavsatParams
-    from ..runs.timing import TimingModel
 
 EXPECTED_TYPES = {
     "odom": "nav_msgs/msg/Odometry",
@@ -100,9 +106,7 @@ def judge_bag(bag, ekf_config, navsat_config=None, options: JudgeOptions = Judge
     series (its counts, ``final_position`` and ``final_stamp_ns`` are complete).  A run that is refused
     (the filter never initialised, a lost input) leaves no output.
     """
-    from ..bags import open_bag
     from ..judge import bag_records, load_ekf_params, load_navsat_params
-    from ..runs.timing import RunTiming, TimingModel
     from ..stamps import period_ns
 
     ekf_params = load_ekf_params(ekf_config, options.node, options.filter_type)
@@ -130,7 +134,6 @@ def judge_bag(bag, ekf_config, navsat_config=None, options: JudgeOptions = Judge
 def _plan(reader, setup: _Setup, timing_values, notice: Callable | None) -> _Plan:
     """The bag's input topics (checked), the static TFs (given, or the bag's default), the IMU lint under
     them, and the judge that will run."""
-    from ..bags.layout import default_static_tfs
     from ..judge import Judge, parse_static_tf
     from ..judge.config import judge_timing
 
@@ -155,9 +158,6 @@ def _plan(reader, setup: _Setup, timing_values, notice: Callable | None) -> _Pla
 def _judge_into(output, records, advance, setup: _Setup, plan: _Plan) -> JudgeResult:
     """Judge ``records`` while writing the output bag; summary.json is written last, once the run is
     accepted (``_accept`` refuses it before the output appears)."""
-    import json
-
-    from ..bags import write_bag
     from ..judge import output_records
 
     stream = plan.judge.stream(records, progress=advance)
@@ -175,10 +175,6 @@ def _judge_into(output, records, advance, setup: _Setup, plan: _Plan) -> JudgeRe
 def _accept(result: JudgeResult, setup: _Setup, plan: _Plan) -> None:
     """A UserError when the filter never published or an input was lost (unless allowed); the run's
     warnings said (the CLI prints them), not only written to summary.json."""
-    import warnings
-
-    from ..errors import DataWarning
-
     if result.published == 0:
         raise UserError(f"{setup.bag}: the filter never initialised (no usable measurement on "
                         f"{', '.join(plan.wanted)}); dropped: {result.dropped}{plan.tf_hint()}")
@@ -190,8 +186,6 @@ def _accept(result: JudgeResult, setup: _Setup, plan: _Plan) -> None:
 
 def _judge_summary(result: JudgeResult, setup: _Setup, plan: _Plan) -> dict:
     """summary.json."""
-    from ..runs import file_sha256
-
     ekf, navsat = setup.ekf_params, setup.navsat_params
     config = {"ekf": str(setup.ekf_config), "ekf_sha256": file_sha256(str(setup.ekf_config)),
               "node": ekf.node, "filter_type": ekf.filter_type}
@@ -242,8 +236,6 @@ def bag_imu_lint(bag, ekf_params, static_tfs: Sequence[str] | None = None, notic
     """``judge.lint`` findings (one line each) for the covariances of the first message of each IMU input
     of ``ekf_params`` in ``bag``, with ``static_tfs`` (None: the bag's default, ``default_static_tfs``);
     ``unresolved``: also the IMU frames no TF connects (their covariances cannot be checked)."""
-    from ..bags import open_bag
-    from ..bags.layout import check_types, default_static_tfs, first_messages
     from ..judge import Judge, parse_static_tf
     from ..judge.lint import IMU_PARTS, imu_covariance_findings
 
@@ -338,7 +330,6 @@ def check_configs(paths: Sequence, imu_models: Sequence[str] = (), bag=None, sta
     is also checked against those IMUs' covariances (``judge.lint``: a covariance that is no covariance
     once rotated into base_link and two_d_mode is applied; a warning, as Humble runs it)."""
     from ..judge.params import check_params_file
-    from ..resources import config_candidates
 
     checked = []
     for given in paths:

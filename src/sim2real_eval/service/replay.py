@@ -2,18 +2,27 @@
 ones, in one window (``sim2real-eval replay``; the demo and tune plan their replays here too)."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from ..art import ART_STATIC_TFS, EKF_CONFIG, NAVSAT_CONFIG, TOPICS
+from ..bags import layout
+from ..bags.layout import art_static_tfs_note
 from ..errors import UserError
 from ..outputs import check_name, check_paths
+from ..pipeline.batch import available_cores, run_batch
+from ..resources import config_path, find_config
+from ..runs import RealBag, find_real_bags
+from ..runs.timing import TimingModel
 from .common import existing_files, json_key, status, warn_once
 
 if TYPE_CHECKING:
     from ..pipeline.batch import BatchReport
-    from ..runs.timing import TimingModel
+
 
 @dataclass
 class ReplayedBags:
@@ -74,8 +83,6 @@ def plan_replays(bags: Iterable, replacements: Sequence, judge, *, real: bool = 
     bag's real IMU (``ReplaySpec.imu_frame``); with ``static_tfs_by_layout``, ``judge.static_tfs`` are
     replaced per bag by its default (``default_static_tfs``: the ART ones for a bag in the ART layout,
     else none).  ``replay_bags`` says which bags got the ART TFs and lints the IMU covariances."""
-    import dataclasses
-
     from ..replay.offline import BagReplay
     from ..replay.real_bag import ReplaySpec
 
@@ -95,8 +102,6 @@ def announce_replays(tasks: Sequence, notice: Callable | None = None) -> None:
     the bags that got the ART static TFs by default, and a DataWarning per IMU covariance that is no
     covariance once ekf_node has rotated it into base_link (``judge.lint``): each distinct real IMU
     (first message of its bag) and each replaced IMU model, once per mount."""
-    from ..art import ART_STATIC_TFS
-    from ..bags.layout import art_static_tfs_note
     from ..judge.findings import imu_findings, model_imu_findings
 
     applied = [t.spec.bag for t in tasks
@@ -130,16 +135,14 @@ def peek_real_bag(path: str, judge, options: dict, by_layout: bool) -> tuple:
     a bag whose frames need a TF it does not get is refused by the replay before any run,
     ``replay.offline.check_frames``).  Without ``by_layout``, a bag that cannot be read here is left to
     the replay, which names the problem."""
-    from ..art import TOPICS
-    from ..bags.layout import peek_real_bag
     from ..judge.config import judge_parts
     from ..judge.lint import IMU_PARTS
 
     imu_topic, gps_topic = options.get("imu_topic", TOPICS["imu"]), options.get("gps_topic", TOPICS["gps"])
     ekf = judge_parts(judge.ekf, judge.navsat, tuple(judge.static_tfs))[0]
     try:
-        tfs, imu = peek_real_bag(path, imu_topic, gps_topic, ekf.base_link_frame, options.get("msg_path"),
-                                 by_layout)
+        tfs, imu = layout.peek_real_bag(path, imu_topic, gps_topic, ekf.base_link_frame,
+                                        options.get("msg_path"), by_layout)
     except UserError:
         if by_layout:
             raise
@@ -157,8 +160,6 @@ def replay_bags(tasks: Sequence, out, *, workers: int | None = None, ray_address
     ``shared``: the existing folder Ray's nodes must see when ``out`` is not made (``pipeline.batch``).
     After the runs, with ``warn_health``: one DataWarning when the judge does not track the real vehicle
     in a real run (``replay.health``; ``report.health.warning_line``: the cause measured and a next step)."""
-    from ..pipeline.batch import available_cores, run_batch
-
     start = time.perf_counter()
     tasks = list(tasks)
     check_name(out, "--out")
@@ -244,13 +245,8 @@ def replay_request(request: ReplayRequest, *, recorded_judge: Callable | None = 
     else the one ``recorded_judge(bags)`` returns — the study template an import recorded, parsed by the
     study layer — else the ART one), one ``BagReplay`` per bag (``plan_replays``), replayed into
     ``request.out`` (``replay_bags``; a single bag in this process, with a spinner)."""
-    import dataclasses
-    from pathlib import Path
-
     from ..bags.records import DEFAULT_GROUND_TRUTH_RATE, check_ground_truth_rate
     from ..replay.real_bag import parse_replace
-    from ..runs import RealBag, find_real_bags
-    from ..runs.timing import TimingModel
 
     bags = find_real_bags(request.bags, scenario=request.scenario)
     if request.k is not None:
@@ -286,11 +282,8 @@ def replay_request(request: ReplayRequest, *, recorded_judge: Callable | None = 
 def _replay_judge(request: ReplayRequest):
     """The judge of the files given (a bare name is looked up in the installed config/ too; default: the
     ART ones) with the static TFs and timing given."""
-    from ..art import EKF_CONFIG, NAVSAT_CONFIG
     from ..judge.config import JudgeConfig
     from ..pipeline.study import parse_static_tf_text
-    from ..resources import config_path, find_config
-    from ..runs.timing import TimingModel
 
     def config_file(value, default, option):
         path = find_config(value, option=option) if value else config_path(default)

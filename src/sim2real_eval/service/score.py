@@ -2,12 +2,16 @@
 scored, the study's statistics, the judge-noise floor of the real bags the runs name, the report."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import UserError
-from ..outputs import check_paths
+from ..outputs import NEW, check_paths, output_folder
+from ..pipeline.batch import run_batch
+from ..runs import read_run_info
 from .common import warn_once
 from .replay import ReplayedBags, warn_judge_health
 
@@ -97,10 +101,7 @@ def assess_real_runs(records: Sequence, series: dict, specs: Sequence, options) 
     """``records`` with the judge health (``replay.health.health_of_run_bag``) of each real bag run that
     has a run.yaml (replayed runs, the ROS recorder's runs); a run whose health cannot be measured is
     said in a DataWarning and left unassessed."""
-    import dataclasses
-
     from ..replay.offline import health_of_run_bag
-    from ..runs import read_run_info
 
     by_key = {spec.key: spec for spec in specs}
     out = []
@@ -126,9 +127,7 @@ def noise_floor_draws(specs: Sequence, options, draws: int, *, workers: int | No
     demo's kept runs is the demo's.  Returns (one list of RunRecord per draw, "") or (None, why not):
     inputs that record no real bag (CSV files, manifests, ROS recordings without a window) have no floor.
     """
-    from ..pipeline.batch import run_batch
     from ..replay.offline import BagReplay, replay_spec_of_run
-    from ..runs import read_run_info
 
     real = [spec for spec in specs if spec.side == "real"]
     tasks = []
@@ -199,10 +198,7 @@ def score_request(request: ScoreRequest, progress: Callable | None = None) -> Sc
     runs name (``noise_floor_draws``), the report (tables, figures, report.html) written atomically.
     ``progress(stage, advance, total=None)`` as ``score_runs``, then the stages "judge-noise floor" and
     "figures and report" (one step each)."""
-    import dataclasses
-
     from ..metrics.inputs import parse_window, warmup_of_runs, with_window
-    from ..outputs import NEW, output_folder
     from ..report import parse_trace_run, write_report
     from ..report.provenance import collect as collect_provenance
 
@@ -257,8 +253,6 @@ def select_variants(specs: list, include, exclude) -> list:
 def _chosen_variants(sim_variants: list, include, exclude) -> set:
     """The variants matching an ``include`` glob (all without one) and no ``exclude`` glob; a glob that
     matches no variant, or nothing left, is a UserError listing the variants."""
-    from fnmatch import fnmatchcase
-
     for option, globs in (("--variant", include or []), ("--exclude-variant", exclude or [])):
         for glob in globs:
             if not any(fnmatchcase(variant, glob) for variant in sim_variants):

@@ -3,12 +3,14 @@ its drive as a field rover's CSV logs) and the GPS/IMU series models draw from i
 sensors``)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from ..atomic import atomic_directory, atomic_files
 from ..errors import UserError
-from ..outputs import check_paths
+from ..outputs import NEW, check_paths, output_folder
 
 if TYPE_CHECKING:
     from ..models import GpsModel, GpsSamples, ImuModel, ImuSamples
@@ -44,7 +46,6 @@ def write_scenario(request: ScenarioRequest) -> WrittenScenario:
     appear together, complete, or none does."""
     import numpy as np
 
-    from ..atomic import atomic_files
     from ..scenarios import generate
 
     if request.out is None and request.csv is None:
@@ -140,11 +141,8 @@ def simulate_sensors(request: SensorsRequest) -> SensorSeries:
     """GPS and IMU drawn from the truth with the streams the pipeline derives (``sensor_seed(seed,
     scenario, k, "gps"|"imu")``), written to ``request.out`` (atomic) with sensors.yaml (effective
     parameters and seeds) and, with ``plot``, sensors.png."""
-    import os
-
     from ..geodesy import as_datum
     from ..models import load_gps_model, load_imu_model, sensor_seed
-    from ..outputs import NEW, output_folder
     from ..scenarios import generate, load_scenario
     from ..truth import GroundTruth
 
@@ -171,7 +169,6 @@ def simulate_sensors(request: SensorsRequest) -> SensorSeries:
 def _write_series(series: SensorSeries, replace: bool) -> None:
     import numpy as np
 
-    from ..atomic import atomic_directory
     from ..geodesy import geodetic_to_enu
     from ..yamlio import dump_yaml
 

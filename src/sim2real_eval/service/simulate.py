@@ -1,6 +1,7 @@
 """Simulate a study: every run of a study file, one bag per run (``sim2real-eval simulate``)."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..errors import UserError
 from ..outputs import check_name, check_paths
+from ..pipeline.batch import run_batch
 from .common import existing_files, json_key, warn_once
 
 if TYPE_CHECKING:
@@ -33,8 +35,6 @@ def simulate_runs(tasks: Sequence, out, *, workers: int | None = None, ray_addre
                   progress: bool = True, description: str = "runs") -> SimulatedRuns:
     """Execute simulated runs (``pipeline.simulated_run.SimRunSpec``) into ``out``; complete ones are
     skipped."""
-    from ..pipeline.batch import run_batch
-
     start = time.perf_counter()
     report = run_batch(tasks, out, workers=workers, ray_address=ray_address, progress=progress,
                        description=description)
@@ -45,8 +45,6 @@ def simulate_study(study, out, *, storage: str | None = None, workers: int | Non
                    ray_address: str | None = None, progress: bool = True, timing=None) -> SimulatedRuns:
     """Every run of a study (a ``pipeline.study.Study`` or a study file) into ``out/sim/…``; ``timing``
     (a ``runs.timing.TimingModel``) replaces the study's judge timing."""
-    import dataclasses
-
     from ..pipeline.study import load_study
 
     if not hasattr(study, "runs"):

@@ -39,6 +39,8 @@ ellipsoidal height) for sbg sources; the caller's ``datum`` (or None) for odomet
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from .. import geodesy, rotations, sbg
@@ -389,8 +391,6 @@ def imported_datum(bag_path):
     """The ENU origin an imported bag's /ground_truth/odom is relative to (``datum`` of its
     ``import.yaml``), or None for a bag without one.  Odometry carries no geodetic origin, so the
     importer writes it beside the messages."""
-    from pathlib import Path
-
     from ..yamlio import load_yaml
 
     sidecar = Path(bag_path) / IMPORT_SIDECAR
