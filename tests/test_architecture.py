@@ -539,84 +539,6 @@ HEAVY = {"ray", "optuna", "allantools",               # the [all] extras (setup.
 COSTLY = HEAVY | {"numpy", "yaml"}
 ROS_PACKAGES = ROS_ONLY | {"sbg_driver", "sensor_msgs", "nav_msgs", "geometry_msgs", "std_msgs",
                            "tf2_ros", "rosgraph_msgs", "builtin_interfaces", "ament_index_python"}
-# TEMPORARY (issue 32): function-level imports in files other work is changing in this session; the lead
-# moves them to the top after merging and shrinks this to set().  Entries: (module, imported target).
-LAZY_IMPORTS_TEMPORARY: set = {
-    ("sim2real_eval.calibrate.shortfall", "html"),
-    ("sim2real_eval.calibrate.shortfall", "sim2real_eval.atomic"),
-    ("sim2real_eval.calibrate.shortfall_stats", "sim2real_eval.calibrate.imu"),
-    ("sim2real_eval.calibrate.shortfall_stats", "sim2real_eval.geodesy"),
-    ("sim2real_eval.calibrate.shortfall_stats", "sim2real_eval.metrics"),
-    ("sim2real_eval.calibrate.shortfall_stats", "sim2real_eval.metrics.separation"),
-    ("sim2real_eval.calibrate.shortfall_stats", "sim2real_eval.stamps"),
-    ("sim2real_eval.cli.demo", "pathlib"),
-    ("sim2real_eval.metrics.judge_agreement", "sim2real_eval.metrics.separation"),
-    ("sim2real_eval.studies.config", "sim2real_eval.bags.records"),
-    ("sim2real_eval.studies.config", "sim2real_eval.importer.vehicle"),
-    ("sim2real_eval.studies.config", "sim2real_eval.resources"),
-    ("sim2real_eval.studies.config", "sim2real_eval.studies.judges"),
-    ("sim2real_eval.studies.demo", "sim2real_eval.limits"),
-    ("sim2real_eval.studies.demo", "sim2real_eval.metrics"),
-    ("sim2real_eval.studies.demo", "sim2real_eval.pipeline.batch"),
-    ("sim2real_eval.studies.findings", "sim2real_eval.metrics.separation"),
-    ("sim2real_eval.studies.fit", "rich"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.calibrate.shortfall_stats"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.geodesy"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.metrics"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.metrics.options"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.metrics.separation"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.noise_floor.compute"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.runs"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.service"),
-    ("sim2real_eval.studies.fit", "sim2real_eval.truth"),
-    ("sim2real_eval.studies.fit_outputs", "datetime"),
-    ("sim2real_eval.studies.fit_outputs", "sim2real_eval.atomic"),
-    ("sim2real_eval.studies.fit_outputs", "sim2real_eval.calibrate.shortfall"),
-    ("sim2real_eval.studies.fit_outputs", "sim2real_eval.outputs"),
-    ("sim2real_eval.studies.judges", "re"),
-    ("sim2real_eval.studies.judges", "sim2real_eval.resources"),
-    ("sim2real_eval.studies.judges", "sim2real_eval.runs"),
-    ("sim2real_eval.studies.plan", "functools"),
-    ("sim2real_eval.studies.plan", "sim2real_eval.runs"),
-    ("sim2real_eval.studies.plan", "sim2real_eval.service"),
-    ("sim2real_eval.studies.plan", "sim2real_eval.workers"),
-    ("sim2real_eval.studies.real_bags", "sim2real_eval.importer.vehicle"),
-    ("sim2real_eval.studies.real_bags", "sim2real_eval.reference"),
-    ("sim2real_eval.studies.real_bags", "sim2real_eval.runs"),
-    ("sim2real_eval.studies.real_bags", "sim2real_eval.service.common"),
-    ("sim2real_eval.studies.real_sample", "numpy"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.importer"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.importer.comma2k19"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.importer.drive"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.metrics.separation"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.resources"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.runs"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.studies.fit"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.studies.tune"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.studies.tune_outputs"),
-    ("sim2real_eval.studies.real_sample", "sim2real_eval.yamlio"),
-    ("sim2real_eval.studies.report_files", "sim2real_eval.calibrate.shortfall"),
-    ("sim2real_eval.studies.report_files", "sim2real_eval.studies.fit"),
-    ("sim2real_eval.studies.scoring", "sim2real_eval.metrics"),
-    ("sim2real_eval.studies.scoring", "sim2real_eval.metrics.separation"),
-    ("sim2real_eval.studies.scoring", "sim2real_eval.noise_floor.compute"),
-    ("sim2real_eval.studies.scoring", "sim2real_eval.studies.judges"),
-    ("sim2real_eval.studies.scoring", "sim2real_eval.workers"),
-    ("sim2real_eval.studies.summary", "sim2real_eval.metrics.separation"),
-    ("sim2real_eval.studies.tune", "concurrent"),
-    ("sim2real_eval.studies.tune", "os"),
-    ("sim2real_eval.studies.tune", "re"),
-    ("sim2real_eval.studies.tune", "rich"),
-    ("sim2real_eval.studies.tune", "sim2real_eval.errors"),
-    ("sim2real_eval.studies.tune", "sim2real_eval.pipeline.ray_cluster"),
-    ("sim2real_eval.studies.tune", "sim2real_eval.service"),
-    ("sim2real_eval.studies.tune", "sim2real_eval.workers"),
-    ("sim2real_eval.studies.tune", "sqlite3"),
-    ("sim2real_eval.studies.tune", "urllib"),
-    ("sim2real_eval.studies.tune", "warnings"),
-    ("sim2real_eval.studies.tune_outputs", "sim2real_eval.atomic"),
-    ("sim2real_eval.studies.tune_outputs", "sim2real_eval.outputs"),
-}
 
 
 def loaded_at_import(graph_top: dict, module: str, cache: dict) -> frozenset:
@@ -669,14 +591,11 @@ def test_imports_are_at_the_top_unless_the_rule_allows_otherwise():
     _, everything = import_graph()
     modules = package_modules()
     robot = {module_name(path) for path in robot_side_paths()}
-    found = unjustified_lazy_imports(everything, modules, robot)
-    new = sorted(found - LAZY_IMPORTS_TEMPORARY)
+    found = sorted(unjustified_lazy_imports(everything, modules, robot))
     lines = {(i.source, i.target): i.line for i in everything if not i.top_level}
-    assert not new, "imports inside functions that docs/architecture.md ('Imports at the top') does not " \
+    assert not found, "imports inside functions that docs/architecture.md ('Imports at the top') does not " \
         "allow (move them to the top of the module):\n" + \
-        "\n".join(f"{source}:{lines[(source, target)]} imports {target}" for source, target in new)
-    stale = sorted(LAZY_IMPORTS_TEMPORARY - found)
-    assert not stale, f"LAZY_IMPORTS_TEMPORARY lists imports that are gone (remove them): {stale}"
+        "\n".join(f"{source}:{lines[(source, target)]} imports {target}" for source, target in found)
 
 
 def test_the_lazy_import_check_sees_each_case():

@@ -10,11 +10,13 @@ reachable from here.
 """
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 import numpy as np
 
+from ..atomic import atomic_files
 from ..errors import UserError
 from .shortfall_stats import (
     BAND_SPLIT_HZ,
@@ -170,8 +172,6 @@ def markdown_section(result: Shortfall, heading: str = "##", image: str | None =
 
 def section_html(result: Shortfall, png: bytes) -> list:
     """The report.html parts of the section (``markdown_section`` says the same in tables.md)."""
-    import html
-
     from ..report.html import image_html, table_html
 
     parts = [f"<h2>Why the model falls short: {html.escape(spec_name(result.gps_model))} + "
@@ -244,8 +244,6 @@ def shortfall_files(out_dir) -> dict:
 def write_shortfall(result: Shortfall, out_dir, overwrite: bool = True) -> dict:
     """shortfall.png, shortfall.md and shortfall.json in ``out_dir`` (made if missing), all or nothing
     (``atomic.atomic_files``); returns {"figure" | "markdown" | "json": path}."""
-    from ..atomic import atomic_files
-
     files = shortfall_files(out_dir)
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)

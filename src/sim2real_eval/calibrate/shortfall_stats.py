@@ -47,6 +47,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UserError
+from ..geodesy import geodetic_to_enu
+from ..metrics import REAL, separation
+from ..stamps import ns_to_seconds, seconds_to_ns
+from .imu import overlapping_adev
 
 ENU_AXES = ("east", "north", "up")
 IMU_AXES = ("gyro_x", "gyro_y", "gyro_z", "accel_x", "accel_y", "accel_z")
@@ -89,8 +93,6 @@ def segment_from_bag(path, gps_topic: str = "/fix", imu_topic: str = "/imu", tru
 
 def segment_of_drive(data, truth, datum, source: str) -> SensorSegment:
     """A real segment from what ``calibrate.drive.read_drive`` returns (sensor arrays, truth, datum)."""
-    from ..geodesy import geodetic_to_enu
-
     g = data.gps
     enu = geodetic_to_enu(g.latitude, g.longitude, g.altitude, datum)
     return SensorSegment(source, truth, tuple(float(v) for v in datum), np.asarray(g.t, dtype=float), enu,
@@ -116,9 +118,7 @@ def _nominal_rate(t: np.ndarray, what: str) -> float:
 def simulate_segment(segment: SensorSegment, gps, imu, seed: int, index: int) -> SensorSegment:
     """The model pair on ``segment``'s truth: fixes at the real receiver's rate and datum (its own epoch
     ticks inside the truth span), the IMU at the real IMU's stamps, mounted in base_link."""
-    from ..geodesy import geodetic_to_enu
     from ..models import load_gps_model, load_imu_model, sensor_seed
-    from ..stamps import ns_to_seconds, seconds_to_ns
 
     rate = _nominal_rate(segment.gps_t, f"{segment.source}: GPS")
     gps_model = load_gps_model(gps, sensor_seed(seed, "shortfall", index, "gps"), datum=list(segment.datum),
@@ -221,8 +221,6 @@ def allan_taus(rate: float, shortest_s: float) -> np.ndarray:
 def pooled_allan(series, rate: float, taus) -> np.ndarray:
     """Overlapping Allan deviation at ``taus`` pooled over series: √(Σ terms·σ²(τ) / Σ terms); NaN at a
     τ no series is long enough for."""
-    from .imu import overlapping_adev
-
     taus = np.asarray(taus, dtype=float)
     weighted, terms = np.zeros(len(taus)), np.zeros(len(taus))
     for x in series:
@@ -428,8 +426,6 @@ def vepd_split(study, variant: str) -> dict:
              "W1_share": (w1 / 2) / vepd if vepd > 0 else None,
              "W2_share": (w2 / 2) / vepd if vepd > 0 else None}
     if hasattr(study, "runs"):
-        from ..metrics import REAL, separation
-
         real = [r.score for r in study.runs if r.side == REAL]
         sim = [r.score for r in study.runs if r.side != REAL and r.variant == variant]
         split["mean_rmse_m_s"] = {"real": float(np.mean([s.rmse for s in real])),

@@ -6,6 +6,8 @@ embedded robot_localization → VEPD report in OUT, a summary table and the wall
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..runs import start, timing  # standard library only: --help stays cheap
 from . import note
 from .validators import integer, judge_names, positive_int
@@ -85,8 +87,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from ..importer import shipped_comma2k19
     from ..outputs import check_name, check_paths
     from ..reference import shipped_reference_dir

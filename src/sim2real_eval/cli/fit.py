@@ -15,7 +15,7 @@ OUTPUTS = ("Outputs (docs/pipeline.md, 'Outputs'): --out must be new, empty or a
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..studies.fit import DEFAULT_BUDGET, DEFAULT_FOLDS, DEFAULT_SEEDS
+    from ..studies.fit_params import DEFAULT_BUDGET, DEFAULT_FOLDS, DEFAULT_SEEDS
 
     parser.add_argument("drive", metavar="DRIVE",
                         help="the drive's windows: an import folder (`sim2real-eval import --window`: "

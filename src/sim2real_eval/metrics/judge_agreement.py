@@ -25,6 +25,7 @@ from itertools import combinations
 
 import numpy as np
 
+from .separation import separated
 from .study import REAL, StudyResult, wasserstein_rows
 
 AGREE, FLIP = "agree", "flip"
@@ -58,8 +59,6 @@ def discordant_pairs(first: dict, second: dict) -> list:
 def closer(result: StudyResult, a: str, b: str) -> str | None:
     """The variant of the pair the package's rule calls separably closer to real (pooled), or None (not
     separable, or never compared)."""
-    from .separation import separated
-
     apart = separated(result, a, b)
     return None if apart is None else (a if apart else b)
 

@@ -10,8 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..bags.records import check_ground_truth_rate
+from ..importer.vehicle import recorded_template
 from ..noise_floor.compute import DRAWS
+from ..resources import config_path
 from ..yamlio import Section, load_yaml
+from .judges import from_section
 
 DEFAULT_CONFIG = ("studies", "demo.yaml")
 REAL_SAMPLE_CONFIG = ("studies", "demo_car.yaml")  # --real-sample: the car study and its real_sample section
@@ -87,9 +91,7 @@ def _paper_variants(sec: Section, variants) -> tuple:
 
 def load_demo_config(path=None) -> DemoConfig:
     """Parse the demo YAML (default: config/studies/demo.yaml); errors name file: key."""
-    from ..bags.records import check_ground_truth_rate
     from ..pipeline.study import check_name, load_judge_config
-    from ..resources import config_path
 
     path = Path(path) if path is not None else config_path(*DEFAULT_CONFIG)
     sec = Section(load_yaml(path), str(path))
@@ -140,14 +142,8 @@ def load_demo_config(path=None) -> DemoConfig:
         static_tfs_by_layout=by_layout,
         paper_variants=_paper_variants(sec, variants),
         real_sample=sample,
-        judges=_judges_of(sec),
+        judges=from_section(sec),
     )
-
-
-def _judges_of(sec: Section) -> tuple:
-    from .judges import from_section
-
-    return from_section(sec)
 
 
 def _model(sec: Section, key: str) -> Any:
@@ -199,8 +195,6 @@ def recorded_template_config(real, notice):
     """The demo file of the study template ``import`` recorded for the imported drives in ``real``
     (DIR/import.yaml: ``vehicle.template``), said in one line; None (the default demo file) for bags that
     are no import."""
-    from ..importer.vehicle import recorded_template
-
     recorded = recorded_template(real)
     if recorded is None:
         return None
@@ -213,6 +207,4 @@ def recorded_template_config(real, notice):
 
 def config_file(parts: tuple) -> Path:
     """A file of the installed ``config/`` folder (``resources.config_path``)."""
-    from ..resources import config_path
-
     return config_path(*parts)

@@ -56,7 +56,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import UserError
+from ..limits import check_repeats
+from ..metrics import ScoreOptions
 from ..outputs import claim_folder
+from ..pipeline.batch import available_cores
 from .accounting import Stages
 from .config import REAL_SAMPLE_CONFIG, config_file, load_demo_config, recorded_template_config
 
@@ -121,10 +124,6 @@ def run_demo(out, options: DemoOptions = DemoOptions()) -> DemoResult:
     OUT follows the output policy (``outputs.output_folder``): a new or empty folder, or this demo's own
     earlier output (its marker lists what it wrote: those files are replaced, the runs resumed, nothing
     else touched); any other folder only with ``overwrite``."""
-    from ..limits import check_repeats
-    from ..metrics import ScoreOptions
-    from ..pipeline.batch import available_cores
-
     stages = Stages()  # "startup": the interpreter and every import above
     real, k, config_path, real_sample = options.real, options.k, options.config_path, options.real_sample
     quick, timing, start, notice = options.quick, options.timing, options.start, options.notice

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from ..metrics import separation
+from ..metrics.separation import permutation_warnings
 from .config import PAPER_VARIANTS
 
 # Pooled pairs the ordering checks compare, beyond the adjacent ranks every study compares.
@@ -72,13 +74,9 @@ class _Checked:
 
     def apart(self, better: str, worse: str) -> bool:
         """``better`` separably below ``worse`` (pooled); variant names."""
-        from ..metrics import separation
-
         return separation.separated(self.gps, better, worse) is True
 
     def tie(self, a: str, b: str) -> str:
-        from ..metrics import separation
-
         entry = separation.comparison(self.gps, a, b)
         return separation.verdict(self.gps, entry)[1] if entry else f"{a} and {b} not compared"
 
@@ -121,8 +119,6 @@ def _best_two_finding(c: _Checked, value: bool) -> tuple:
 
 def _imu_finding(c: _Checked, value: bool) -> tuple:
     """The simulated IMU's VEPD is below every GPS variant's (different studies: intervals)."""
-    from ..metrics import separation
-
     word = "yes" if value else "no"
     imu = c.imu
     if imu is None:
@@ -150,7 +146,5 @@ FINDINGS = {"ch_gauss_worst": _worst_finding, "hdop_improves_ch_gauss": _hdop_fi
 
 def separation_warnings(gps_result, imu_result) -> list:
     """The permutation-limit warnings of both studies (``metrics.separation.permutation_warnings``)."""
-    from ..metrics.separation import permutation_warnings
-
     return [f"{name}: {line}" for name, result in (("GPS study", gps_result), ("IMU study", imu_result))
             for line in permutation_warnings(result)]

@@ -50,9 +50,29 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
 
+from ..calibrate.shortfall_stats import error_statistics, segment_from_bag
 from ..errors import UserError
-from .fit_params import PARAMS, FitStart, build_pair, clipped, preset_point, start_point, with_points
+from ..geodesy import enu_to_geodetic, geodetic_to_enu
+from ..metrics import score_study, separation
+from ..metrics.options import ScoreOptions
+from ..noise_floor.compute import judge_noise_floor
+from ..runs import find_real_bags
+from ..service import plan_replays, replay_bags
+from ..truth import FIELDS, GroundTruth
+from .fit_params import (
+    DEFAULT_BUDGET,
+    DEFAULT_FOLDS,
+    DEFAULT_SEEDS,
+    PARAMS,
+    FitStart,
+    build_pair,
+    clipped,
+    preset_point,
+    start_point,
+    with_points,
+)
 from .tune import (
     OBJECTIVE_COMBINED,
     TUNE_VARIANT,
@@ -64,9 +84,6 @@ from .tune import (
 from .tune_params import ParamRange
 
 FITTED, START = "fitted", "calibrated"
-DEFAULT_BUDGET = 40      # trials per fold (docs/calibration.md: ~1 min per fold on the shipped segment)
-DEFAULT_SEEDS = 3        # noise draws averaged per trial
-DEFAULT_FOLDS = 2
 SPREAD_LIMIT = 0.15      # fold spread / search range above which a parameter is not identified
 MIN_RUNS_PER_BLOCK = 2   # W1/W2 need two runs on each side
 DESIGN = ("cross-validation estimates the held-out VEPD and tells which parameters this data identifies "
@@ -121,8 +138,6 @@ def setup_from_demo(config) -> FitSetup:
 def drive_runs(path, runs: str | None = None) -> list:
     """The runs (``runs.RealBag``) of an imported drive (or any folder of bags of one scenario), in order;
     ``runs`` "A:B" keeps runs A … B−1 (Python slice)."""
-    from ..runs import find_real_bags
-
     bags = sorted(find_real_bags([path], what="DRIVE"), key=lambda b: (b.scenario, b.k))
     scenarios = sorted({b.scenario for b in bags})
     if len(scenarios) != 1:
@@ -144,8 +159,6 @@ def _joined(parts: list):
     """(data, truth, datum) of several windows of one drive joined in time order (calibrate --truth on
     them as on one recording; the gaps between non-adjacent blocks hold no samples)."""
     from ..calibrate.standstill import GpsSeries, ImuSeries, StandstillData
-    from ..geodesy import enu_to_geodetic, geodetic_to_enu
-    from ..truth import FIELDS, GroundTruth
 
     parts = sorted(parts, key=lambda p: float(p[1].t[0]))
     datum = parts[0][2]
@@ -183,7 +196,6 @@ def _static_tfs(bag, setup: FitSetup) -> tuple:
     every replay gets it (the ART ones for a bag in the ART layout)."""
     if not setup.static_tfs_by_layout:
         return tuple(setup.judge.static_tfs)
-    from ..service import plan_replays
 
     task = plan_replays([bag], (), setup.judge, real=False, static_tfs_by_layout=True)[0]
     return tuple(task.spec.judge.static_tfs)
@@ -221,8 +233,6 @@ class FoldTrials(ReplayTrials):
     static_tfs_by_layout: bool = False
 
     def _replay(self, replacements, real: bool, options) -> list:
-        from ..service import plan_replays, replay_bags
-
         tasks = plan_replays(self.bags, replacements, self.judge, real=real, scoring=options, write=False,
                              seed=self.seed, ground_truth_rate=self.ground_truth_rate,
                              static_tfs_by_layout=self.static_tfs_by_layout)
@@ -232,7 +242,6 @@ class FoldTrials(ReplayTrials):
         return [run.record for run in replayed.scored]
 
     def score(self, models: dict, real_records, options):
-        from ..metrics import score_study
         from ..replay.real_bag import Replacement
 
         pair = build_pair(self.start, models["fit"])
@@ -248,8 +257,6 @@ class FoldTrials(ReplayTrials):
 
 # ------------------------------------------------------------------------------------ validation
 def _score_options(setup: FitSetup):
-    from ..metrics.options import ScoreOptions
-
     return ScoreOptions(bootstrap=setup.bootstrap, permutations=setup.permutations, seed=setup.score_seed,
                         warmup_s=setup.judge.warmup_s, exclude_scenarios=()).validate()
 
@@ -259,7 +266,6 @@ def replay_pairs(bags: list, pairs: dict, setup: FitSetup, workers: int = 1) -> 
     on ``bags`` with their real runs, and the real runs judged ``setup.floor_draws`` more times with random
     judge timing (the judge-noise floor)."""
     from ..replay.real_bag import Replacement
-    from ..service import plan_replays, replay_bags
 
     replacements = tuple(Replacement(dict(pair), name=name) for name, pair in pairs.items())
     tasks = plan_replays(bags, replacements, setup.judge, scoring=_score_options(setup), write=False,
@@ -275,9 +281,6 @@ def replay_pairs(bags: list, pairs: dict, setup: FitSetup, workers: int = 1) -> 
 def score_pairs(records: list, draws: list, setup: FitSetup, fitted: str = FITTED):
     """The ``metrics.StudyResult`` of ``replay_pairs``'s records: intervals, permutation p, ``fitted``
     compared with every other variant (paired by window) and the judge-noise floor of these real runs."""
-    from ..metrics import score_study
-    from ..noise_floor.compute import judge_noise_floor
-
     names = sorted({r.variant for r in records if r.side != "real"})
     result = score_study(records, _score_options(setup), pairs=[(fitted, n) for n in names if n != fitted])
     if len(draws) >= 2:
@@ -288,8 +291,6 @@ def score_pairs(records: list, draws: list, setup: FitSetup, fitted: str = FITTE
 def result_table(result, fitted: str = FITTED) -> dict:
     """{"k", "floor": {VEPD, interval}, "variants": {name: {VEPD, VEPD_ci95, p, fitted_minus,
     fitted_minus_ci95, fitted_minus_p}}} of a ``score_pairs`` result (fitted − other, paired by window)."""
-    from ..metrics import separation
-
     floor = None
     if getattr(result, "judge_noise_floor", None):
         cell = next(iter(result.judge_noise_floor["combined"].values()))
@@ -405,8 +406,6 @@ def search_runs(name: str, fit_bags: list, setup: FitSetup, budget: int, seeds: 
                 progress_label: str) -> Searched:
     """Calibrate on ``fit_bags``, map the presets into the searched families, widen the ranges to hold them,
     enqueue the start and the presets as the first trials, search (module docstring, 1–2)."""
-    from ..metrics.options import ScoreOptions
-
     start = start_point(calibrate_runs(fit_bags, setup))
     mapped = {preset: preset_point(gps, imu, start) for preset, gps, imu in setup.presets}
     start = with_points(start, list(mapped.values()))
@@ -477,15 +476,11 @@ def fit(bags: list, setup: FitSetup, folds: int = DEFAULT_FOLDS, budget: int = D
     results = []
     for index, (fit_idx, val_idx) in enumerate(plan):
         if progress:
-            from rich.console import Console
-
             Console(stderr=True).print(f"fold {index + 1}/{len(plan)}: fit on runs {_spans(fit_idx)}, "
                                        f"validate on runs {_spans(val_idx)}")
         results.append(fit_fold(index, bags, fit_idx, val_idx, setup, budget, seeds, seed, storage,
                                 ray_address, workers, progress))
     if progress:
-        from rich.console import Console
-
         Console(stderr=True).print(f"final pair: fit on every run ({_spans(list(range(len(bags))))})")
     final = refit_all(bags, setup, budget, seeds, seed, storage, ray_address, workers, progress, len(plan))
     rows, fitted = summarise_parameters(results, final)
@@ -501,8 +496,6 @@ def fitted_shortfall(bags: list, setup: FitSetup, pair: dict, pooled_study, seed
     """``calibrate.shortfall`` of the fitted pair on every run given: the real sensors' error statistics
     against the pair's on the same truth, and the split of the cross-validated held-out VEPD (each run
     judged with the pair fitted without it)."""
-    from ..calibrate.shortfall_stats import error_statistics, segment_from_bag
-
     segments = [segment_from_bag(bag.path, static_tfs=_static_tfs(bag, setup)) for bag in bags]
     return error_statistics(segments, *described(pair), seed=seed, study=pooled_study, variant=FITTED)
 

@@ -6,11 +6,15 @@ the command prints."""
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 from pathlib import Path
 
 import numpy as np
 
+from ..atomic import atomic_directory
+from ..calibrate.shortfall import shortfall_writers, verdict_lines
+from ..outputs import file_record, write_marker
 from .fit import DESIGN, FITTED, SPREAD_LIMIT, FitResult
 from .fit_params import PARAMS
 
@@ -21,8 +25,6 @@ OUTPUT_FILES = ("fit_gps.yaml", "fit_imu.yaml", "fit.yaml", "trials.csv", "short
 
 def provenance(result: FitResult) -> dict:
     """Where the fitted pair comes from: drive, runs, folds, budget, seeds, seed, software, date."""
-    import datetime
-
     from ..report.provenance import software
 
     return {"command": "sim2real-eval fit", "drive": result.drive, "runs": list(result.runs),
@@ -124,8 +126,6 @@ def write_outputs(result: FitResult, out, overwrite: bool = False) -> Path:
     """OUT/: fit_gps.yaml, fit_imu.yaml (presets), fit.yaml (the record), trials.csv, shortfall.png/.md/.json
     (the fitted pair's error statistics against the real sensors) — built in a temporary sibling and
     renamed on success, with fit's marker."""
-    from ..atomic import atomic_directory
-    from ..outputs import file_record, write_marker
     from ..yamlio import dump_yaml
 
     prov = provenance(result)
@@ -136,8 +136,6 @@ def write_outputs(result: FitResult, out, overwrite: bool = False) -> Path:
         (tmp / "fit.yaml").write_text(dump_yaml(record(result, prov)), encoding="utf-8")
         (tmp / "trials.csv").write_text(trials_csv(result), encoding="utf-8")
         if result.shortfall is not None:
-            from ..calibrate.shortfall import shortfall_writers
-
             for path, write in shortfall_writers(result.shortfall, tmp).items():
                 write(tmp / path.name)
         write_marker(tmp, COMMAND, {name: file_record(tmp / name) for name in OUTPUT_FILES
@@ -203,8 +201,6 @@ def _value(value) -> str:
 
 def shortfall_record(gap) -> dict:
     """fit.yaml's "shortfall": what the fitted families miss, per axis, and the held-out VEPD split."""
-    from ..calibrate.shortfall import verdict_lines
-
     return {"files": ["shortfall.md", "shortfall.json", "shortfall.png"], "vepd": gap.vepd,
             "differs": gap.differing(), "verdict": verdict_lines(gap), "gps": gap.summary["gps"],
             "imu": gap.summary["imu"]}
@@ -212,8 +208,6 @@ def shortfall_record(gap) -> dict:
 
 def shortfall_lines(gap) -> list:
     """What ``fit`` prints of the shortfall: the held-out VEPD split and each axis the pair misses."""
-    from ..calibrate.shortfall import verdict_lines
-
     split = gap.vepd or {}
     lines = []
     if split:

@@ -2,7 +2,8 @@
 parameter with its start value and range (``FitParam``, ``PARAMS``), the calibrated start around which the
 ranges are set (``start_point``), the GPS + IMU pair of a point (``build_pair``), and the compared presets
 mapped into the searched families (``preset_point``) with the ranges widened to hold them
-(``with_points``, ``clipped``).
+(``with_points``, ``clipped``); the search's default size (``DEFAULT_BUDGET``, ``DEFAULT_SEEDS``,
+``DEFAULT_FOLDS``).
 
 Searched (``PARAMS``): GPS white σ and Gauss–Markov σ (horizontal, east and north equal), τ (one for
 every axis: the model has one), stamp lag and jitter, reported covariance (``diagonal`` or ``zeros``,
@@ -22,6 +23,11 @@ from typing import Any
 
 import numpy as np
 
+# The search's size (cli/fit.py reads these for its options and --help, which then loads no more than
+# this module: studies.fit loads the judge and the scorer).
+DEFAULT_BUDGET = 40      # trials per fold (docs/calibration.md: ~1 min per fold on the shipped segment)
+DEFAULT_SEEDS = 3        # noise draws averaged per trial
+DEFAULT_FOLDS = 2
 COVARIANCE_MODELS = ("diagonal", "zeros")
 NONE_SIGMA = 1e-3        # m: a GPS error part a preset does not have, on the log ranges (1 mm: nothing at
                          # the 0.1–1 m a car receiver errs by)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..resources import config_path
+from ..runs import file_sha256
 
 SUMMARY = "judges.json"
 ACCELERATIONS = (12, 13, 14)  # ax, ay, az in robot_localization's 15-entry sensor config
@@ -139,9 +142,6 @@ def _changes(name: str, params: dict) -> dict:
 def derive(name: str, study_judge, workdir: Path) -> Judge:
     """Judge ``name`` (``JUDGES``) built from the study's ``JudgeConfig``."""
     import yaml
-
-    from ..resources import config_path
-    from ..runs import file_sha256
 
     if name in TEMPLATES:
         ekf, navsat = (str(config_path(file).resolve()) for file in TEMPLATES[name])
@@ -384,8 +384,6 @@ def section_markdown(doc: dict) -> str:
 
 def section_html(doc: dict) -> list:
     """The judges' section of report.html (``section_markdown`` says the same in tables.md)."""
-    import re
-
     from ..report.html import table_html
 
     def inline(text: str) -> str:  # the markdown's **bold** and `code`

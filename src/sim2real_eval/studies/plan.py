@@ -4,7 +4,11 @@ kernels loaded in this process while forked helpers plan or compile (``judge_loa
 from __future__ import annotations
 
 import contextlib
+import functools
 
+from ..runs import RealBag, replay_variant
+from ..service import plan_replays, replay_bags, warm_judge
+from ..workers import WorkerPool
 from .config import EVERY_SCENARIO, DemoConfig
 from .job import DemoJob, RealSide
 
@@ -18,8 +22,6 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
     ``write``: run bags written; ``floor_draws``: the bag's noise-floor judgements too.  Without static
     TFs in the demo file, each bag gets its default (``bags.layout.default_static_tfs``)."""
     from ..replay.real_bag import Replacement
-    from ..runs import RealBag
-    from ..service import plan_replays
 
     gps_study = [Replacement({"gps": gps, "imu": config.gps_study_imu}, name=gps)
                  for gps in config.gps_variants] + list(extra_gps)
@@ -36,8 +38,6 @@ def plan_groups(config: DemoConfig, bags: dict, imu_scenario: str | None, scorin
 
 def imu_variant(config: DemoConfig) -> str:
     """The IMU study's variant name (``sim_imu-<preset>``), as the replay names it."""
-    from ..runs import replay_variant
-
     return replay_variant({"imu": config.imu_study_imu})
 
 
@@ -45,8 +45,6 @@ def judge_runs(job: DemoJob, side: RealSide, bags: dict, description: str, main:
     """Step 2: every run of ``bags``, each scored where it is judged (``service.replay_bags``):
     (ReplayedBags, the tasks).  ``description`` has a ``{}`` for the number of bags.  Not ``main`` (the
     real sample's sensitivity runs): no run bag is written and nothing is announced."""
-    from ..service import replay_bags
-
     draws = job.draws
     groups = _plan_while_warming(job, (job.config, bags, side.imu_scenario, job.options,
                                        job.keep_runs and main, draws, side.gps_extra, side.imu_extra))
@@ -64,8 +62,6 @@ def _plan_while_warming(job: DemoJob, plan_args: tuple) -> list:
     a forked process while this one loads the judge's kernels (``service.warm_judge``, ~1.3 s, which
     ``replay_bags`` then finds done; with an empty numba cache its helpers share the compilation): on
     two cores the reading takes no wall time.  One worker, or Ray: planned here."""
-    from ..workers import WorkerPool
-
     if not job.forks_workers:
         return plan_groups(*plan_args)
     with judge_loading(job) as warm, WorkerPool(1) as pool:  # the helpers before the pool's thread
@@ -80,10 +76,7 @@ def judge_loading(job: DemoJob):
     with an empty numba cache, ``workers − 1`` forked helpers share the compilation meanwhile.  Enter it
     before starting any thread (a pool's, a spinner's): the helpers are forked only while none runs
     (``parallel_compile.compilation_helpers``)."""
-    import functools
-
     from ..judge.parallel_compile import compilation_helpers
-    from ..service import warm_judge
 
     warm = functools.partial(warm_judge, job.config.judge)
     with compilation_helpers(warm, job.workers - 1):

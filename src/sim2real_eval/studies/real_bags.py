@@ -7,7 +7,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import reference as ref
 from ..errors import UserError
+from ..importer.vehicle import import_summary
+from ..runs import bags_in, is_name
+from ..runs import find_real_bags as named_bags
+from ..service.common import parallel_map
 from .config import EVERY_SCENARIO
 from .job import REFERENCE, DemoJob, RealSide
 from .plan import judge_loading
@@ -20,8 +25,6 @@ def real_side(job: DemoJob) -> RealSide:
     """Step 1: the real bags — the real sample's evaluated windows (prepared here: import, calibrate,
     tune), ``--real DIR``, or the synthetic reference set (regenerated into OUT/reference beyond the
     shipped runs); checked before any judging."""
-    from .. import reference as ref
-
     config, sample = job.config, None
     if job.real_sample:
         if job.forks_workers:
@@ -67,8 +70,6 @@ def real_side(job: DemoJob) -> RealSide:
 def _imported_scenario(job: DemoJob, bags: dict):
     """The IMU study's scenario for imported drives whose demo file names a scenario they lack: the
     imported one (said in one line), else None."""
-    from ..importer.vehicle import import_summary
-
     summary = import_summary(job.real) if job.real is not None else None
     scenario = summary.get("scenario") if summary else None
     if scenario not in bags:
@@ -82,9 +83,6 @@ def _imported_scenario(job: DemoJob, bags: dict):
 def find_real_bags(directory, k: int) -> dict:
     """{scenario: [bag paths]} from ``DIR/<scenario>/<run>/``: the first ``k`` runs (by name) per scenario,
     named by the one rule of ``runs.find_real_bags``."""
-    from ..runs import bags_in
-    from ..runs import find_real_bags as named_bags
-
     root = Path(directory)
     if not root.is_dir():
         raise UserError(f"--real {root}: not a directory (expected {REAL_LAYOUT})")
@@ -102,8 +100,6 @@ def find_real_bags(directory, k: int) -> dict:
 def _parent_hint(root: Path) -> str:
     """What to give ``--real`` instead of the scenario folder ``root``: its parent (naming the scenarios
     there), or, when ``root`` has no usable parent, how to make one."""
-    from ..runs import bags_in, is_name
-
     here = Path(os.path.abspath(root))
     parent = here.parent
     if is_name(here.name) and parent != here:   # its name can name a scenario: the folder above is DIR
@@ -117,8 +113,6 @@ def _parent_hint(root: Path) -> str:
 def reference_runs(setup, k: int, out: Path, shipped: Path) -> tuple:
     """The first ``k`` reference runs per scenario: ({scenario: [path of run 0 … k − 1]}: shipped, else in
     OUT/reference; [(scenario, k) missing there], for ``regenerate``)."""
-    from .. import reference as ref
-
     missing = []
     bags = {}
     written = ref.setup_as_written(setup)
@@ -139,8 +133,6 @@ def reference_runs(setup, k: int, out: Path, shipped: Path) -> tuple:
 def regenerate(setup, out: Path, missing: list, workers: int, progress: bool, meanwhile=None) -> None:
     """Write the ``missing`` reference runs into OUT/reference (and its README); ``meanwhile()`` runs here
     while forked workers write them."""
-    from .. import reference as ref
-
     if not missing:
         return
     readme = out / REFERENCE / ref.README
@@ -151,15 +143,11 @@ def regenerate(setup, out: Path, missing: list, workers: int, progress: bool, me
 
 
 def _generate_one(setup, directory: str, scenario: str, k: int) -> str:
-    from .. import reference as ref
-
     return str(ref.write_reference_run(setup, directory, scenario, k))
 
 
 def _generate(setup, directory: Path, runs: list, workers: int, progress: bool, meanwhile=None) -> None:
     """Regenerate reference runs (deterministic: same bytes as the shipped ones would have)."""
-    from ..service.common import parallel_map
-
     items = [(setup, str(directory), scenario, k) for scenario, k in runs]
     parallel_map(_generate_one, items, workers, progress, f"regenerating {len(items)} reference runs",
                  meanwhile)

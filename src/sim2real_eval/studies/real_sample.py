@@ -35,8 +35,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import UserError
+from ..importer import SIDECAR, shipped_comma2k19
+from ..importer.comma2k19 import read_segment
+from ..importer.drive import write_runs
+from ..metrics import separation
+from ..resources import share_dir
+from ..runs import RealBag
+from ..yamlio import load_yaml
 from .config import DemoConfig, RealSampleConfig
+from .fit import fitted_variant
+from .tune import tune_replay
+from .tune_outputs import summary
 
 IMPORTED = "imported"                 # OUT/imported: the imported windows (real bags), written by the demo
 CALIBRATED, TUNED, CALIBRATED_IMU = "calibrated", "tuned", "sim_imu-calibrated"
@@ -73,9 +85,6 @@ def scale_label(scale: float) -> str:
 
 def _is_import(path: Path) -> bool:
     """``path`` is a folder ``sim2real-eval import`` wrote (its import.yaml lists runs)."""
-    from ..importer import SIDECAR
-    from ..yamlio import load_yaml
-
     summary = path / SIDECAR
     if path.is_symlink() or not summary.is_file():
         return False
@@ -88,8 +97,6 @@ def _is_import(path: Path) -> bool:
 def _write(path: Path, drive, offset: int, scenario: str, window: float, stride: float | None = None):
     """One import (``importer.drive.write_runs``) into ``path``, replacing an earlier one the demo wrote;
     anything else there is refused."""
-    from ..importer.drive import write_runs
-
     if os.path.lexists(path) and not _is_import(path):
         raise UserError(f"{path}: not an import the demo wrote; move it away (the demo writes its imported "
                         f"windows in {path.parent})")
@@ -104,8 +111,6 @@ def _scaled(drive, scale: float):
 
 
 def _median_sigma(drive) -> float:
-    import numpy as np
-
     covariance = drive.fixes.covariance
     return float(np.median(covariance.sigma[:, 0]) * covariance.scale)
 
@@ -113,9 +118,6 @@ def _median_sigma(drive) -> float:
 def import_windows(config: RealSampleConfig, out: Path) -> tuple:
     """Step 1 (module docstring): (windows ImportResult, held-out ImportResult, {label: ImportResult},
     {label: median σ}, segment path)."""
-    from ..importer import shipped_comma2k19
-    from ..importer.comma2k19 import read_segment
-
     segment = Path(config.segment) if config.segment else shipped_comma2k19()
     root = out / IMPORTED
     if root.is_symlink() or (root.exists() and not root.is_dir()):
@@ -159,9 +161,6 @@ def prepare(demo_config: DemoConfig, out: Path, progress: bool = True) -> Prepar
     the judge, the GPS study's IMU and the truth's rate."""
     from ..calibrate.drive import calibrate_drive, read_drive
     from ..replay.real_bag import Replacement
-    from ..runs import RealBag
-    from .fit import fitted_variant
-    from .tune import tune_replay
 
     config = demo_config.real_sample
     windows, held_out_run, others, sigma, segment = import_windows(config, out)
@@ -196,8 +195,6 @@ def prepare(demo_config: DemoConfig, out: Path, progress: bool = True) -> Prepar
 def record(prepared: Prepared) -> dict:
     """What demo.json and ``OUT/real_sample/real_sample.json`` keep of the preparation (what
     ``design_lines`` and ``console_lines`` read)."""
-    from .tune_outputs import summary
-
     config = prepared.config
     cal = prepared.calibration.report
     return {
@@ -217,8 +214,6 @@ def record(prepared: Prepared) -> dict:
 
 def display_path(path) -> str:
     """A path inside this installation's share directory relative to it (``bags/real/…``), else as is."""
-    from ..resources import share_dir
-
     try:
         return Path(path).resolve().relative_to(share_dir().resolve()).as_posix()
     except ValueError:
@@ -230,8 +225,6 @@ def verdict(result, variant: str) -> tuple:
     """(short verdict, explanation) of one variant against the real runs: not above the judge-noise floor
     (the floor cannot tell it from the real sensor), above it with p < 0.05 (measurably farther), or
     above it without a significant p."""
-    from ..metrics import separation
-
     cell = result.statistics.get("combined", {}).get(variant, {})
     p, limit = cell.get("p_VEPD"), separation.floor_threshold(result, variant)
     vepd = separation.vepd_of(result, variant)
@@ -251,7 +244,6 @@ def verdict(result, variant: str) -> tuple:
 def verdict_rows(studies: list) -> list:
     """[[study, variant, VEPD, 95 % CI, p, floor, verdict, group]] of every variant of every (name, result);
     group: the variant's letters within its study (``separation.group_letters``)."""
-    from ..metrics import separation
     from ..report.tables import fmt_p
 
     rows = []
@@ -271,7 +263,6 @@ def verdict_rows(studies: list) -> list:
 def comparison_rows(result, variants=(CALIBRATED, TUNED, FITTED)) -> list:
     """[[fitted, other, VEPD fitted, VEPD other, difference, 95 % CI, p, separable?]] of every compared
     pair that involves a fitted variant (``variants``)."""
-    from ..metrics import separation
     from ..report.tables import fmt_p
 
     rows = []
@@ -297,8 +288,6 @@ def comparison_rows(result, variants=(CALIBRATED, TUNED, FITTED)) -> list:
 def _separable_text(result, entry: dict, separable, reason: str) -> str:
     """"yes", or "no" with every criterion of ``metrics.separation.RULE`` that stands in the way
     (``metrics.separation.verdict`` decides)."""
-    from ..metrics import separation
-
     if separable is None:
         return reason
     if separable:
@@ -432,8 +421,6 @@ def section_html(record: dict, gps, imu, sensitivity: dict, images: dict) -> lis
 
 def rule_note(result) -> str:
     """The separability rule the "separable?" column and the group letters follow (one sentence)."""
-    from ..metrics import separation
-
     return (f"“separable?” and “group” (within each study) follow one rule — {separation.rule(result)}; "
             "the interval and the p are both shown.")
 
@@ -448,8 +435,6 @@ def fitted_rows(gps, imu) -> list:
 def console_lines(record: dict, gps, imu) -> list:
     """What the demo prints about the real sample: its design, which models the floor cannot tell from
     the real sensors, the fitted variants against the untuned one, the covariance sensitivity."""
-    from ..metrics import separation
-
     scored = [w for w in record["windows"] if w["use"] == "scored"]
     held = [w for w in record["windows"] if w["use"] == "held out"]
     lines = [f"real sample: {len(record['windows'])} windows of {record['window_s']:g} s of a real car "

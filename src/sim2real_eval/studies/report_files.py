@@ -8,11 +8,13 @@ import json
 import os
 from pathlib import Path
 
+from ..calibrate import shortfall
 from ..outputs import publish_files, staging_folder, write_marker
 from . import judges
 from . import real_sample as rs
 from .accounting import tree_bytes
 from .findings import ordering_checks, separation_warnings
+from .fit import described
 from .job import COMMAND, IMU_STUDY, REAL_SAMPLE, SUMMARY, DemoJob, DemoResult, RealSide
 from .plan import imu_variant
 from .scoring import ScoredStudies
@@ -109,7 +111,6 @@ def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder
     plots; tune/: tune's outputs; shortfall/: the closest preset's error statistics against the real
     sensors, shortfall_fitted/: the fitted variant's; real_sample.json) and its report section:
     ((ReportSection,), record)."""
-    from ..calibrate import shortfall
     from ..calibrate.drive import write_drive_calibration
     from ..report import ReportSection
 
@@ -128,7 +129,6 @@ def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder
     gaps = [(gap, gap_files, "real_sample/shortfall/shortfall.png")]
     fitted = next((v for v in sample.gps_variants if v.name == rs.FITTED), None)
     if fitted is not None:  # issue 31: what the fitted families miss
-        from .fit import described
 
         fit_gap = shortfall.error_statistics(shortfall.segments_from_bags(sum(sample.bags.values(), [])),
                                              *described(fitted.replace), seed=seed, study=gps_result,

@@ -9,9 +9,14 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from ..metrics import score_study
+from ..metrics.separation import below_floor
+from ..noise_floor.compute import judge_noise_floor
+from ..workers import WorkerPool
 from .config import EVERY_SCENARIO
 from .findings import CHECKED_PAIRS
 from .job import IMU_STUDY, DemoJob, RealSide
+from .judges import judge_robustness
 from .plan import imu_variant, judge_runs
 from .real_sample import PSEUDORANGE, scale_label
 
@@ -68,8 +73,6 @@ def _pairs(job: DemoJob, side: RealSide) -> list:
 
 def _attach_floors(draw_records: list, gps_result, imu_result) -> dict:
     """Each study's judge-noise floor from the real bags' timing draws; {study: pooled floor}."""
-    from ..noise_floor.compute import judge_noise_floor
-
     for result in (gps_result, imu_result):
         result.judge_noise_floor = judge_noise_floor(draw_records, result.variants, result.scenarios)
     return {name: {key: next(iter(result.judge_noise_floor["combined"].values()))[key]
@@ -86,9 +89,7 @@ def _imu_title(job: DemoJob, side: RealSide) -> str:
 
 def score_studies(job: DemoJob, side: RealSide, replayed) -> ScoredStudies:
     """Step 3: both studies scored (intervals, p-values, comparisons, the floor) and their figures."""
-    from ..metrics import score_study
     from ..report import STATISTICS_FIGURES, draw
-    from ..workers import WorkerPool
 
     gps_records, imu_records, gps_series, imu_series, run_records = _split(job, side, replayed.scored)
     imu_title = _imu_title(job, side)
@@ -116,8 +117,6 @@ def score_again(job: DemoJob, side: RealSide, bags: dict, description: str) -> t
     """Both studies again on ``bags`` with ``job``'s judge — judged (no run bag written, nothing announced)
     and scored without figures: (GPS StudyResult, IMU StudyResult, floors or None).  The real sample's
     sensitivity imports and ``--judges``' other judges (``compare_judges``) take this path."""
-    from ..metrics import score_study
-
     replayed, _groups = judge_runs(job, side, bags, description, main=False)
     gps_records, imu_records, *_rest = _split(job, side, replayed.scored)
     gps = score_study(gps_records, job.options, workers=job.workers)
@@ -129,8 +128,6 @@ def score_again(job: DemoJob, side: RealSide, bags: dict, description: str) -> t
 def compare_judges(job: DemoJob, side: RealSide, scored: ScoredStudies) -> dict:
     """``--judges`` (``judges.py``): both studies again with every run judged by each other judge
     (``score_again``), then the judges compared; judges.json's document."""
-    from .judges import judge_robustness
-
     def again(judge, name: str) -> dict:
         other = dataclasses.replace(job, config=dataclasses.replace(job.config, judge=judge))
         gps, imu, _floors = score_again(other, side, side.bags, f"judge {name}: judging {{}} real bags")
@@ -146,8 +143,6 @@ def covariance_sensitivity(job: DemoJob, side: RealSide, scored: ScoredStudies) 
     evaluated windows (the fix σ scaled; the pseudorange policy), judged and scored like the main one;
     {label: {sigma_m, gps_study: {variant: {VEPD, VEPD_ci95, below_floor}}, imu_study: …, floor: …}},
     the main import (1×) included, in σ order."""
-    from ..metrics.separation import below_floor
-
     sample = side.sample
     results = {sample.main_label: (scored.gps_result, scored.imu_result, scored.floors)}
     for label, bags in sample.sensitivity_bags.items():

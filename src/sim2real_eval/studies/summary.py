@@ -3,6 +3,7 @@ and sub-floor marks, the judge-noise floor, the paper's findings, warnings, the 
 the time of each step."""
 from __future__ import annotations
 
+from ..metrics import separation
 from . import judges
 from .findings import CHECK_NAMES, separation_warnings
 from .job import RUNS, DemoResult
@@ -14,7 +15,6 @@ def summary_table(result: DemoResult) -> str:
     follow, intervals and sub-floor marks, the adjacent ranks compared, the IMU study, the judge-noise
     floor, the ordering checks as the precision supports them, permutation-limit warnings, and the time
     of each step."""
-    from ..metrics import separation
     from ..report import health
 
     gps, imu = result.gps_result, result.imu_result

@@ -18,17 +18,28 @@ The searched parameters and their ranges: ``tune_params``; the files of ``--out`
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import dataclasses
 import math
 import os
+import re
+import sqlite3
 import tempfile
 import time
+import urllib.parse
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import service
+from ..errors import DataWarning, UserError
+from ..pipeline.ray_cluster import call_in, check_nodes, connect_ray
+from ..service import plan_replays, replay_bags
+from ..workers import WorkerPool
 from .tune_params import apply_params, parse_params
 
 TUNE_VARIANT = "tuned"
@@ -79,8 +90,6 @@ class ReplayTrials:
         return tuple(dict.fromkeys(bag.scenario for bag in self.bags))
 
     def _replay(self, replacements, real: bool, options) -> list:
-        from ..service import plan_replays, replay_bags
-
         tasks = plan_replays(self.bags, replacements, self.judge, real=real, scoring=options, write=False,
                              seed=self.seed, ground_truth_rate=self.ground_truth_rate)
         with tempfile.TemporaryDirectory(prefix="sim2real-tune-") as tmp:
@@ -121,11 +130,6 @@ def _trial_warnings():
     """The DataWarnings raised while a trial runs, collected (not printed: one per judged run, hundreds in
     a search, naming temporary folders that are gone by then) — ``search`` sums them up in one line.
     Other warnings are shown as usual."""
-    import re
-    import warnings
-
-    from ..errors import DataWarning
-
     texts: list = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DataWarning)
@@ -138,7 +142,6 @@ def _trial_warnings():
 
 
 def _evaluate(context: TrialContext, models: dict, number: int, values: dict | None, start: float):
-    from .. import service
     from ..metrics.inputs import discover_runs_dir
     from ..pipeline.study import Variant
 
@@ -197,10 +200,6 @@ class _Pool:
     """Local worker processes (fork: modules already imported are inherited)."""
 
     def __init__(self, context, workers: int):
-        import concurrent.futures as cf
-
-        from ..workers import WorkerPool
-
         self.cf = cf
         self.capacity = workers
         self.context = context
@@ -231,10 +230,6 @@ class _Ray:
     """Trials as Ray tasks (1 CPU each) on the cluster at ``address`` ("local" starts one here)."""
 
     def __init__(self, context, address: str, workers: int):
-        import os
-
-        from ..pipeline.ray_cluster import call_in, check_nodes, connect_ray
-
         ray, self.started = connect_ray(address, workers)
         self.ray = ray
         if address != "local":
@@ -304,7 +299,6 @@ def real_runs_dir(real_dir, check: bool = True) -> Path:
 
 def load_real_records(real_dir, scenarios, options) -> tuple:
     """Scored real runs (side ``real``) of the given scenarios; every scenario needs ≥ 2 runs."""
-    from .. import service
     from ..metrics.inputs import discover_runs_dir
 
     specs = [s for s in discover_runs_dir(real_dir, options) if s.side == "real"]
@@ -354,9 +348,6 @@ OPTUNA_TABLES = {"studies", "trials", "alembic_version"}  # what Optuna's RDB st
 def check_storage(storage) -> None:
     """--storage must be a new or empty file, or an Optuna SQLite storage, in an existing folder: any
     other SQLite database (a run bag's .db3, a user's data) is refused, never written into."""
-    import sqlite3
-    import urllib.parse
-
     path = Path(storage)
     if path.is_symlink():
         raise UserError(f"--storage {path}: a symbolic link; give the storage file itself")
@@ -501,10 +492,6 @@ def search(context: TrialContext, study_name: str, variant_name: str, budget: in
 def summarise_warnings(results: list) -> None:
     """One DataWarning for the warnings of all the trials that ran (the untuned variant is trial -1):
     how many runs in how many trials, and the first one's text."""
-    import warnings
-
-    from ..errors import DataWarning
-
     warned = [r for r in results if r.warnings]
     if not warned:
         return
@@ -639,7 +626,6 @@ class _Progress:
     def __enter__(self):
         if not self.enabled:
             return lambda result: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.bar = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             TextColumn("{task.fields[best]}"), transient=False)

@@ -7,6 +7,8 @@ import csv
 import io
 from pathlib import Path
 
+from ..atomic import atomic_directory, atomic_file
+from ..outputs import file_record, write_marker
 from .tune import TUNE_VARIANT, TuneResult
 
 COMMAND = "tune"  # in the marker of its --out (outputs.write_marker)
@@ -66,8 +68,6 @@ def convergence_plot(result: TuneResult, path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from ..atomic import atomic_file
-
     trials = sorted((t for t in result.trials if t.vepd is not None), key=lambda t: t.number)
     numbers = np.array([t.number for t in trials])
     values = np.array([t.vepd for t in trials])
@@ -93,8 +93,6 @@ def write_outputs(result: TuneResult, out, overwrite: bool = False, marker: bool
     """OUT/: best_gps.yaml, best_imu.yaml (presets for load_*_model), best.yaml (a study variant plus
     the numbers), trials.csv, convergence.png — built in a temporary sibling, renamed on success.
     ``marker``: tune's output marker (False inside another command's output: the demo's real sample)."""
-    from ..atomic import atomic_directory
-    from ..outputs import file_record, write_marker
     from ..yamlio import dump_yaml
 
     with atomic_directory(out, overwrite=overwrite) as tmp:
