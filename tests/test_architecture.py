@@ -372,15 +372,9 @@ def test_the_robot_side_list_leaves_out_offline_modules(offline):
 def package_of(module: str) -> str:
     """The package a module belongs to for the package-level graph: ``sim2real_eval.judge.runner`` →
     ``judge``; a top-level module is its own (``sim2real_eval.service`` → ``service``), as is the package's
-    ``__init__``.  TEMPORARY (issue 32, the studies/ split owns it): calibrate/tune.py sits on the top
-    layer, not calibrate's, and moves to studies/; until then it counts as its own."""
-    if module in MOVING_OUT:
-        return MOVING_OUT[module]
+    ``__init__``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
-
-
-MOVING_OUT: dict = {}  # TEMPORARY: the lead shrinks this to {}
 
 
 def package_graph() -> dict:
@@ -421,9 +415,7 @@ def test_the_package_check_sees_a_circle_through_a_third_package():
 # ------------------------------------------------------------------ private names (issue 32)
 # A name starting with "_" is its module's own: importing it from another module (``from x import _y``,
 # ``x._y``, or a module named ``_x``) ties the two together behind the names' backs.  Make it public
-# with a docstring, or move it where it belongs.  TEMPORARY: the lead shrinks this as the demo's split
-# (studies/) lands; each entry is (importing module, module.name).
-PRIVATE_IMPORTS_TEMPORARY: set = set()
+# with a docstring, or move it where it belongs.
 
 
 def is_private(name: str) -> bool:
@@ -468,12 +460,9 @@ def private_imports() -> set:
 
 
 def test_no_private_name_is_imported_across_modules():
-    found = private_imports()
-    new = sorted(found - PRIVATE_IMPORTS_TEMPORARY)
-    assert not new, "private names imported from another module (make them public with a docstring, or " \
-        "move them where they belong):\n" + "\n".join(f"{source} uses {target}" for source, target in new)
-    stale = sorted(PRIVATE_IMPORTS_TEMPORARY - found)
-    assert not stale, f"PRIVATE_IMPORTS_TEMPORARY lists uses that are gone (remove them): {stale}"
+    found = sorted(private_imports())
+    assert not found, "private names imported from another module (make them public with a docstring, or " \
+        "move them where they belong):\n" + "\n".join(f"{source} uses {target}" for source, target in found)
 
 
 def test_the_private_name_check_sees_each_form(tmp_path, monkeypatch):
@@ -499,9 +488,6 @@ LONG_MODULES = {  # module path under src/sim2real_eval: why it may be longer
     "judge/params.py": "robot_localization's parameter surface (every parameter, default and check of "
                        "ros_filter.cpp / navsat_transform.cpp), mirrored in upstream's order",
 }
-# TEMPORARY (issue 32): still over the limit because other work owns them (the studies/ split: demo.py,
-# calibrate/tune.py; the command layer: service.py).  Empty now: every module is within the limit.
-LONG_MODULES_TEMPORARY: set = set()
 
 
 def module_lines() -> dict:
@@ -513,7 +499,7 @@ def module_lines() -> dict:
 
 def test_no_module_is_longer_than_700_lines():
     lines = module_lines()
-    allowed = set(LONG_MODULES) | LONG_MODULES_TEMPORARY
+    allowed = set(LONG_MODULES)
     long = {path: n for path, n in lines.items() if n > MAX_MODULE_LINES and path not in allowed}
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"
     stale = sorted(path for path in allowed if lines.get(path, 0) <= MAX_MODULE_LINES)
