@@ -80,6 +80,11 @@ def test_held_out_windows_are_never_scored(real_sample_demo):
     assert record["tune"]["trials"] == 16 and record["tune"]["base"] == "car_gauss"
     trials = rows_of(out / "real_sample" / "tune" / "trials.csv")
     assert len(trials) == 17 and trials[0]["trial"] == "baseline"
+    # the fitted variant says what it is, where the page lists how the real side was used and what each
+    # variant models (not "an inline model")
+    assert list(record["fit"]) == ["fitted"] and "held-out windows" in record["fit"]["fitted"]
+    assert "Fitted (variant `fitted`): a GPS white + Gauss-Markov position error, fitted together" in page
+    assert "fitted together with the GPS by sim2real-eval fit" in page
 
 
 @pytest.mark.slow

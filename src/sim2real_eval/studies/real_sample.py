@@ -209,6 +209,8 @@ def record(prepared: Prepared) -> dict:
                                     "imu": prepared.calibration.imu_preset}},
         "tune": dict(summary(prepared.tuned), base=config.tune_variant, params_text=config.tune_params,
                      held_out_windows=config.held_out_windows, best_models=prepared.tuned.best_models),
+        "fit": {variant.name: variant.replace["gps"].get("description", "")
+                for variant in prepared.gps_variants if variant.name == FITTED},
     }
 
 
@@ -382,7 +384,7 @@ def design_lines(record: dict) -> list:
         + "/".join(f"{v:.2f}" for v in cal["imu"]["accel_residual_std_m_s2"].values()) + " m/s² (x/y/z).",
         f"- Tuned ({tune['base']}, {tune['params_text']}, {tune['trials']} trials on the held-out windows): "
         f"held-out VEPD {tune['objective_baseline_vepd']:.4f} untuned → {tune['best_vepd']:.4f} with {best}.",
-    ]
+    ] + [f"- Fitted (variant `{name}`): a GPS {text}." for name, text in record.get("fit", {}).items()]
 
 
 def _axes(values: dict) -> str:
