@@ -9,31 +9,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures.art_judge import art_judge, records
 from fixtures.benchmarks import load_benchmark
 
-from sim2real_eval.bags import messages as bag_messages
-from sim2real_eval.judge import Judge, load_ekf_params, load_navsat_params
-from sim2real_eval.judge.synthetic import ART_STATIC_TFS, art_like_samples
+from sim2real_eval.judge.synthetic import art_like_samples
 from sim2real_eval.metrics.judge_agreement import kendall_tau
 from sim2real_eval.models import samples as S
 from sim2real_eval.report.degraded import Ranking, flipped_pairs, verdict
-from sim2real_eval.resources import config_path
 
 REPO = Path(__file__).resolve().parents[1]
 NS = 1_000_000_000
 
 
 # ------------------------------------------------------------------------------ the judge in a gap
-def art_judge():
-    return Judge(load_ekf_params(config_path("ekf_art_iros2024.yaml")),
-                 load_navsat_params(config_path("navsat_art_iros2024.yaml")), ART_STATIC_TFS)
-
-
-def records(imu, gps):
-    out = bag_messages.imu_cdr(imu, "/imu") + bag_messages.navsatfix_cdr(gps, "/fix")
-    return sorted(out, key=lambda r: r[0])
-
-
 def test_judge_predicts_through_an_outage_and_ignores_no_fix_fixes():
     """A 6-s outage published as NO_FIX and the same outage with no fix published give the same
     estimate (navsat_transform drops NO_FIX fixes in its fix callback), no /odometry/gps inside the gap

@@ -10,25 +10,14 @@ from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
+from fixtures.art_judge import art_judge, records
 
-from sim2real_eval.bags import messages as bag_messages
 from sim2real_eval.errors import UserError
-from sim2real_eval.judge import Judge, load_ekf_params, load_navsat_params
+from sim2real_eval.judge import Judge
 from sim2real_eval.judge.params import ekf_params_from_dict
-from sim2real_eval.judge.synthetic import ART_STATIC_TFS, art_like_samples
-from sim2real_eval.resources import config_path
+from sim2real_eval.judge.synthetic import art_like_samples
 
 S = 1_000_000_000
-
-
-def art_judge():
-    return Judge(load_ekf_params(config_path("ekf_art_iros2024.yaml")),
-                 load_navsat_params(config_path("navsat_art_iros2024.yaml")), ART_STATIC_TFS)
-
-
-def records(imu, gps):
-    out = bag_messages.imu_cdr(imu, "/imu") + bag_messages.navsatfix_cdr(gps, "/fix")
-    return sorted(out, key=lambda r: r[0])
 
 
 def test_fix_with_infinite_covariance_is_refused_by_name():
