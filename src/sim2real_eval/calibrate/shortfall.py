@@ -28,10 +28,10 @@ from .shortfall_stats import (
     Shortfall,
     closest_variant,
     error_statistics,
-    segments_from_bags,
     spec_name,
 )
 from .shortfall_stats import segment_of_drive as segment_of_drive  # re-exported: service.data reads it here
+from .shortfall_stats import segments_from_bags as segments_from_bags  # re-exported: the documented API
 
 FILES = ("shortfall.png", "shortfall.md", "shortfall.json")
 
@@ -271,9 +271,13 @@ def shortfall_writers(result: Shortfall, out_dir) -> dict:
             files["json"]: write_json}
 
 
-def closest_preset_shortfall(bags, study, imu, seed: int, exclude=()) -> Shortfall:
-    """The shortfall of a scored GPS study's closest variant (smallest VEPD, not in ``exclude``; its name
-    is its GPS preset) with the study's IMU ``imu``, against the real ``bags`` it was scored on, its VEPD
-    split from ``study``: what ``demo --real-sample`` adds to its report."""
-    variant = closest_variant(study, exclude)
-    return error_statistics(segments_from_bags(bags), variant, imu, seed=seed, study=study, variant=variant)
+def closest_preset_shortfall(segments: list, study, imu, seed: int) -> Shortfall:
+    """The shortfall of a scored GPS study's closest preset variant (smallest VEPD among the variants
+    named after a GPS preset; fitted variants carry their own models) with the study's IMU ``imu``,
+    against the real ``segments`` it was scored on, its VEPD split from ``study``: what ``demo
+    --real-sample`` adds to its report."""
+    from ..models import available_presets  # models load PyYAML, which the rendering never needs
+
+    presets = set(available_presets("gps"))
+    variant = closest_variant(study, exclude=[v for v in study.combined if v not in presets])
+    return error_statistics(segments, variant, imu, seed=seed, study=study, variant=variant)

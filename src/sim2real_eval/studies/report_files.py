@@ -121,18 +121,16 @@ def _real_sample_files(sample, gps_result, imu_result, sensitivity: dict, folder
     record = dict(rs.record(sample), sensitivity=sensitivity,
                   verdicts=rs.verdict_rows([("GPS study", gps_result), ("IMU study", imu_result)]),
                   comparisons=rs.fitted_rows(gps_result, imu_result))
-    gap = shortfall.closest_preset_shortfall(sum(sample.bags.values(), []), gps_result,
-                                             sample.gps_variants[0].replace["imu"], seed,
-                                             exclude=(rs.CALIBRATED, rs.TUNED, rs.FITTED))
+    segments = shortfall.segments_from_bags(sum(sample.bags.values(), []))  # read once, for both shortfalls
+    gap = shortfall.closest_preset_shortfall(segments, gps_result, sample.gps_variants[0].replace["imu"],
+                                             seed)
     gap_files = shortfall.write_shortfall(gap, folder / "shortfall")
     record["shortfall"] = {"variant": gap.vepd["variant"], "differs": gap.differing(), "vepd": gap.vepd}
     gaps = [(gap, gap_files, "real_sample/shortfall/shortfall.png")]
     fitted = next((v for v in sample.gps_variants if v.name == rs.FITTED), None)
     if fitted is not None:  # issue 31: what the fitted families miss
-
-        fit_gap = shortfall.error_statistics(shortfall.segments_from_bags(sum(sample.bags.values(), [])),
-                                             *described(fitted.replace), seed=seed, study=gps_result,
-                                             variant=rs.FITTED)
+        fit_gap = shortfall.error_statistics(segments, *described(fitted.replace), seed=seed,
+                                             study=gps_result, variant=rs.FITTED)
         gaps.append((fit_gap, shortfall.write_shortfall(fit_gap, folder / "shortfall_fitted"),
                      "real_sample/shortfall_fitted/shortfall.png"))
         record["shortfall_fitted"] = {"variant": rs.FITTED, "differs": fit_gap.differing(),
